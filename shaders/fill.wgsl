@@ -1,0 +1,68 @@
+// Tensor creation: constant fill, arange, seeded uniform and normal random numbers,
+// and dtype casts. Random numbers are counter-based (a PCG hash of seed and index),
+// so a seed gives the same tensor on every device and in test/reference/random.ts.
+override WG: u32 = 256;
+
+struct Params { n: u32, value: f32, start: f32, step: f32, seed: u32, lo: f32, hi: f32 }  // mirrored in src/tensor/creation.ts
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<storage, read> xi: array<i32>;
+@group(0) @binding(3) var<storage, read> xf: array<f32>;
+@group(0) @binding(4) var<storage, read_write> yi: array<i32>;
+
+fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+
+// PCG-RXS-M-XS 32-bit output permutation (O'Neill), used as a hash.
+fn pcg(v: u32) -> u32 {
+  let state = v * 747796405u + 2891336453u;
+  let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
+  return (word >> 22u) ^ word;
+}
+// Uniform in [0, 1) with 24 random bits (exact in f32).
+fn unit(seed: u32, i: u32) -> f32 { return f32(pcg(pcg(seed) + i) >> 8u) * (1.0 / 16777216.0); }
+
+@compute @workgroup_size(WG)
+fn fill_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw);
+  if (i >= p.n) { return; }
+  y[i] = p.value;
+}
+
+@compute @workgroup_size(WG)
+fn arange_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw);
+  if (i >= p.n) { return; }
+  y[i] = p.start + f32(i) * p.step;
+}
+
+@compute @workgroup_size(WG)
+fn uniform_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw);
+  if (i >= p.n) { return; }
+  y[i] = p.lo + (p.hi - p.lo) * unit(p.seed, i);
+}
+
+// Box-Muller on two uniforms drawn at counters 2i and 2i+1; 1 - u keeps log away from 0.
+@compute @workgroup_size(WG)
+fn normal_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw);
+  if (i >= p.n) { return; }
+  let u1 = 1.0 - unit(p.seed, 2u * i);
+  let u2 = unit(p.seed, 2u * i + 1u);
+  y[i] = p.lo + p.hi * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+@compute @workgroup_size(WG)
+fn i32_to_f32_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw);
+  if (i >= p.n) { return; }
+  y[i] = f32(xi[i]);
+}
+
+// Truncation toward zero, as PyTorch's .to(int32).
+@compute @workgroup_size(WG)
+fn f32_to_i32_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw);
+  if (i >= p.n) { return; }
+  yi[i] = i32(xf[i]);
+}

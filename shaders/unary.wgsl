@@ -1,0 +1,267 @@
+// Elementwise unary ops: y = f(x) and dx = f'(.) * dy.
+// Forward reads x (1) and writes y (2); backward reads what the op saved, x (1) or
+// y (2), and dy (3), and writes dx (4). alpha/beta are per-op scalars (see each op).
+override WG: u32 = 256;
+
+struct Params { n: u32, alpha: f32, beta: f32 }  // mirrored in src/tensor/ops/unary.ts
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<storage, read> dy: array<f32>;
+@group(0) @binding(4) var<storage, read_write> dx: array<f32>;
+
+fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+
+const SQRT1_2: f32 = 0.7071067811865476;
+const INV_SQRT_2PI: f32 = 0.3989422804014327;
+const SQRT_2_OVER_PI: f32 = 0.7978845608028654;
+
+// erfc with fractional error below 1.2e-7 everywhere (Numerical Recipes' Chebyshev fit),
+// so exact GELU keeps its relative accuracy for very negative inputs, where 1 + erf
+// would cancel.
+fn erfc(v: f32) -> f32 {
+  let z = abs(v);
+  let t = 1.0 / (1.0 + 0.5 * z);
+  let r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+    t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
+    t * (-0.82215223 + t * 0.17087277)))))))));
+  return select(2.0 - r, r, v >= 0.0);
+}
+// log(1 + u) for u >= 0 without losing small u (WGSL has no log1p).
+fn log1p_pos(u: f32) -> f32 {
+  if (u < 1e-4) { return u * (1.0 - u * (0.5 - u / 3.0)); }
+  return log(1.0 + u);
+}
+fn sigmoid(v: f32) -> f32 {
+  let e = exp(-abs(v));
+  return select(e / (1.0 + e), 1.0 / (1.0 + e), v >= 0.0);
+}
+// tanh through exp of a clamped argument: some drivers return NaN for tanh of large |v|.
+fn tanh_safe(v: f32) -> f32 {
+  let e = exp(-2.0 * abs(clamp(v, -20.0, 20.0)));
+  return sign(v) * (1.0 - e) / (1.0 + e);
+}
+
+@compute @workgroup_size(WG)
+fn neg_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  y[i] = -x[i];
+}
+@compute @workgroup_size(WG)
+fn neg_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  dx[i] = -dy[i];
+}
+
+// y = alpha * x + beta (scalar multiply and add).
+@compute @workgroup_size(WG)
+fn affine_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  y[i] = p.alpha * x[i] + p.beta;
+}
+@compute @workgroup_size(WG)
+fn affine_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  dx[i] = p.alpha * dy[i];
+}
+
+// NOTE: the gradient of |x| at 0 is 0, as PyTorch's sign(0).
+@compute @workgroup_size(WG)
+fn abs_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  y[i] = abs(x[i]);
+}
+@compute @workgroup_size(WG)
+fn abs_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  dx[i] = sign(x[i]) * dy[i];
+}
+
+@compute @workgroup_size(WG)
+fn exp_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  y[i] = exp(x[i]);
+}
+@compute @workgroup_size(WG)
+fn exp_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  dx[i] = y[i] * dy[i];
+}
+
+@compute @workgroup_size(WG)
+fn log_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  y[i] = log(x[i]);
+}
+@compute @workgroup_size(WG)
+fn log_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  dx[i] = dy[i] / x[i];
+}
+
+@compute @workgroup_size(WG)
+fn sqrt_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  y[i] = sqrt(x[i]);
+}
+@compute @workgroup_size(WG)
+fn sqrt_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  dx[i] = dy[i] / (2.0 * y[i]);
+}
+
+@compute @workgroup_size(WG)
+fn rsqrt_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  y[i] = 1.0 / sqrt(x[i]);
+}
+@compute @workgroup_size(WG)
+fn rsqrt_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = y[i];
+  dx[i] = -0.5 * v * v * v * dy[i];
+}
+
+@compute @workgroup_size(WG)
+fn tanh_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  y[i] = tanh_safe(x[i]);
+}
+@compute @workgroup_size(WG)
+fn tanh_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = y[i];
+  dx[i] = (1.0 - v * v) * dy[i];
+}
+
+@compute @workgroup_size(WG)
+fn sigmoid_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  y[i] = sigmoid(x[i]);
+}
+@compute @workgroup_size(WG)
+fn sigmoid_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = y[i];
+  dx[i] = v * (1.0 - v) * dy[i];
+}
+
+// NOTE: the gradient of relu at 0 is 0, as in PyTorch.
+@compute @workgroup_size(WG)
+fn relu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  y[i] = max(x[i], 0.0);
+}
+@compute @workgroup_size(WG)
+fn relu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  dx[i] = select(0.0, dy[i], y[i] > 0.0);
+}
+
+// alpha = negative slope.
+@compute @workgroup_size(WG)
+fn leaky_relu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  y[i] = select(p.alpha * v, v, v > 0.0);
+}
+@compute @workgroup_size(WG)
+fn leaky_relu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  dx[i] = select(p.alpha, 1.0, x[i] > 0.0) * dy[i];
+}
+
+// Exact GELU: x * Phi(x) = 0.5 * x * erfc(-x / sqrt(2)).
+@compute @workgroup_size(WG)
+fn gelu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  y[i] = 0.5 * v * erfc(-v * SQRT1_2);
+}
+@compute @workgroup_size(WG)
+fn gelu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  dx[i] = (0.5 * erfc(-v * SQRT1_2) + v * INV_SQRT_2PI * exp(-0.5 * v * v)) * dy[i];
+}
+
+// tanh-approximate GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+@compute @workgroup_size(WG)
+fn gelu_tanh_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  y[i] = 0.5 * v * (1.0 + tanh_safe(SQRT_2_OVER_PI * (v + 0.044715 * v * v * v)));
+}
+@compute @workgroup_size(WG)
+fn gelu_tanh_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  let t = tanh_safe(SQRT_2_OVER_PI * (v + 0.044715 * v * v * v));
+  let dt = (1.0 - t * t) * SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * v * v);
+  dx[i] = (0.5 * (1.0 + t) + 0.5 * v * dt) * dy[i];
+}
+
+@compute @workgroup_size(WG)
+fn silu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  y[i] = v * sigmoid(v);
+}
+@compute @workgroup_size(WG)
+fn silu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  let s = sigmoid(v);
+  dx[i] = s * (1.0 + v * (1.0 - s)) * dy[i];
+}
+
+// Softplus with beta (alpha field) and threshold (beta field), as PyTorch:
+// (1/beta) log(1 + exp(beta x)), and x itself where beta x > threshold.
+@compute @workgroup_size(WG)
+fn softplus_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  let t = p.alpha * v;
+  y[i] = select((max(t, 0.0) + log1p_pos(exp(-abs(t)))) / p.alpha, v, t > p.beta);
+}
+@compute @workgroup_size(WG)
+fn softplus_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let t = p.alpha * x[i];
+  dx[i] = select(sigmoid(t), 1.0, t > p.beta) * dy[i];
+}
+
+// clamp to [alpha, beta]; the gradient passes where alpha <= x <= beta (PyTorch).
+@compute @workgroup_size(WG)
+fn clamp_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  y[i] = min(max(x[i], p.alpha), p.beta);
+}
+@compute @workgroup_size(WG)
+fn clamp_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  dx[i] = select(0.0, dy[i], v >= p.alpha && v <= p.beta);
+}
+
+// x ^ alpha for a scalar exponent; negative bases work for integer exponents, as in PyTorch.
+fn pow_scalar(v: f32, e: f32) -> f32 {
+  if (e == 0.0) { return 1.0; }
+  if (e == 1.0) { return v; }
+  if (e == 2.0) { return v * v; }
+  let m = pow(abs(v), e);
+  if (v >= 0.0) { return m; }
+  if (floor(e) != e) { return bitcast<f32>(0x7fc00000u); }   // NaN, as PyTorch
+  let odd = (e - 2.0 * floor(e / 2.0)) == 1.0;
+  return select(m, -m, odd);
+}
+@compute @workgroup_size(WG)
+fn pow_scalar_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  y[i] = pow_scalar(x[i], p.alpha);
+}
+@compute @workgroup_size(WG)
+fn pow_scalar_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  dx[i] = p.alpha * pow_scalar(x[i], p.alpha - 1.0) * dy[i];
+}

@@ -1,0 +1,18 @@
+import type { Tensor } from "../tensor/mod.ts";
+import { Variable } from "./tape.ts";
+
+/**
+ * A trainable tensor: a leaf Variable that requires a gradient and whose data (and
+ * gradient) persist across steps. Optimizers take parameters, not modules.
+ */
+export class Parameter extends Variable {
+  constructor(data: Tensor, name = "") {
+    super(data.kept ? data : data.keep(), true, null);
+    this.name = name;
+  }
+
+  /** Replace the values in place (same shape); recorded work is submitted first. */
+  set(values: ArrayLike<number>): void {
+    this.data.write(values);
+  }
+}

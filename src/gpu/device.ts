@@ -1,0 +1,420 @@
+import { DeviceLostError, GpuError } from "./errors.ts";
+import { type Layout, writeParams } from "./params.ts";
+import { BufferPool, type PoolStats, sizeClass, STORAGE_USAGE } from "./pool.ts";
+import { shaderSource } from "./shaders.ts";
+import {
+  ELEMENTWISE_WG,
+  MATMUL_CPU,
+  MATMUL_GPU,
+  type MatmulTiling,
+  MAX_DISPATCHES_PER_SUBMIT,
+  MAX_GROUPS_PER_DIM,
+  UNIFORM_ARENA_BYTES,
+  UNIFORM_SLOT_BYTES,
+} from "./tuning.ts";
+
+/** Options of {@link Device.request}. */
+export interface DeviceOptions {
+  /** Adapter preference passed to `navigator.gpu.requestAdapter`. */
+  powerPreference?: GPUPowerPreference;
+  /** Use this adapter instead of asking for one. */
+  adapter?: GPUAdapter;
+  /** Name used in labels and error messages. Default "gpu". */
+  label?: string;
+  /** Matmul tiling; default chosen from the adapter (register blocking on CPU adapters). */
+  matmul?: MatmulTiling;
+}
+
+/** One kernel launch: the pipeline, its uniform params (binding 0), its buffers by binding, the grid. */
+export interface Dispatch {
+  /** Shader family: `shaders/<shader>.wgsl`. */
+  shader: string;
+  /** Entry point, `<op>_<direction>`. */
+  entry: string;
+  /** WGSL `override` constants; part of the pipeline key. */
+  overrides?: Record<string, number>;
+  /** Uniform struct at `@binding(0)`. */
+  params?: { layout: Layout<any>; values: Readonly<Record<string, number>> };
+  /** Storage buffers by binding number. */
+  buffers: Record<number, GPUBuffer>;
+  /** Workgroup counts. */
+  groups: readonly [number, number?, number?];
+}
+
+/** Something that gives its GPU memory back at the end of a step (a step-scoped tensor). */
+export interface StepScoped {
+  /** Return the memory to the pool; must be idempotent. */
+  release(): void;
+}
+
+/** Memory figures of a device. */
+export interface MemoryStats extends PoolStats {
+  /** Bytes held by persistent tensors and step tensors together (= liveBytes). */
+  totalBytes: number;
+}
+
+const deviceGlobal = globalThis as { [k: symbol]: Device | undefined };
+const DEFAULT_KEY = Symbol.for("flodl-webgpu.defaultDevice");
+
+/**
+ * One `GPUDevice` with its limits, features, adapter info, pipeline cache, buffer pool
+ * and the command encoder that every op records into.
+ *
+ * Work is recorded, not run: `flush()` submits it, `read()` submits and waits. A lost
+ * device or an asynchronous validation error is thrown on the next use, naming the reason.
+ */
+export class Device {
+  /** The underlying WebGPU device. */
+  readonly gpu: GPUDevice;
+  /** Adapter description (vendor, architecture, description). */
+  readonly info: GPUAdapterInfo;
+  /** Name used in labels and messages. */
+  readonly label: string;
+  /** Optional features that were offered and enabled. */
+  readonly features: ReadonlySet<string>;
+  /** Matmul tiling in use. */
+  readonly matmul: MatmulTiling;
+  /** True when the adapter is a software fallback (lavapipe, SwiftShader). */
+  readonly isFallback: boolean;
+
+  #pool: BufferPool;
+  #pipelines = new Map<string, GPUComputePipeline>();
+  #encoder: GPUCommandEncoder | undefined;
+  #pass: GPUComputePassEncoder | undefined;
+  #dispatches = 0;
+  #arena: GPUBuffer;
+  #arenaData: ArrayBuffer;
+  #arenaView: DataView;
+  #arenaUsed = 0;
+  #slot: number;
+  #staging = new Map<number, GPUBuffer[]>();
+  #step = new Set<StepScoped>();
+  #lost: GPUDeviceLostInfo | undefined;
+  #error: GPUError | undefined;
+  #submits = 0;
+
+  private constructor(gpu: GPUDevice, adapter: GPUAdapter, label: string, matmul?: MatmulTiling) {
+    this.gpu = gpu;
+    this.info = adapter.info;
+    this.label = label;
+    this.features = new Set([...gpu.features] as string[]);
+    this.isFallback = (adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean }).isFallbackAdapter === true ||
+      adapter.info.architecture === "swiftshader" || /llvmpipe|lavapipe|swiftshader/i.test(adapter.info.description);
+    this.matmul = matmul ?? (this.isFallback ? MATMUL_CPU : MATMUL_GPU);
+    this.#pool = new BufferPool((bytes) => gpu.createBuffer({ label: `${label}/pool/${bytes}`, size: bytes, usage: STORAGE_USAGE }));
+    this.#slot = Math.max(UNIFORM_SLOT_BYTES, gpu.limits.minUniformBufferOffsetAlignment);
+    this.#arena = gpu.createBuffer({
+      label: `${label}/uniform-arena`,
+      size: UNIFORM_ARENA_BYTES,
+      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+    });
+    this.#arenaData = new ArrayBuffer(UNIFORM_ARENA_BYTES);
+    this.#arenaView = new DataView(this.#arenaData);
+    gpu.lost.then((info) => (this.#lost = info));
+    gpu.addEventListener("uncapturederror", (e) => {
+      this.#error ??= (e as GPUUncapturedErrorEvent).error;
+    });
+  }
+
+  /**
+   * Ask for an adapter and a device with the adapter's own maximum buffer and binding
+   * sizes; enable `shader-f16`, `timestamp-query` and `subgroups` when offered.
+   * The first device requested becomes the default for tensors created without one.
+   * @throws {Error} When the runtime has no WebGPU, or no adapter is found (says how to get one).
+   * @example
+   * ```ts
+   * import { Device } from "../index.ts";
+   * const device = await Device.request();
+   * console.log(device.info.description);
+   * ```
+   */
+  static async request(options: DeviceOptions = {}): Promise<Device> {
+    const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
+    if (!gpu) {
+      throw new Error(
+        "WebGPU is not available in this runtime (navigator.gpu is undefined). In Deno install Mesa's " +
+          "lavapipe (apt-get install mesa-vulkan-drivers) or use a GPU; in Chromium start it with " +
+          "--enable-unsafe-webgpu (and --use-webgpu-adapter=swiftshader without a GPU)",
+      );
+    }
+    const adapter = options.adapter ?? await gpu.requestAdapter({ powerPreference: options.powerPreference });
+    if (!adapter) {
+      throw new Error(
+        "No WebGPU adapter found. Without a GPU: Deno needs Mesa's lavapipe (apt-get install mesa-vulkan-drivers); " +
+          "Chromium needs --enable-unsafe-webgpu --use-webgpu-adapter=swiftshader --enable-unsafe-swiftshader",
+      );
+    }
+    const wanted: GPUFeatureName[] = ["shader-f16", "timestamp-query", "subgroups" as GPUFeatureName];
+    const requiredFeatures = wanted.filter((f) => adapter.features.has(f));
+    const l = adapter.limits;
+    const gpuDevice = await adapter.requestDevice({
+      label: options.label ?? "gpu",
+      requiredFeatures,
+      requiredLimits: {
+        maxBufferSize: l.maxBufferSize,
+        maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
+        maxStorageBuffersPerShaderStage: l.maxStorageBuffersPerShaderStage,
+        maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize,
+        maxComputeInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
+        maxComputeWorkgroupSizeX: l.maxComputeWorkgroupSizeX,
+        maxComputeWorkgroupSizeY: l.maxComputeWorkgroupSizeY,
+      },
+    });
+    const device = new Device(gpuDevice, adapter, options.label ?? "gpu", options.matmul);
+    deviceGlobal[DEFAULT_KEY] ??= device;
+    return device;
+  }
+
+  /** The device tensors use when none is given: the first requested, or the one set with {@link Device.setDefault}. */
+  static get default(): Device {
+    const d = deviceGlobal[DEFAULT_KEY];
+    if (!d) throw new Error("No default device: call `await Device.request()` first, or pass { device }");
+    return d;
+  }
+
+  /** Make `device` the default for tensors created without one. */
+  static setDefault(device: Device): void {
+    deviceGlobal[DEFAULT_KEY] = device;
+  }
+
+  /** True once the device was lost. */
+  get lost(): boolean {
+    return this.#lost !== undefined;
+  }
+
+  /** Device limits (the adapter's maxima for buffer and binding sizes). */
+  get limits(): GPUSupportedLimits {
+    return this.gpu.limits;
+  }
+
+  /** Throw the pending asynchronous error (device lost, validation, out of memory), if any. */
+  check(): void {
+    if (this.#lost) throw new DeviceLostError(this.label, this.#lost.reason, this.#lost.message);
+    const e = this.#error;
+    if (e) {
+      this.#error = undefined;
+      const kind = e.constructor?.name ?? "GPUError";
+      throw new GpuError(`${kind} on device "${this.label}": ${e.message}`);
+    }
+  }
+
+  // ---- memory --------------------------------------------------------------
+
+  /**
+   * A storage buffer of at least `bytes` bytes from the pool.
+   * @throws {RangeError} Naming the size and the device limit when it cannot be bound.
+   */
+  alloc(bytes: number, label?: string): GPUBuffer {
+    this.check();
+    const max = this.gpu.limits.maxStorageBufferBindingSize;
+    if (bytes > max) {
+      throw new RangeError(
+        `${label ?? "buffer"}: ${bytes} bytes exceeds this device's maxStorageBufferBindingSize of ${max} bytes`,
+      );
+    }
+    const buf = this.#pool.acquire(Math.max(bytes, 4), max);
+    if (label) buf.label = `${this.label}/${label}`;
+    return buf;
+  }
+
+  /** Return a buffer from {@link alloc}; reusable after the next submit. */
+  free(buf: GPUBuffer): void {
+    this.#pool.release(buf);
+  }
+
+  /** Track a step-scoped object; {@link endStep} releases it. */
+  track(x: StepScoped): void {
+    this.#step.add(x);
+  }
+
+  /** Stop tracking (the object was kept or released by hand). */
+  untrack(x: StepScoped): void {
+    this.#step.delete(x);
+  }
+
+  /**
+   * End a training step: submit what was recorded and give every step-scoped tensor's
+   * memory back to the pool. Parameters, gradients and optimizer state are persistent
+   * and stay. Using a released tensor afterwards throws.
+   */
+  endStep(): void {
+    this.flush();
+    for (const x of this.#step) x.release();
+    this.#step.clear();
+    this.#pool.afterSubmit();
+  }
+
+  /** Pool and live byte counts. */
+  memory(): MemoryStats {
+    const s = this.#pool.stats();
+    return { ...s, totalBytes: s.liveBytes + s.pooledBytes };
+  }
+
+  /** Number of submits so far (tests check that a step records with one submit). */
+  get submits(): number {
+    return this.#submits;
+  }
+
+  // ---- recording -----------------------------------------------------------
+
+  /** The compiled pipeline for `shader/entry/overrides`, compiled once per device. */
+  pipeline(shader: string, entry: string, overrides?: Record<string, number>): GPUComputePipeline {
+    const keys = overrides ? Object.keys(overrides).sort() : [];
+    const key = `${shader}/${entry}` + keys.map((k) => `/${k}=${overrides![k]}`).join("");
+    let p = this.#pipelines.get(key);
+    if (!p) {
+      const module = this.gpu.createShaderModule({ label: `${shader}.wgsl`, code: shaderSource(shader) });
+      p = this.gpu.createComputePipeline({
+        label: key,
+        layout: "auto",
+        compute: { module, entryPoint: entry, constants: overrides },
+      });
+      this.#pipelines.set(key, p);
+    }
+    return p;
+  }
+
+  #encoderNow(): GPUCommandEncoder {
+    this.#encoder ??= this.gpu.createCommandEncoder({ label: `${this.label}/step` });
+    return this.#encoder;
+  }
+
+  #endPass(): void {
+    this.#pass?.end();
+    this.#pass = undefined;
+  }
+
+  /** Record one kernel launch into the current command encoder. */
+  dispatch(d: Dispatch): void {
+    this.check();
+    if (this.#dispatches >= MAX_DISPATCHES_PER_SUBMIT || this.#arenaUsed + this.#slot > UNIFORM_ARENA_BYTES) this.flush();
+    const pipeline = this.pipeline(d.shader, d.entry, d.overrides);
+    const entries: GPUBindGroupEntry[] = [];
+    if (d.params) {
+      const offset = this.#arenaUsed;
+      writeParams(this.#arenaView, offset, d.params.layout, d.params.values);
+      this.#arenaUsed += this.#slot;
+      entries.push({ binding: 0, resource: { buffer: this.#arena, offset, size: Math.max(d.params.layout.bytes, 4) } });
+    }
+    for (const [binding, buffer] of Object.entries(d.buffers)) {
+      entries.push({ binding: Number(binding), resource: { buffer } });
+    }
+    const bindGroup = this.gpu.createBindGroup({
+      label: `${d.shader}/${d.entry}`,
+      layout: pipeline.getBindGroupLayout(0),
+      entries,
+    });
+    const [x, y = 1, z = 1] = d.groups;
+    if (x === 0 || y === 0 || z === 0) return;
+    if (x > MAX_GROUPS_PER_DIM || y > MAX_GROUPS_PER_DIM || z > MAX_GROUPS_PER_DIM) {
+      throw new RangeError(`${d.shader}/${d.entry}: grid [${x}, ${y}, ${z}] exceeds ${MAX_GROUPS_PER_DIM} workgroups per dimension`);
+    }
+    this.#pass ??= this.#encoderNow().beginComputePass({ label: `${this.label}/pass` });
+    this.#pass.setPipeline(pipeline);
+    this.#pass.setBindGroup(0, bindGroup);
+    this.#pass.dispatchWorkgroups(x, y, z);
+    this.#dispatches++;
+  }
+
+  /** Record a buffer-to-buffer copy. */
+  copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, bytes: number): void {
+    this.check();
+    if (bytes === 0) return;
+    this.#endPass();
+    this.#encoderNow().copyBufferToBuffer(src, srcOffset, dst, dstOffset, bytes);
+  }
+
+  /** Record zero-filling `bytes` bytes of `buf` from `offset` (both multiples of 4). */
+  clear(buf: GPUBuffer, offset = 0, bytes = buf.size - offset): void {
+    this.check();
+    this.#endPass();
+    this.#encoderNow().clearBuffer(buf, offset, bytes);
+  }
+
+  /**
+   * Write host data into a buffer. Work recorded before is submitted first, so the
+   * write lands after it, as program order says.
+   */
+  write(buf: GPUBuffer, offset: number, data: ArrayBufferView<ArrayBuffer>): void {
+    this.check();
+    if (this.#encoder) this.flush();
+    this.gpu.queue.writeBuffer(buf, offset, data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  /**
+   * Write host data into a buffer no recorded command uses yet (a fresh allocation):
+   * no flush needed, since the queue runs the write before the pending submit.
+   */
+  upload(buf: GPUBuffer, offset: number, data: ArrayBufferView<ArrayBuffer>): void {
+    this.check();
+    this.gpu.queue.writeBuffer(buf, offset, data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  /** Submit everything recorded so far (one command buffer). Never waits. */
+  flush(): void {
+    this.check();
+    this.#endPass();
+    if (this.#arenaUsed > 0) {
+      this.gpu.queue.writeBuffer(this.#arena, 0, this.#arenaData, 0, this.#arenaUsed);
+      this.#arenaUsed = 0;
+    }
+    if (this.#encoder) {
+      this.gpu.queue.submit([this.#encoder.finish()]);
+      this.#encoder = undefined;
+      this.#submits++;
+    }
+    this.#dispatches = 0;
+    this.#pool.afterSubmit();
+  }
+
+  /** Submit and wait until the GPU finished everything submitted. */
+  async sync(): Promise<void> {
+    this.flush();
+    await this.gpu.queue.onSubmittedWorkDone();
+    this.check();
+  }
+
+  /** Copy `bytes` bytes of `buf` from `offset` to the host (submits, then waits for the GPU). */
+  async read(buf: GPUBuffer, offset: number, bytes: number): Promise<ArrayBuffer> {
+    if (bytes === 0) return new ArrayBuffer(0);
+    const size = sizeClass(bytes);
+    const staging = this.#staging.get(size)?.pop() ??
+      this.gpu.createBuffer({ label: `${this.label}/readback/${size}`, size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    this.copy(buf, offset, staging, 0, bytes);
+    this.flush();
+    try {
+      await staging.mapAsync(GPUMapMode.READ, 0, bytes);
+    } catch (e) {
+      this.check();
+      throw e;
+    }
+    const out = staging.getMappedRange(0, bytes).slice(0);
+    staging.unmap();
+    const list = this.#staging.get(size);
+    if (list) list.push(staging);
+    else this.#staging.set(size, [staging]);
+    this.check();
+    return out;
+  }
+
+  /** Workgroup grid for `n` threads in groups of `wg`, folded into y past the per-dimension limit. */
+  static grid(n: number, wg = ELEMENTWISE_WG): [number, number] {
+    const groups = Math.ceil(n / wg);
+    if (groups <= MAX_GROUPS_PER_DIM) return [groups, 1];
+    const y = Math.ceil(groups / MAX_GROUPS_PER_DIM);
+    return [Math.ceil(groups / y), y];
+  }
+
+  /** Give every pooled buffer back to the driver (live tensors keep theirs). */
+  trim(): void {
+    this.#pool.trim();
+  }
+
+  /** Destroy the device; later use throws {@link DeviceLostError}. */
+  destroy(): void {
+    this.#encoder = undefined;
+    this.#pass = undefined;
+    this.gpu.destroy();
+    if (deviceGlobal[DEFAULT_KEY] === this) deviceGlobal[DEFAULT_KEY] = undefined;
+  }
+}

@@ -1,0 +1,67 @@
+import type { Tensor } from "./tensor.ts";
+
+/**
+ * What the autograd tape needs of an op (STYLE.md practice 1): a forward that runs the
+ * kernels and says what it saves, and a backward that turns the output gradient into
+ * one gradient per input. The tape records which op ran; all math lives here.
+ */
+export interface OpDef<A = undefined> {
+  /** Op name, used in messages and the tape. */
+  readonly name: string;
+  /** Run the forward kernels. */
+  forward(inputs: readonly Tensor[], attrs: A): OpResult;
+  /**
+   * Gradients of the inputs given the output gradient `grad` (same shape as the output).
+   * Return `null` for an input that needs none (`ctx.needs[i]` false) or is not differentiable.
+   * Absent for ops without a gradient (argmax, comparisons).
+   */
+  backward?(grad: Tensor, ctx: OpContext<A>): readonly (Tensor | null)[];
+}
+
+/** Output of a forward and the tensors the backward will read. */
+export interface OpResult {
+  output: Tensor;
+  /** Tensors the backward reads (inputs or output or intermediates). */
+  saved?: readonly Tensor[];
+}
+
+/** Everything a backward may read. */
+export interface OpContext<A> {
+  /** Input shapes, in order. */
+  readonly shapes: readonly (readonly number[])[];
+  /** Whether each input needs a gradient. */
+  readonly needs: readonly boolean[];
+  /** Saved tensors, as returned by forward. */
+  readonly saved: readonly Tensor[];
+  /** The forward's output. */
+  readonly output: Tensor;
+  /** Op attributes. */
+  readonly attrs: A;
+}
+
+/** Run an op's forward on tensors (no tape) and return its output. */
+export function run<A>(op: OpDef<A>, inputs: readonly Tensor[], attrs: A): Tensor {
+  return op.forward(inputs, attrs).output;
+}
+
+/**
+ * Forward then backward of an op on tensors, without the tape: what GPU tests compare
+ * with the float64 reference (the output and every input gradient).
+ */
+export function forwardBackward<A>(
+  op: OpDef<A>,
+  inputs: readonly Tensor[],
+  attrs: A,
+  grad: Tensor,
+): { output: Tensor; grads: readonly (Tensor | null)[] } {
+  const res = op.forward(inputs, attrs);
+  if (!op.backward) throw new Error(`${op.name} has no backward`);
+  const grads = op.backward(grad, {
+    shapes: inputs.map((t) => t.shape),
+    needs: inputs.map((t) => t.dtype === "f32"),
+    saved: res.saved ?? [],
+    output: res.output,
+    attrs,
+  });
+  return { output: res.output, grads };
+}

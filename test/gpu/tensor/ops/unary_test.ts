@@ -1,0 +1,81 @@
+import { fromArray } from "../../../../src/tensor/creation.ts";
+import { forwardBackward } from "../../../../src/tensor/op.ts";
+import * as U from "../../../../src/tensor/ops/unary.ts";
+import { unaryRef } from "../../../reference/unary.ts";
+import { assertRelClose, assertThrows } from "../../../util/assert.ts";
+import { gpuTest } from "../../../util/gpu.ts";
+import { count, mulberry32, randn, uniform } from "../../../util/random.ts";
+
+const SHAPES = [[7], [33, 7], [129], [257, 3], [1, 5]];
+
+const CASES: [string, U.UnaryAttrs, "normal" | "positive"][] = [
+  ["neg", { alpha: 0, beta: 0 }, "normal"],
+  ["affine", { alpha: -1.5, beta: 0.25 }, "normal"],
+  ["abs", { alpha: 0, beta: 0 }, "normal"],
+  ["exp", { alpha: 0, beta: 0 }, "normal"],
+  ["log", { alpha: 0, beta: 0 }, "positive"],
+  ["sqrt", { alpha: 0, beta: 0 }, "positive"],
+  ["rsqrt", { alpha: 0, beta: 0 }, "positive"],
+  ["tanh", { alpha: 0, beta: 0 }, "normal"],
+  ["sigmoid", { alpha: 0, beta: 0 }, "normal"],
+  ["relu", { alpha: 0, beta: 0 }, "normal"],
+  ["leakyRelu", { alpha: 0.1, beta: 0 }, "normal"],
+  ["gelu", { alpha: 0, beta: 0 }, "normal"],
+  ["geluTanh", { alpha: 0, beta: 0 }, "normal"],
+  ["silu", { alpha: 0, beta: 0 }, "normal"],
+  ["softplus", { alpha: 2, beta: 3 }, "normal"],
+  ["clamp", { alpha: -0.5, beta: 0.7 }, "normal"],
+  ["powScalar", { alpha: 3, beta: 0 }, "normal"],
+  ["powScalar", { alpha: 0.5, beta: 0 }, "positive"],
+];
+
+const OPS: Record<string, ReturnType<typeof U.defineUnary>> = {
+  neg: U.negOp, affine: U.affineOp, abs: U.absOp, exp: U.expOp, log: U.logOp, sqrt: U.sqrtOp, rsqrt: U.rsqrtOp,
+  tanh: U.tanhOp, sigmoid: U.sigmoidOp, relu: U.reluOp, leakyRelu: U.leakyReluOp, gelu: U.geluOp,
+  geluTanh: U.geluTanhOp, silu: U.siluOp, softplus: U.softplusOp, clamp: U.clampOp, powScalar: U.powScalarOp,
+};
+
+for (const [name, attrs, dist] of CASES) {
+  gpuTest(`unary ${name}(${attrs.alpha}, ${attrs.beta}) forward and backward match f64 reference on odd shapes`, async () => {
+    const rng = mulberry32(name.length * 31 + attrs.alpha * 7);
+    for (const shape of SHAPES) {
+      const n = count(shape);
+      const x = dist === "positive" ? uniform(n, rng, 0.05, 4) : randn(n, rng, 3);
+      const dy = randn(n, rng);
+      const want = unaryRef(name, x, dy, attrs.alpha, attrs.beta);
+      const { output, grads } = forwardBackward(OPS[name], [fromArray(x, shape)], attrs, fromArray(dy, shape));
+      assertRelClose(await output.toArray(), want.y, 1e-4, `${name} y ${shape}`);
+      assertRelClose(await grads[0]!.toArray(), want.dx, 1e-4, `${name} dx ${shape}`);
+    }
+  });
+}
+
+gpuTest("exact gelu keeps relative accuracy far in the negative tail", async () => {
+  const x = Float32Array.from([-9, -7, -5.5, -4, -3, -1e-3, 0, 1e-3, 6]);
+  const dy = new Float32Array(x.length).fill(1);
+  const want = unaryRef("gelu", x, dy);
+  const { output, grads } = forwardBackward(U.geluOp, [fromArray(x)], { alpha: 0, beta: 0 }, fromArray(dy));
+  assertRelClose(await output.toArray(), want.y, 1e-4, "gelu tail y");
+  assertRelClose(await grads[0]!.toArray(), want.dx, 1e-4, "gelu tail dx");
+});
+
+gpuTest("relu and abs have gradient 0 at 0; tanh and sigmoid stay finite for huge inputs", async () => {
+  const x = fromArray([0, 0, 1e30, -1e30]);
+  const dy = fromArray([1, 1, 1, 1]);
+  const relu = forwardBackward(U.reluOp, [x], { alpha: 0, beta: 0 }, dy);
+  assertRelClose(await relu.grads[0]!.toArray(), [0, 0, 1, 0], 0, "relu'(0)");
+  const abs = forwardBackward(U.absOp, [x], { alpha: 0, beta: 0 }, dy);
+  assertRelClose(await abs.grads[0]!.toArray(), [0, 0, 1, -1], 0, "abs'(0)");
+  assertRelClose(await U.tanh(x).toArray(), [0, 0, 1, -1], 0, "tanh saturates");
+  assertRelClose(await U.sigmoid(x).toArray(), [0.5, 0.5, 1, 0], 0, "sigmoid saturates");
+});
+
+gpuTest("a NaN input gives a NaN output, never hidden", async () => {
+  const y = await U.exp(fromArray([NaN, 1])).toArray();
+  assertRelClose(y, [NaN, Math.E], 1e-6, "exp(NaN)");
+});
+
+gpuTest("unary ops refuse integer tensors and clamp refuses min > max", () => {
+  assertThrows(() => U.relu(fromArray(new Int32Array([1, 2])), ), TypeError, "relu", "i32");
+  assertThrows(() => U.clamp(fromArray([1]), 2, 1), RangeError, "clamp", "min 2", "max 1");
+});
