@@ -22,6 +22,13 @@ struct Params {  // mirrored in src/tensor/ops/binary.ts
 
 fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
 
+// NOTE: a NaN built from a `var`, not a constant: Tint (Chromium) rejects constant
+// expressions that evaluate to NaN.
+fn quiet_nan() -> f32 {
+  var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+
 // Offsets of output element i into a, b and c.
 fn offsets(i: u32) -> vec3u {
   if (p.same == 1u) { return vec3u(i, i, i); }
@@ -44,7 +51,7 @@ fn powf(v: f32, e: f32) -> f32 {
   if (e == 2.0) { return v * v; }
   let m = pow(abs(v), e);
   if (v >= 0.0) { return m; }
-  if (floor(e) != e) { return bitcast<f32>(0x7fc00000u); }
+  if (floor(e) != e) { return quiet_nan(); }
   return select(m, -m, (e - 2.0 * floor(e / 2.0)) == 1.0);
 }
 

@@ -107,7 +107,7 @@ fn max_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec
   let o = out_index(g, nw);
   if (o >= p.n_out) { return; }
   let b = base(o);
-  var best = -3.4028235e38;
+  var best = -0x1.fffffep+127f;  // -FLT_MAX, exact: Tint rejects decimal literals that round past it
   var bi = -1;
   for (var r = t; r < p.len; r += WG) {
     let v = x[b + off(r)] * p.scale;

@@ -12,6 +12,13 @@ struct Params { n: u32, alpha: f32, beta: f32 }  // mirrored in src/tensor/ops/u
 
 fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
 
+// NOTE: a NaN built from a `var`, not a constant: Tint (Chromium) rejects constant
+// expressions that evaluate to NaN.
+fn quiet_nan() -> f32 {
+  var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+
 const SQRT1_2: f32 = 0.7071067811865476;
 const INV_SQRT_2PI: f32 = 0.3989422804014327;
 const SQRT_2_OVER_PI: f32 = 0.7978845608028654;
@@ -34,12 +41,16 @@ fn log1p_pos(u: f32) -> f32 {
 }
 fn sigmoid(v: f32) -> f32 {
   let e = exp(-abs(v));
-  return select(e / (1.0 + e), 1.0 / (1.0 + e), v >= 0.0);
+  return keep_nan(v, select(e / (1.0 + e), 1.0 / (1.0 + e), v >= 0.0));
 }
+// r, or v itself when v is NaN: clamp/sign/select would turn a NaN into a number.
+// NOTE: tested on the bits; compilers assume no NaN and fold `v != v` to false.
+fn is_nan(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
+fn keep_nan(v: f32, r: f32) -> f32 { return select(r, v, is_nan(v)); }
 // tanh through exp of a clamped argument: some drivers return NaN for tanh of large |v|.
 fn tanh_safe(v: f32) -> f32 {
   let e = exp(-2.0 * abs(clamp(v, -20.0, 20.0)));
-  return sign(v) * (1.0 - e) / (1.0 + e);
+  return keep_nan(v, sign(v) * (1.0 - e) / (1.0 + e));
 }
 
 @compute @workgroup_size(WG)
@@ -146,11 +157,13 @@ fn sigmoid_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgr
   dx[i] = v * (1.0 - v) * dy[i];
 }
 
-// NOTE: the gradient of relu at 0 is 0, as in PyTorch.
+// NOTE: the gradient of relu at 0 is 0, as in PyTorch; NaN passes through (max() would
+// drop it on IEEE maxNum hardware, hiding a diverged model).
 @compute @workgroup_size(WG)
 fn relu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  y[i] = max(x[i], 0.0);
+  let v = x[i];
+  y[i] = select(max(v, 0.0), v, is_nan(v));
 }
 @compute @workgroup_size(WG)
 fn relu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
@@ -251,7 +264,7 @@ fn pow_scalar(v: f32, e: f32) -> f32 {
   if (e == 2.0) { return v * v; }
   let m = pow(abs(v), e);
   if (v >= 0.0) { return m; }
-  if (floor(e) != e) { return bitcast<f32>(0x7fc00000u); }   // NaN, as PyTorch
+  if (floor(e) != e) { return quiet_nan(); }   // NaN, as PyTorch
   let odd = (e - 2.0 * floor(e / 2.0)) == 1.0;
   return select(m, -m, odd);
 }

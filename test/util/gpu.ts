@@ -13,7 +13,10 @@ export interface RegisteredTest {
 }
 
 const REGISTRY = Symbol.for("flodl-webgpu.gpuTests");
-const g = globalThis as { [k: symbol]: RegisteredTest[] | undefined; Deno?: typeof Deno };
+interface DenoTest {
+  test(t: { name: string; sanitizeOps: boolean; sanitizeResources: boolean; fn: () => Promise<void> }): void;
+}
+const g = globalThis as { [k: symbol]: RegisteredTest[] | undefined; Deno?: DenoTest };
 
 let shared: Promise<Device> | undefined;
 

@@ -70,9 +70,14 @@ gpuTest("relu and abs have gradient 0 at 0; tanh and sigmoid stay finite for hug
   assertRelClose(await U.sigmoid(x).toArray(), [0.5, 0.5, 1, 0], 0, "sigmoid saturates");
 });
 
-gpuTest("a NaN input gives a NaN output, never hidden", async () => {
-  const y = await U.exp(fromArray([NaN, 1])).toArray();
-  assertRelClose(y, [NaN, Math.E], 1e-6, "exp(NaN)");
+// NOTE: WGSL leaves NaN propagation to the implementation (SwiftShader's exp(NaN) is +Inf,
+// lavapipe's is NaN); what must hold everywhere is that a NaN never turns into a finite value.
+gpuTest("a NaN input never comes out finite", async () => {
+  const x = fromArray([NaN, 1]);
+  for (const [name, y] of [["exp", U.exp(x)], ["relu", U.relu(x)], ["tanh", U.tanh(x)], ["sigmoid", U.sigmoid(x)]] as const) {
+    const v = await y.toArray();
+    if (Number.isFinite(v[0])) throw new Error(`${name}(NaN) came out finite: ${v[0]}`);
+  }
 });
 
 gpuTest("unary ops refuse integer tensors and clamp refuses min > max", () => {

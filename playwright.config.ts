@@ -1,0 +1,37 @@
+import { defineConfig } from "@playwright/test";
+
+/**
+ * Chromium (Debian's /usr/bin/chromium, never downloaded) with WebGPU: a real GPU when
+ * present, SwiftShader otherwise (TOOLCHAIN.md flags).
+ */
+const WEBGPU_FLAGS = [
+  "--enable-unsafe-webgpu",
+  "--enable-features=Vulkan",
+  "--use-vulkan=swiftshader",
+  "--use-webgpu-adapter=swiftshader",
+  "--enable-unsafe-swiftshader",
+];
+const QUIET_FLAGS = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+
+export default defineConfig({
+  testDir: "test/browser",
+  testMatch: /.*\.spec\.ts$/,
+  timeout: 600_000,
+  workers: 1,
+  reporter: process.env.CI ? "list" : "line",
+  use: {
+    baseURL: "http://127.0.0.1:5173",
+    browserName: "chromium",
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+      args: [...(isRoot ? ["--no-sandbox"] : []), ...QUIET_FLAGS, ...WEBGPU_FLAGS],
+    },
+  },
+  webServer: {
+    command: "npx vite --logLevel warn",
+    url: "http://127.0.0.1:5173/test/browser/runner.html",
+    reuseExistingServer: !process.env.CI,
+    timeout: 120_000,
+  },
+});
