@@ -1,5 +1,4 @@
-import { Device, layout } from "../../gpu/mod.ts";
-import { REDUCE_WG } from "../../gpu/tuning.ts";
+import { Device, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, normDim, type Shape, stridesOf } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -84,7 +83,7 @@ export function reducePlan(shape: Shape, dims: Dims, op = "reduce"): ReducePlan 
 
 function wgFor(len: number): number {
   let wg = 32;
-  while (wg < len && wg < REDUCE_WG) wg *= 2;
+  while (wg < len && wg < tuning.REDUCE_WG) wg *= 2;
   return wg;
 }
 

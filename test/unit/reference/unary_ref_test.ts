@@ -1,0 +1,33 @@
+/** The float64 references' derivatives agree with central differences of their forwards. */
+import { BINARY_REF } from "../../reference/broadcast.ts";
+import { erf, UNARY_REF } from "../../reference/unary.ts";
+import { assert, assertRelClose } from "../../util/assert.ts";
+
+const central = (f: (x: number) => number, x: number, h = 1e-6) => (f(x + h) - f(x - h)) / (2 * h);
+const POINTS = [-3.1, -1.3, -0.4, 0.3, 0.9, 2.2, 4.7];
+const PARAMS: Record<string, [number, number]> = { affine: [-1.5, 0.25], leakyRelu: [0.1, 0], softplus: [2, 3], clamp: [-0.5, 0.7], powScalar: [3, 0] };
+
+Deno.test("unary references: f' matches central differences of f", () => {
+  for (const [name, r] of Object.entries(UNARY_REF)) {
+    const [a, b] = PARAMS[name] ?? [0, 0];
+    const xs = ["log", "sqrt", "rsqrt"].includes(name) ? POINTS.map(Math.abs) : POINTS;
+    const got = xs.map((x) => r.df(x, a, b));
+    const want = xs.map((x) => central((t) => r.f(t, a, b), x));
+    assertRelClose(got, want, 1e-6, `${name}'`);
+  }
+});
+
+Deno.test("binary references: partial derivatives match central differences", () => {
+  for (const [name, r] of Object.entries(BINARY_REF)) {
+    for (const [x, y] of [[0.7, 1.9], [2.3, -0.6], [1.4, 0.3]]) {
+      if ((name === "pow" || name === "div") && (x <= 0 || y === 0)) continue;
+      assertRelClose([r.da(x, y)], [central((t) => r.f(t, y), x)], 1e-6, `${name} da at ${x},${y}`);
+      assertRelClose([r.db(x, y)], [central((t) => r.f(x, t), y)], 1e-6, `${name} db at ${x},${y}`);
+    }
+  }
+});
+
+Deno.test("reference erf matches known values to 1e-12", () => {
+  const known: [number, number][] = [[0.5, 0.5204998778130465], [1, 0.8427007929497149], [2, 0.9953222650189527], [3.5, 0.9999992569016276]];
+  for (const [x, v] of known) assert(Math.abs(erf(x) - v) < 1e-12 && Math.abs(erf(-x) + v) < 1e-12, `erf(${x})`);
+});
