@@ -7,3 +7,5 @@ export * from "./creation.ts";
 export * from "./ops/unary.ts";
 export * from "./ops/binary.ts";
 export * from "./ops/reduce.ts";
+export * from "./ops/shape.ts";
+export * from "./ops/index.ts";

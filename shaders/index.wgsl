@@ -1,0 +1,167 @@
+// Indexing ops driven by an i32 index tensor: index_select (and embedding, which is
+// index_select along dim 0), gather (torch.gather) and one_hot.
+// index_select views x as [outer, size, inner] and y as [outer, k, inner] (k indices).
+// gather pads x's and the index's shapes on the left to 6 dims (x0..x5, i0..i5) and
+// indexes along `dim` (counted in the padded shape).
+// An index outside [0, size) reads 0 in the forward and receives no gradient: checking
+// it would need a read back, so the op documents it instead of throwing.
+// Backward kernels are gathers, one thread per element of dx summing the dy entries whose
+// index points at it in ascending position order: repeated indices sum, in the same order
+// on every run (no float atomics). gather's backward scans the index along `dim` (usually
+// short); index_select's first sorts the index so each row reads only its own entries.
+override WG: u32 = 256;
+
+struct Params {  // mirrored in src/tensor/ops/index.ts
+  n: u32, size: u32, k: u32, inner: u32, pad: i32, dim: u32, block: u32, stride: u32,
+  x0: u32, x1: u32, x2: u32, x3: u32, x4: u32, x5: u32,
+  i0: u32, i1: u32, i2: u32, i3: u32, i4: u32, i5: u32,
+}
+@group(0) @binding(0) var<uniform> p: Params;
+// NOTE: forward data moves as u32 bits, so any 4-byte dtype is copied exactly.
+@group(0) @binding(1) var<storage, read> x: array<u32>;
+@group(0) @binding(2) var<storage, read_write> y: array<u32>;
+@group(0) @binding(3) var<storage, read> idx: array<i32>;
+@group(0) @binding(4) var<storage, read> dy: array<f32>;
+@group(0) @binding(5) var<storage, read_write> dx: array<f32>;
+@group(0) @binding(6) var<storage, read_write> keys: array<u32>;
+@group(0) @binding(7) var<storage, read_write> pos: array<u32>;
+@group(0) @binding(8) var<storage, read_write> bounds: array<u32>;
+
+fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+
+fn in_range(s: i32, size: u32) -> bool { return s >= 0 && u32(s) < size; }
+
+// y[o, j, e] = x[o, idx[j], e]
+@compute @workgroup_size(WG)
+fn index_select_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let e = i % p.inner;
+  let q = i / p.inner;
+  let j = q % p.k;
+  let o = q / p.k;
+  let s = idx[j];
+  if (!in_range(s, p.size)) { y[i] = 0u; return; }
+  y[i] = x[(o * p.size + u32(s)) * p.inner + e];
+}
+
+// The backward of index_select sorts the (index, position) pairs first, so each row s of
+// dx sums its own run of positions (ascending j) instead of scanning every index:
+// keys, then a bitonic sort (one pass per (block, stride)), then the run bounds, then
+// the sums. Out-of-range indices and row `pad` (embedding's padding_idx) get key `size`,
+// which no row reads.
+
+// keys[t] = idx[t] (or size), pos[t] = t; t >= k pads to a power of two with 0xffffffff.
+@compute @workgroup_size(WG)
+fn index_select_backward_keys(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let t = index(g, nw); if (t >= p.n) { return; }
+  pos[t] = t;
+  if (t >= p.k) { keys[t] = 0xffffffffu; return; }
+  let s = idx[t];
+  keys[t] = select(p.size, u32(s), in_range(s, p.size) && s != p.pad);
+}
+
+// One bitonic compare-exchange pass over (keys, pos) pairs ordered by key, then position.
+@compute @workgroup_size(WG)
+fn index_select_backward_sort(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let t = index(g, nw); if (t >= p.n) { return; }
+  let i = (t / p.stride) * 2u * p.stride + t % p.stride;
+  let l = i + p.stride;
+  let ascending = (i & p.block) == 0u;
+  let ki = keys[i]; let kl = keys[l];
+  let pi = pos[i]; let pl = pos[l];
+  let greater = ki > kl || (ki == kl && pi > pl);
+  if (greater == ascending) {
+    keys[i] = kl; keys[l] = ki;
+    pos[i] = pl; pos[l] = pi;
+  }
+}
+
+// bounds[2s], bounds[2s + 1] = the run [start, end) of key s in the sorted keys (bounds
+// start zeroed: an absent row has an empty run).
+@compute @workgroup_size(WG)
+fn index_select_backward_bounds(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let t = index(g, nw); if (t >= p.n) { return; }
+  let s = keys[t];
+  if (s >= p.size) { return; }
+  if (t == 0u || keys[t - 1u] != s) { bounds[2u * s] = t; }
+  if (t + 1u == p.n || keys[t + 1u] != s) { bounds[2u * s + 1u] = t + 1u; }
+}
+
+// dx[o, s, e] = Σ_{j: idx[j] = s} dy[o, j, e], over s's run in ascending j.
+@compute @workgroup_size(WG)
+fn index_select_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let e = i % p.inner;
+  let q = i / p.inner;
+  let s = q % p.size;
+  let o = q / p.size;
+  let base = o * p.k * p.inner + e;
+  let end = bounds[2u * s + 1u];
+  var acc = 0.0;
+  for (var t = bounds[2u * s]; t < end; t++) { acc += dy[base + pos[t] * p.inner]; }
+  dx[i] = acc;
+}
+
+fn xdims() -> array<u32, 6> { return array<u32, 6>(p.x0, p.x1, p.x2, p.x3, p.x4, p.x5); }
+fn idims() -> array<u32, 6> { return array<u32, 6>(p.i0, p.i1, p.i2, p.i3, p.i4, p.i5); }
+
+// Multi-index of flat position i in a row-major 6-D shape.
+fn unravel(i: u32, d: array<u32, 6>) -> array<u32, 6> {
+  var c: array<u32, 6>;
+  var r = i;
+  for (var k = 5; k >= 0; k--) {
+    c[k] = r % d[k];
+    r = r / d[k];
+  }
+  return c;
+}
+
+// Flat position of a multi-index in a row-major 6-D shape.
+fn ravel(c: array<u32, 6>, d: array<u32, 6>) -> u32 {
+  var o = 0u;
+  for (var k = 0; k < 6; k++) { o = o * d[k] + c[k]; }
+  return o;
+}
+
+// y[c] = x[c with c[dim] replaced by idx[c]]; y and idx share the index's shape.
+@compute @workgroup_size(WG)
+fn gather_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let xd = xdims();
+  var c = unravel(i, idims());
+  let s = idx[i];
+  if (!in_range(s, xd[p.dim])) { y[i] = 0u; return; }
+  c[p.dim] = u32(s);
+  y[i] = x[ravel(c, xd)];
+}
+
+// dx[c] = Σ_j dy[c with c[dim] = j] over j where idx there equals c[dim], for positions c
+// inside the index's shape (elsewhere nothing was gathered: 0).
+@compute @workgroup_size(WG)
+fn gather_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let id = idims();
+  var c = unravel(i, xdims());
+  let s = i32(c[p.dim]);
+  for (var k = 0u; k < 6u; k++) {
+    if (k != p.dim && c[k] >= id[k]) { dx[i] = 0.0; return; }
+  }
+  c[p.dim] = 0u;
+  let base = ravel(c, id);
+  var stride = 1u;
+  for (var k = 5u; k > p.dim; k--) { stride *= id[k]; }
+  var acc = 0.0;
+  for (var j = 0u; j < id[p.dim]; j++) {
+    let at = base + j * stride;
+    if (idx[at] == s) { acc += dy[at]; }
+  }
+  dx[i] = acc;
+}
+
+// y[r, c] = 1.0 where idx[r] == c (c < size = numClasses), else 0.0.
+@compute @workgroup_size(WG)
+fn one_hot_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let c = i % p.size;
+  y[i] = select(0u, bitcast<u32>(1.0), idx[i / p.size] == i32(c));
+}

@@ -1,0 +1,279 @@
+import { Device, layout } from "../../gpu/mod.ts";
+import type { OpDef } from "../op.ts";
+import { fmt, numel, type Shape } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+import { dimOf } from "./shape.ts";
+
+// deno-fmt-ignore
+/** Mirrors `struct Params` in shaders/index.wgsl (one row per WGSL line). */
+export const INDEX_PARAMS = layout("index", "Params", {
+  n: "u32", size: "u32", k: "u32", inner: "u32", pad: "i32", dim: "u32", block: "u32", stride: "u32",
+  x0: "u32", x1: "u32", x2: "u32", x3: "u32", x4: "u32", x5: "u32",
+  i0: "u32", i1: "u32", i2: "u32", i3: "u32", i4: "u32", i5: "u32",
+});
+
+/** Dims gather supports (the Params struct holds six per shape). */
+const MAX_DIMS = 6;
+
+type IndexValues = { [K in keyof typeof INDEX_PARAMS.fields]: number };
+// deno-fmt-ignore
+const UNUSED: IndexValues = {
+  n: 0, size: 0, k: 0, inner: 0, pad: -1, dim: 0, block: 0, stride: 0,
+  x0: 1, x1: 1, x2: 1, x3: 1, x4: 1, x5: 1, i0: 1, i1: 1, i2: 1, i3: 1, i4: 1, i5: 1,
+};
+
+function launch(entry: string, device: Device, values: Partial<IndexValues>, buffers: Record<number, GPUBuffer>): void {
+  const v = { ...UNUSED, ...values };
+  if (v.n === 0) return;
+  device.dispatch({
+    shader: "index",
+    entry,
+    params: { layout: INDEX_PARAMS, values: v },
+    buffers,
+    groups: Device.grid(v.n),
+  });
+}
+
+// ---- shape rules (pure) ----------------------------------------------------------------------
+
+/** How `indexSelect` views x as [outer, size, inner] and its output as [outer, k, inner]. */
+export interface SelectPlan {
+  shape: number[];
+  dim: number;
+  outer: number;
+  size: number;
+  inner: number;
+  k: number;
+}
+
+/** Output shape of `indexSelect(x, dim, index)`: x's shape with `dim` resized to the index count. */
+export function indexSelectShape(x: Shape, dim: number, index: Shape): SelectPlan {
+  const d = dimOf(dim, x, "indexSelect");
+  if (index.length !== 1) {
+    throw new RangeError(`indexSelect: index must be 1-D, got shape ${fmt(index)} (x is ${fmt(x)})`);
+  }
+  const k = index[0];
+  return {
+    shape: x.map((n, i) => (i === d ? k : n)),
+    dim: d,
+    outer: numel(x.slice(0, d)),
+    size: x[d],
+    inner: numel(x.slice(d + 1)),
+    k,
+  };
+}
+
+/**
+ * Output shape of `gather(x, dim, index)` (torch.gather): the index's shape, which must
+ * have x's number of dims and sizes no larger than x's except along `dim`.
+ */
+export function gatherShape(x: Shape, dim: number, index: Shape): { shape: number[]; dim: number } {
+  const d = dimOf(dim, x, "gather");
+  const bad = (why: string) => new RangeError(`gather: index ${fmt(index)} does not fit x ${fmt(x)}: ${why}`);
+  if (index.length !== x.length) throw bad(`it has ${index.length} dims, x has ${x.length}`);
+  if (x.length > MAX_DIMS) throw bad(`at most ${MAX_DIMS} dims are supported`);
+  index.forEach((n, i) => {
+    if (i !== d && n > x[i]) throw bad(`size ${n} at dim ${i} exceeds x's ${x[i]}`);
+  });
+  return { shape: [...index], dim: d };
+}
+
+/** Output shape of `oneHot`: the index's shape with `numClasses` appended. */
+export function oneHotShape(index: Shape, numClasses: number): number[] {
+  if (!Number.isInteger(numClasses) || numClasses < 1) {
+    throw new RangeError(`oneHot: numClasses must be a positive integer, got ${numClasses} (index ${fmt(index)})`);
+  }
+  return [...index, numClasses];
+}
+
+/** Output shape of `embedding` ([...index, D]) and `paddingIdx` normalized to a row (-1 = none). */
+export function embeddingShape(weight: Shape, index: Shape, paddingIdx?: number): { shape: number[]; pad: number } {
+  if (weight.length !== 2) throw new RangeError(`embedding: weight must be [V, D], got ${fmt(weight)}`);
+  const v = weight[0];
+  if (paddingIdx === undefined) return { shape: [...index, weight[1]], pad: -1 };
+  if (!Number.isInteger(paddingIdx) || paddingIdx < -v || paddingIdx >= v) {
+    throw new RangeError(
+      `embedding: paddingIdx must be in ${-v}..${v - 1} for weight ${fmt(weight)}, got ${paddingIdx}`,
+    );
+  }
+  return { shape: [...index, weight[1]], pad: paddingIdx < 0 ? paddingIdx + v : paddingIdx };
+}
+
+function checkIndex(x: Tensor, index: Tensor, op: string): void {
+  x.sameDevice(index, op);
+  if (index.dtype !== "i32") {
+    throw new TypeError(`${op}: index must be an i32 tensor, got ${index.dtype} ${fmt(index.shape)}`);
+  }
+}
+
+const pad6 = (s: Shape) => [...new Array<number>(MAX_DIMS - s.length).fill(1), ...s];
+
+/** Gather params: both shapes padded to 6 dims, `dim` shifted with them. */
+function gatherValues(x: Shape, index: Shape, dim: number, n: number): Partial<IndexValues> {
+  const [x0, x1, x2, x3, x4, x5] = pad6(x);
+  const [i0, i1, i2, i3, i4, i5] = pad6(index);
+  return { n, dim: dim + MAX_DIMS - x.length, x0, x1, x2, x3, x4, x5, i0, i1, i2, i3, i4, i5 };
+}
+
+/**
+ * dx [outer, size, inner] of an index_select whose output was [outer, k, inner]: sort the
+ * (index, position) pairs (bitonic, one launch per pass), find each row's run, then sum
+ * each run in position order. Deterministic, and O(k log² k + dx + dy) rather than the
+ * O(dx · k) of scanning every index for every element of dx.
+ */
+function selectBackward(
+  dy: Tensor,
+  index: Tensor,
+  dx: Tensor,
+  size: number,
+  k: number,
+  inner: number,
+  pad: number,
+): void {
+  const device = dy.device;
+  let p2 = 1;
+  while (p2 < k) p2 *= 2;
+  const keys = Tensor.empty([p2], { device, dtype: "u32" }, "indexSelect.keys");
+  const pos = Tensor.empty([p2], { device, dtype: "u32" }, "indexSelect.pos");
+  const bounds = Tensor.empty([2 * size], { device, dtype: "u32" }, "indexSelect.bounds");
+  if (size > 0) device.clear(bounds.buffer);
+  const base = { size, k, inner, pad };
+  launch("index_select_backward_keys", device, { ...base, n: p2 }, { 3: index.buffer, 6: keys.buffer, 7: pos.buffer });
+  for (let block = 2; block <= p2; block *= 2) {
+    for (let stride = block / 2; stride >= 1; stride /= 2) {
+      launch("index_select_backward_sort", device, { ...base, n: p2 / 2, block, stride }, {
+        6: keys.buffer,
+        7: pos.buffer,
+      });
+    }
+  }
+  launch("index_select_backward_bounds", device, { ...base, n: k }, { 6: keys.buffer, 8: bounds.buffer });
+  launch("index_select_backward", device, { ...base, n: dx.numel }, {
+    4: dy.buffer,
+    5: dx.buffer,
+    7: pos.buffer,
+    8: bounds.buffer,
+  });
+  // Freed buffers are reused only after the next submit, so the launches above still see them.
+  for (const t of [keys, pos, bounds]) t.dispose();
+}
+
+// ---- ops -------------------------------------------------------------------------------------
+
+/**
+ * Rows of `x` along `dim` picked by an i32 1-D index (inputs `[x, index]`). The gradient of x
+ * sums dy into the picked rows (repeated indices add up, deterministically).
+ */
+export const indexSelectOp: OpDef<{ dim: number }> = {
+  name: "indexSelect",
+  forward([x, index], { dim }) {
+    checkIndex(x, index, "indexSelect");
+    const r = indexSelectShape(x.shape, dim, index.shape);
+    const y = Tensor.empty(r.shape, { device: x.device, dtype: x.dtype }, "indexSelect");
+    const values = { n: numel(r.shape), size: r.size, k: r.k, inner: r.inner };
+    launch("index_select_forward", x.device, values, { 1: x.buffer, 2: y.buffer, 3: index.buffer });
+    return { output: y, saved: [index] };
+  },
+  backward(dy, ctx) {
+    if (!ctx.needs[0]) return [null, null];
+    const r = indexSelectShape(ctx.shapes[0], ctx.attrs.dim, ctx.shapes[1]);
+    const dx = Tensor.empty(ctx.shapes[0], { device: dy.device }, "indexSelect.backward");
+    selectBackward(dy, ctx.saved[0], dx, r.size, r.k, r.inner, -1);
+    return [dx, null];
+  },
+};
+
+/**
+ * torch.gather (inputs `[x, index]`): `y[c] = x[c with c[dim] = index[c]]`, shaped like the
+ * index. The gradient of x scatter-adds dy (repeated indices add up, deterministically).
+ */
+export const gatherOp: OpDef<{ dim: number }> = {
+  name: "gather",
+  forward([x, index], { dim }) {
+    checkIndex(x, index, "gather");
+    const r = gatherShape(x.shape, dim, index.shape);
+    const y = Tensor.empty(r.shape, { device: x.device, dtype: x.dtype }, "gather");
+    const values = gatherValues(x.shape, index.shape, r.dim, y.numel);
+    launch("gather_forward", x.device, values, { 1: x.buffer, 2: y.buffer, 3: index.buffer });
+    return { output: y, saved: [index] };
+  },
+  backward(dy, ctx) {
+    if (!ctx.needs[0]) return [null, null];
+    const [xs, is] = ctx.shapes;
+    const r = gatherShape(xs, ctx.attrs.dim, is);
+    const dx = Tensor.empty(xs, { device: dy.device }, "gather.backward");
+    const values = gatherValues(xs, is, r.dim, dx.numel);
+    launch("gather_backward", dy.device, values, { 3: ctx.saved[0].buffer, 4: dy.buffer, 5: dx.buffer });
+    return [dx, null];
+  },
+};
+
+/** One-hot rows of an i32 index (input `[index]`); no gradient. */
+export const oneHotOp: OpDef<{ numClasses: number }> = {
+  name: "oneHot",
+  forward([index], { numClasses }) {
+    const shape = oneHotShape(index.shape, numClasses);
+    checkIndex(index, index, "oneHot");
+    const y = Tensor.empty(shape, { device: index.device }, "oneHot");
+    launch("one_hot_forward", index.device, { n: y.numel, size: numClasses }, { 2: y.buffer, 3: index.buffer });
+    return { output: y };
+  },
+};
+
+/**
+ * Rows of `weight` [V, D] picked by an i32 index of any shape (inputs `[weight, index]`).
+ * The gradient of weight is dense; repeated indices add up; row `paddingIdx` gets none.
+ */
+export const embeddingOp: OpDef<{ paddingIdx?: number }> = {
+  name: "embedding",
+  forward([weight, index], { paddingIdx }) {
+    checkIndex(weight, index, "embedding");
+    const r = embeddingShape(weight.shape, index.shape, paddingIdx);
+    const y = Tensor.empty(r.shape, { device: weight.device, dtype: weight.dtype }, "embedding");
+    const values = { n: y.numel, size: weight.shape[0], k: index.numel, inner: weight.shape[1] };
+    launch("index_select_forward", weight.device, values, { 1: weight.buffer, 2: y.buffer, 3: index.buffer });
+    return { output: y, saved: [index] };
+  },
+  backward(dy, ctx) {
+    if (!ctx.needs[0]) return [null, null];
+    const [ws, is] = ctx.shapes;
+    const r = embeddingShape(ws, is, ctx.attrs.paddingIdx);
+    const dw = Tensor.empty(ws, { device: dy.device }, "embedding.backward");
+    selectBackward(dy, ctx.saved[0], dw, ws[0], numel(is), ws[1], r.pad);
+    return [dw, null];
+  },
+};
+
+// ---- tensor-level functions ------------------------------------------------------------------
+
+/**
+ * Entries of `x` along `dim` at the positions in `index` (i32, 1-D), as torch.index_select.
+ * NOTE: an index outside [0, x.size(dim)) is not detected (that needs a read back): it
+ * gives zeros and receives no gradient.
+ * @throws {TypeError} When `index` is not i32. @throws {RangeError} For a bad dim or a non-1-D index.
+ */
+export const indexSelect = (x: Tensor, dim: number, index: Tensor): Tensor =>
+  indexSelectOp.forward([x, index], { dim }).output;
+
+/**
+ * torch.gather: `y[i][j][k] = x[index[i][j][k]][j][k]` for dim 0, and so on; the output has
+ * the index's shape. Out-of-range indices give 0 (not detected, as in {@link indexSelect}).
+ * @throws {TypeError} When `index` is not i32. @throws {RangeError} When the shapes do not fit.
+ */
+export const gather = (x: Tensor, dim: number, index: Tensor): Tensor => gatherOp.forward([x, index], { dim }).output;
+
+/**
+ * f32 one-hot encoding `[...index.shape, numClasses]` of an i32 index. An index outside
+ * [0, numClasses) gives an all-zero row: checking it would need a read back.
+ * @throws {TypeError} When `index` is not i32. @throws {RangeError} When numClasses is not a positive integer.
+ */
+export const oneHot = (index: Tensor, numClasses: number): Tensor => oneHotOp.forward([index], { numClasses }).output;
+
+/**
+ * Look up rows of `weight` [V, D] for an i32 index of any shape: `[...index.shape, D]`, as
+ * torch.nn.functional.embedding. Row `paddingIdx` (negative counts from V) receives no
+ * gradient. Out-of-range indices give zero rows (not detected).
+ * @throws {TypeError} When `index` is not i32. @throws {RangeError} When weight is not 2-D or paddingIdx is out of range.
+ */
+export const embedding = (weight: Tensor, index: Tensor, paddingIdx?: number): Tensor =>
+  embeddingOp.forward([weight, index], { paddingIdx }).output;
