@@ -1,5 +1,5 @@
 import type { Tensor } from "../tensor/mod.ts";
-import { Variable } from "./tape.ts";
+import { Variable } from "./variable.ts";
 
 /**
  * A trainable tensor: a leaf Variable that requires a gradient and whose data (and

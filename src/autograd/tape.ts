@@ -1,4 +1,5 @@
-import { accumulate, clone, fmt, ones, type OpDef, sameShape, type Tensor } from "../tensor/mod.ts";
+import { accumulate, clone, type OpDef, type Tensor } from "../tensor/mod.ts";
+import { Variable } from "./variable.ts";
 
 /**
  * The autograd tape: which op made a value and what it saved. It holds no op-specific
@@ -42,73 +43,6 @@ export function noGrad<T>(fn: () => T): T {
 }
 
 /**
- * A tensor in the autograd graph: its data, its gradient (`grad`, accumulated by
- * {@link backward} into leaves that require one) and the node that made it.
- */
-export class Variable {
-  /** The values. */
-  data: Tensor;
-  /** Accumulated gradient (leaves only), a kept tensor; `null` until the first backward. */
-  grad: Tensor | null = null;
-  /** Whether gradients flow to this variable. */
-  readonly requiresGrad: boolean;
-  /** The op that produced it, `null` for leaves. */
-  readonly node: Node | null;
-  /** Optional name (parameters). */
-  name?: string;
-
-  constructor(data: Tensor, requiresGrad = false, node: Node | null = null) {
-    this.data = data;
-    this.requiresGrad = requiresGrad;
-    this.node = node;
-  }
-
-  /** Shape of the data. */
-  get shape(): readonly number[] {
-    return this.data.shape;
-  }
-
-  /** Leaf = not produced by a recorded op. */
-  get isLeaf(): boolean {
-    return this.node === null;
-  }
-
-  /** A variable over the same data, cut from the graph. */
-  detach(): Variable {
-    return new Variable(this.data, false);
-  }
-
-  /**
-   * Accumulate d(this)/d(leaf) into every leaf's `grad`. A scalar needs no argument;
-   * otherwise pass the output gradient (same shape).
-   * @throws {RangeError} For a non-scalar without a gradient, or a gradient of another shape.
-   * @throws {Error} When this variable does not require a gradient.
-   */
-  backward(grad?: Tensor): void {
-    if (!this.requiresGrad) {
-      throw new Error("backward: this variable does not require a gradient (no parameter or input with requiresGrad reaches it)");
-    }
-    if (!grad && this.data.numel !== 1) {
-      throw new RangeError(`backward: output ${fmt(this.shape)} is not a scalar; pass its gradient`);
-    }
-    if (grad && !sameShape(grad.shape, this.shape)) {
-      throw new RangeError(`backward: gradient ${fmt(grad.shape)} does not match output ${fmt(this.shape)}`);
-    }
-    runBackward(this, grad ?? ones(this.shape, { device: this.data.device }));
-  }
-
-  /** Zero (drop) the accumulated gradient. */
-  zeroGrad(): void {
-    this.grad?.dispose();
-    this.grad = null;
-  }
-
-  toString(): string {
-    return `Variable(${fmt(this.shape)}${this.requiresGrad ? ", requiresGrad" : ""})`;
-  }
-}
-
-/**
  * Apply an op to variables: run its forward and, when a gradient is wanted, record it.
  * This is the only place the tape grows.
  */
@@ -148,7 +82,8 @@ function topoOrder(root: Variable): Variable[] {
   return order.reverse();
 }
 
-function runBackward(root: Variable, seed: Tensor): void {
+/** Walk the tape from `root` with output gradient `seed`, accumulating into leaves. */
+export function runBackward(root: Variable, seed: Tensor): void {
   const grads = new Map<Variable, Tensor>([[root, seed]]);
   for (const v of topoOrder(root)) {
     const g = grads.get(v);
