@@ -1,0 +1,100 @@
+import { Device, layout } from "../../gpu/mod.ts";
+import { nextSeed } from "../creation.ts";
+import type { OpDef } from "../op.ts";
+import { Tensor } from "../tensor.ts";
+
+/** Mirrors `struct Params` in shaders/dropout.wgsl. */
+export const DROPOUT_PARAMS = layout("dropout", "Params", { n: "u32", seed: "u32", p: "f32", scale: "f32" });
+
+/** Options of {@link dropout}. */
+export interface DropoutOptions {
+  /** Drop when true; identity when false (eval). */
+  training: boolean;
+  /** Mask seed (a u32); default the next seed of the global stream (`manualSeed`). */
+  seed?: number;
+}
+
+/** Attributes of {@link dropoutOp}: the seed is fixed so the backward regenerates the same mask. */
+export interface DropoutAttrs {
+  p: number;
+  training: boolean;
+  seed: number;
+}
+
+function checkP(p: number): void {
+  if (typeof p !== "number") throw new TypeError(`dropout: p must be a number, got ${typeof p}`);
+  if (!(p >= 0 && p < 1)) throw new RangeError(`dropout: p must be in [0, 1), got ${p}`);
+}
+
+function checkSeed(seed: number): void {
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) {
+    throw new RangeError(`dropout: seed must be an integer in [0, 2^32), got ${seed}`);
+  }
+}
+
+function launch(
+  entry: string,
+  n: number,
+  attrs: DropoutAttrs,
+  device: Device,
+  buffers: Record<number, GPUBuffer>,
+): void {
+  device.dispatch({
+    shader: "dropout",
+    entry,
+    params: { layout: DROPOUT_PARAMS, values: { n, seed: attrs.seed, p: attrs.p, scale: 1 / (1 - attrs.p) } },
+    buffers,
+    groups: Device.grid(n),
+  });
+}
+
+/** Identity (the input itself, no GPU work) in eval or when p = 0. */
+const passes = (attrs: DropoutAttrs) => !attrs.training || attrs.p === 0;
+
+/**
+ * Inverted dropout with a seeded counter-based mask (element i kept when u(seed, i) >= p,
+ * the same uniforms as `rand(shape, { seed })`), kept values scaled by 1/(1-p). The
+ * backward applies the same mask, regenerated from `attrs.seed`; nothing is saved.
+ */
+export const dropoutOp: OpDef<DropoutAttrs> = {
+  name: "dropout",
+  forward([x], attrs) {
+    checkP(attrs.p);
+    checkSeed(attrs.seed);
+    if (x.dtype !== "f32") throw new TypeError(`dropout: expects an f32 tensor, got ${x.dtype}`);
+    if (passes(attrs)) return { output: x };
+    const y = Tensor.empty(x.shape, { device: x.device }, "dropout");
+    launch("dropout_forward", x.numel, attrs, x.device, { 1: x.buffer, 2: y.buffer });
+    return { output: y };
+  },
+  backward(dy, ctx) {
+    if (!ctx.needs[0]) return [null];
+    if (passes(ctx.attrs)) return [dy];
+    const dx = Tensor.empty(dy.shape, { device: dy.device }, "dropout.backward");
+    launch("dropout_backward", dy.numel, ctx.attrs, dy.device, { 3: dy.buffer, 4: dx.buffer });
+    return [dx];
+  },
+};
+
+/**
+ * Dropout as `torch.nn.functional.dropout`: in training, zero each element with
+ * probability `p` and scale the rest by 1/(1-p); in eval, return `x` itself.
+ * The same seed gives the same mask on every device.
+ * @param p Drop probability in [0, 1).
+ * @throws {RangeError} When `p` is outside [0, 1) or the seed is not a u32.
+ * @example
+ * ```ts
+ * import { Device } from "../../gpu/mod.ts";
+ * import { ones } from "../creation.ts";
+ * import { dropout } from "./dropout.ts";
+ * await Device.request();
+ * const y = dropout(ones([8]), 0.5, { training: true, seed: 42 }); // zeros and 2s
+ * console.log(await y.toArray());
+ * ```
+ */
+export function dropout(x: Tensor, p: number, options: DropoutOptions): Tensor {
+  checkP(p);
+  // Only a dropout that draws a mask advances the global stream (eval does not, as in PyTorch).
+  const seed = options.seed ?? (options.training && p > 0 ? nextSeed() : 0);
+  return dropoutOp.forward([x], { p, training: options.training, seed }).output;
+}

@@ -1,0 +1,397 @@
+import { Device, layout, tuning } from "../../gpu/mod.ts";
+import { fromArray } from "../creation.ts";
+import type { OpDef } from "../op.ts";
+import { fmt, sameShape } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+
+/** Mirrors `struct Params` in shaders/loss.wgsl. */
+export const LOSS_PARAMS = layout("loss", "Params", {
+  n: "u32",
+  classes: "u32",
+  ignore_index: "i32",
+  smoothing: "f32",
+  mode: "u32",
+  scale: "f32",
+  den_at: "u32",
+  beta: "f32",
+  pw_n: "u32",
+});
+
+/** How a loss combines its per-element values, as PyTorch's `reduction`. */
+export type Reduction = "mean" | "sum" | "none";
+
+/** Options every loss takes. */
+export interface LossOptions {
+  /** "mean" (default), "sum", or "none" (one loss per element or row). */
+  reduction?: Reduction;
+}
+
+/** Options of {@link nllLoss}. */
+export interface NllLossOptions extends LossOptions {
+  /** Rows with this target add nothing and do not count toward the mean (default -100, as PyTorch). */
+  ignoreIndex?: number;
+}
+
+/** Options of {@link crossEntropy}. */
+export interface CrossEntropyOptions extends NllLossOptions {
+  /** Mix the one-hot target with the uniform distribution by this weight, in [0, 1] (default 0). */
+  labelSmoothing?: number;
+}
+
+/** Options of {@link smoothL1Loss}. */
+export interface SmoothL1Options extends LossOptions {
+  /** Width of the quadratic zone, >= 0 (default 1; 0 is L1). */
+  beta?: number;
+}
+
+/** Options of {@link bceWithLogitsLoss}. */
+export interface BceWithLogitsOptions extends LossOptions {
+  /** Weight of the positive term: a number, or a tensor shaped like the input's trailing dims (e.g. [C]). */
+  posWeight?: Tensor | number;
+}
+
+/** Attributes of the class losses (crossEntropy, nllLoss). */
+export type ClassLossAttrs = CrossEntropyOptions;
+/** Attributes of the elementwise losses (mse, l1, smoothL1, bce, bceWithLogits). */
+export type ElementwiseLossAttrs = SmoothL1Options;
+
+const DEFAULT_IGNORE_INDEX = -100;
+const MODE = { none: 0, sum: 1, mean: 2 } as const;
+
+type Values = Partial<Record<keyof typeof LOSS_PARAMS.fields, number>>;
+const NO_PARAMS = { n: 0, classes: 0, ignore_index: 0, smoothing: 0, mode: 0, scale: 1, den_at: 0, beta: 0, pw_n: 1 };
+
+/** Threads per workgroup for a reduction over `len` values: a power of two from 32 to tuning.REDUCE_WG. */
+function wgFor(len: number): number {
+  let wg = 32;
+  while (wg < len && wg < tuning.REDUCE_WG) wg *= 2;
+  return wg;
+}
+
+function launch(
+  device: Device,
+  entry: string,
+  values: Values,
+  buffers: Record<number, GPUBuffer>,
+  groups: [number, number?],
+  wg?: number,
+) {
+  device.dispatch({
+    shader: "loss",
+    entry,
+    overrides: wg === undefined ? undefined : { WG: wg },
+    params: { layout: LOSS_PARAMS, values: { ...NO_PARAMS, ...values } },
+    buffers,
+    groups,
+  });
+}
+
+function reductionOf(attrs: LossOptions | undefined, op: string): Reduction {
+  const r = attrs?.reduction ?? "mean";
+  if (r !== "mean" && r !== "sum" && r !== "none") {
+    throw new RangeError(`${op}: reduction must be "mean", "sum" or "none", got ${JSON.stringify(r)}`);
+  }
+  return r;
+}
+
+// ---- class losses ----------------------------------------------------------------
+
+/** Validate x [N, C] f32 and target [N] i32; returns N and C. */
+function checkClassInputs(x: Tensor, target: Tensor, op: string, xName: string): [number, number] {
+  x.sameDevice(target, op);
+  if (x.dtype !== "f32") throw new TypeError(`${op}: ${xName} must be f32, got ${x.dtype}`);
+  if (target.dtype !== "i32") {
+    throw new TypeError(`${op}: target must be an i32 tensor of class indices, got ${target.dtype}`);
+  }
+  if (x.ndim !== 2) throw new TypeError(`${op}: ${xName} must be [N, C], got ${fmt(x.shape)}`);
+  if (target.ndim !== 1) throw new TypeError(`${op}: target must be [N], got ${fmt(target.shape)}`);
+  const [n, c] = x.shape;
+  if (target.shape[0] !== n) {
+    throw new RangeError(
+      `${op}: ${xName} ${fmt(x.shape)} and target ${fmt(target.shape)} disagree on N (${n} vs ${target.shape[0]})`,
+    );
+  }
+  if (c === 0) throw new RangeError(`${op}: ${xName} ${fmt(x.shape)} has no classes`);
+  return [n, c];
+}
+
+function classValues(attrs: ClassLossAttrs, op: string, n: number, c: number): Values {
+  const ignore = attrs.ignoreIndex ?? DEFAULT_IGNORE_INDEX;
+  if (!Number.isInteger(ignore)) throw new TypeError(`${op}: ignoreIndex must be an integer, got ${ignore}`);
+  const smoothing = attrs.labelSmoothing ?? 0;
+  if (!(smoothing >= 0 && smoothing <= 1)) {
+    throw new RangeError(`${op}: labelSmoothing must be in [0, 1], got ${smoothing}`);
+  }
+  return { n, classes: c, ignore_index: ignore, smoothing };
+}
+
+/** Sum or class-mean of the row losses in `el` into a scalar; the mean stores its count at stats[denAt]. */
+function reduceRows(
+  device: Device,
+  reduction: Reduction,
+  el: Tensor,
+  target: Tensor,
+  stats: Tensor,
+  v: Values,
+  denAt: number,
+): Tensor {
+  if (reduction === "none") return el;
+  const y = Tensor.empty([], { device }, "loss");
+  const n = v.n!;
+  if (reduction === "sum") {
+    launch(device, "total_forward", { n, scale: 1 }, { 4: el.buffer, 5: y.buffer }, [1], wgFor(n));
+  } else {
+    launch(
+      device,
+      "class_mean_forward",
+      { ...v, den_at: denAt },
+      { 3: target.buffer, 4: el.buffer, 5: y.buffer, 6: stats.buffer },
+      [1],
+      wgFor(n),
+    );
+  }
+  return y;
+}
+
+/**
+ * Cross entropy of logits [N, C] against i32 class targets [N]: log-softmax and NLL fused
+ * (one row kernel, plus one reduction for "mean"/"sum"); backward is one elementwise
+ * kernel, (softmax - target distribution) · upstream. Saves [logits, target, stats] where
+ * stats holds each row's max and log-sum-exp, then the mean's count.
+ */
+export const crossEntropyOp: OpDef<ClassLossAttrs> = {
+  name: "crossEntropy",
+  forward([x, target], attrs) {
+    const op = "crossEntropy";
+    const [n, c] = checkClassInputs(x, target, op, "logits");
+    const reduction = reductionOf(attrs, op);
+    const v = classValues(attrs, op, n, c);
+    const stats = Tensor.empty([2 * n + 1], { device: x.device }, "crossEntropy.stats");
+    const el = Tensor.empty([n], { device: x.device }, op);
+    const bufs = { 1: x.buffer, 3: target.buffer, 4: el.buffer, 6: stats.buffer };
+    launch(x.device, "cross_entropy_forward", v, bufs, Device.grid(n, 1), wgFor(c));
+    return { output: reduceRows(x.device, reduction, el, target, stats, v, 2 * n), saved: [x, target, stats] };
+  },
+  backward(dy, ctx) {
+    if (!ctx.needs[0]) return [null, null];
+    const [x, target, stats] = ctx.saved;
+    const [n, c] = x.shape;
+    const v = classValues(ctx.attrs, "crossEntropy", n, c);
+    const mode = MODE[reductionOf(ctx.attrs, "crossEntropy")];
+    const dx = Tensor.empty(x.shape, { device: dy.device }, "crossEntropy.backward");
+    const bufs = { 1: x.buffer, 3: target.buffer, 6: stats.buffer, 7: dy.buffer, 8: dx.buffer };
+    launch(dy.device, "cross_entropy_backward", { ...v, mode, den_at: 2 * n }, bufs, Device.grid(n * c));
+    return [dx, null];
+  },
+};
+
+/** Negative log-likelihood of log-probabilities [N, C] against i32 targets [N]. Saves [target, stats]. */
+export const nllLossOp: OpDef<NllLossOptions> = {
+  name: "nllLoss",
+  forward([x, target], attrs) {
+    const op = "nllLoss";
+    const [n, c] = checkClassInputs(x, target, op, "logProbs");
+    const reduction = reductionOf(attrs, op);
+    const v = classValues(attrs, op, n, c);
+    const stats = Tensor.empty([1], { device: x.device }, "nllLoss.stats");
+    const el = Tensor.empty([n], { device: x.device }, op);
+    launch(x.device, "nll_forward", v, { 1: x.buffer, 3: target.buffer, 4: el.buffer }, Device.grid(n));
+    return { output: reduceRows(x.device, reduction, el, target, stats, v, 0), saved: [target, stats] };
+  },
+  backward(dy, ctx) {
+    if (!ctx.needs[0]) return [null, null];
+    const [target, stats] = ctx.saved;
+    const [n, c] = ctx.shapes[0];
+    const v = classValues(ctx.attrs, "nllLoss", n, c);
+    const mode = MODE[reductionOf(ctx.attrs, "nllLoss")];
+    const dx = Tensor.empty(ctx.shapes[0], { device: dy.device }, "nllLoss.backward");
+    const bufs = { 3: target.buffer, 6: stats.buffer, 7: dy.buffer, 8: dx.buffer };
+    launch(dy.device, "nll_backward", { ...v, mode, den_at: 0 }, bufs, Device.grid(n * c));
+    return [dx, null];
+  },
+};
+
+// ---- elementwise losses ------------------------------------------------------------
+
+interface ElementwiseSpec {
+  name: string;
+  kernel: string;
+  /** Whether the target gets a gradient (`<kernel>_backward_b`). */
+  targetGrad: boolean;
+  /** Whether the op takes a third input, a positive-class weight (bceWithLogits). */
+  posWeight?: boolean;
+}
+
+function checkPair(a: Tensor, b: Tensor, op: string): void {
+  a.sameDevice(b, op);
+  if (a.dtype !== "f32" || b.dtype !== "f32") {
+    throw new TypeError(`${op}: input and target must be f32, got ${a.dtype} and ${b.dtype}`);
+  }
+  if (!sameShape(a.shape, b.shape)) {
+    throw new RangeError(`${op}: input ${fmt(a.shape)} and target ${fmt(b.shape)} must have the same shape`);
+  }
+}
+
+/** posWeight must be one value or shaped like the input's trailing dims (leading 1s allowed). */
+function checkPosWeight(pw: Tensor, x: Tensor, op: string): void {
+  x.sameDevice(pw, op);
+  if (pw.dtype !== "f32") throw new TypeError(`${op}: posWeight must be f32, got ${pw.dtype}`);
+  const s = [...pw.shape];
+  while (s.length > 0 && s[0] === 1) s.shift();
+  const tail = x.shape.slice(x.ndim - s.length);
+  if (s.length > x.ndim || !sameShape(s, tail) || pw.numel === 0) {
+    throw new RangeError(`${op}: posWeight ${fmt(pw.shape)} must match the trailing dims of input ${fmt(x.shape)}`);
+  }
+}
+
+function beta(attrs: ElementwiseLossAttrs | undefined, op: string): number {
+  const b = attrs?.beta ?? 1;
+  if (!(b >= 0) || !Number.isFinite(b)) throw new RangeError(`${op}: beta must be a finite number >= 0, got ${b}`);
+  return b;
+}
+
+/** An elementwise loss of shaders/loss.wgsl: `<kernel>_forward`, `<kernel>_backward_a` (and `_b`). */
+function defineElementwise(spec: ElementwiseSpec): OpDef<ElementwiseLossAttrs> {
+  const { name, kernel } = spec;
+  return {
+    name,
+    forward(inputs, attrs) {
+      const [a, b] = inputs;
+      checkPair(a, b, name);
+      const reduction = reductionOf(attrs, name);
+      const pw = spec.posWeight ? inputs[2] ?? fromArray([1], [1], { device: a.device }) : undefined;
+      if (pw) checkPosWeight(pw, a, name);
+      const n = a.numel;
+      const values = { n, beta: beta(attrs, name), pw_n: pw?.numel ?? 1 };
+      const el = Tensor.empty(a.shape, { device: a.device }, name);
+      const bufs: Record<number, GPUBuffer> = { 1: a.buffer, 2: b.buffer, 4: el.buffer };
+      if (pw) bufs[9] = pw.buffer;
+      launch(a.device, `${kernel}_forward`, values, bufs, Device.grid(n));
+      let output = el;
+      if (reduction !== "none") {
+        output = Tensor.empty([], { device: a.device }, name);
+        const scale = reduction === "mean" ? 1 / n : 1;
+        launch(a.device, "total_forward", { n, scale }, { 4: el.buffer, 5: output.buffer }, [1], wgFor(n));
+      }
+      return { output, saved: pw ? [a, b, pw] : [a, b] };
+    },
+    backward(dy, ctx) {
+      const [a, b, pw] = ctx.saved;
+      const reduction = reductionOf(ctx.attrs, name);
+      const n = a.numel;
+      const values = {
+        n,
+        beta: beta(ctx.attrs, name),
+        pw_n: pw?.numel ?? 1,
+        mode: reduction === "none" ? 0 : 1,
+        scale: reduction === "mean" ? 1 / n : 1,
+      };
+      const side = (which: "a" | "b"): Tensor | null => {
+        const dx = Tensor.empty(a.shape, { device: dy.device }, `${name}.backward`);
+        const bufs: Record<number, GPUBuffer> = { 1: a.buffer, 2: b.buffer, 7: dy.buffer, 8: dx.buffer };
+        if (pw) bufs[9] = pw.buffer;
+        launch(dy.device, `${kernel}_backward_${which}`, values, bufs, Device.grid(n));
+        return dx;
+      };
+      const grads = [ctx.needs[0] ? side("a") : null, ctx.needs[1] && spec.targetGrad ? side("b") : null];
+      return spec.posWeight ? [...grads, null] : grads;
+    },
+  };
+}
+
+/** Mean squared error (a - b)²; gradients for both inputs. */
+export const mseLossOp = defineElementwise({ name: "mseLoss", kernel: "mse", targetGrad: true });
+/** Mean absolute error |a - b|; gradient 0 where a = b. */
+export const l1LossOp = defineElementwise({ name: "l1Loss", kernel: "l1", targetGrad: true });
+/** Smooth L1 (Huber / beta) with `attrs.beta`. */
+export const smoothL1LossOp = defineElementwise({ name: "smoothL1Loss", kernel: "smooth_l1", targetGrad: true });
+/** Binary cross entropy on probabilities; no target gradient (as PyTorch). */
+export const bceLossOp = defineElementwise({ name: "bceLoss", kernel: "bce", targetGrad: false });
+/** Binary cross entropy on logits; inputs [logits, target, posWeight?]; no target or posWeight gradient. */
+export const bceWithLogitsLossOp = defineElementwise({
+  name: "bceWithLogitsLoss",
+  kernel: "bce_logits",
+  targetGrad: false,
+  posWeight: true,
+});
+
+// ---- tensor-level functions ----------------------------------------------------------
+
+/**
+ * Cross entropy of logits [N, C] against class indices [N] (i32), as
+ * `torch.nn.functional.cross_entropy`: log-softmax and NLL fused, stable for large logits.
+ * "mean" divides by the number of rows whose target is not `ignoreIndex`. A target outside
+ * [0, C) that is not `ignoreIndex` gives NaN (the GPU cannot throw).
+ * @returns A scalar `[]` for "mean"/"sum", `[N]` for "none" (0 on ignored rows).
+ * @throws {TypeError} When logits are not f32 [N, C] or target is not i32 [N].
+ * @throws {RangeError} When N differs (both shapes named), for a bad reduction or labelSmoothing outside [0, 1].
+ * @example
+ * ```ts
+ * import { Device } from "../../gpu/mod.ts";
+ * import { fromArray } from "../creation.ts";
+ * import { crossEntropy } from "./loss.ts";
+ * await Device.request();
+ * const loss = crossEntropy(fromArray([2, 0, 1, 0, 3, 1], [2, 3]), fromArray(new Int32Array([0, 1])));
+ * console.log(await loss.item());
+ * ```
+ */
+export function crossEntropy(logits: Tensor, target: Tensor, options: CrossEntropyOptions = {}): Tensor {
+  return crossEntropyOp.forward([logits, target], options).output;
+}
+
+/**
+ * Negative log-likelihood of log-probabilities [N, C] against class indices [N] (i32), as
+ * `torch.nn.functional.nll_loss`.
+ * @throws {TypeError} When logProbs are not f32 [N, C] or target is not i32 [N].
+ * @throws {RangeError} When N differs (both shapes named) or for a bad reduction.
+ */
+export function nllLoss(logProbs: Tensor, target: Tensor, options: NllLossOptions = {}): Tensor {
+  return nllLossOp.forward([logProbs, target], options).output;
+}
+
+/**
+ * Squared error (a - b)², reduced ("mean" default).
+ * @throws {TypeError} For non-f32 inputs. @throws {RangeError} When the shapes differ (both named).
+ */
+export function mseLoss(a: Tensor, b: Tensor, options: LossOptions = {}): Tensor {
+  return mseLossOp.forward([a, b], options).output;
+}
+
+/**
+ * Absolute error |a - b|, reduced ("mean" default). The gradient at a = b is 0.
+ * @throws {TypeError} For non-f32 inputs. @throws {RangeError} When the shapes differ (both named).
+ */
+export function l1Loss(a: Tensor, b: Tensor, options: LossOptions = {}): Tensor {
+  return l1LossOp.forward([a, b], options).output;
+}
+
+/**
+ * Smooth L1: 0.5 d²/beta where |d| < beta, else |d| - 0.5 beta (d = a - b), as PyTorch.
+ * @throws {RangeError} When `beta` < 0 or the shapes differ.
+ */
+export function smoothL1Loss(a: Tensor, b: Tensor, options: SmoothL1Options = {}): Tensor {
+  return smoothL1LossOp.forward([a, b], options).output;
+}
+
+/**
+ * Binary cross entropy of probabilities `p` in [0, 1] against targets; each log is
+ * clamped to >= -100 as in PyTorch. Gradient for `p` only.
+ * @throws {TypeError} For non-f32 inputs. @throws {RangeError} When the shapes differ (both named).
+ */
+export function bceLoss(p: Tensor, target: Tensor, options: LossOptions = {}): Tensor {
+  return bceLossOp.forward([p, target], options).output;
+}
+
+/**
+ * Binary cross entropy on logits in PyTorch's stable form, with an optional positive-class
+ * weight (a number, or a tensor shaped like the input's trailing dims). Gradient for the logits only.
+ * @throws {TypeError} For non-f32 inputs. @throws {RangeError} When shapes differ or posWeight does not fit.
+ */
+export function bceWithLogitsLoss(logits: Tensor, target: Tensor, options: BceWithLogitsOptions = {}): Tensor {
+  const { posWeight, ...rest } = options;
+  const inputs = [logits, target];
+  if (posWeight !== undefined) {
+    inputs.push(posWeight instanceof Tensor ? posWeight : fromArray([posWeight], [1], { device: logits.device }));
+  }
+  return bceWithLogitsLossOp.forward(inputs, rest).output;
+}

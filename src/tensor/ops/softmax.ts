@@ -1,0 +1,100 @@
+import { Device, layout, tuning } from "../../gpu/mod.ts";
+import type { OpDef } from "../op.ts";
+import { normDim, type Shape } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+
+/** Mirrors `struct Params` in shaders/softmax.wgsl. */
+export const SOFTMAX_PARAMS = layout("softmax", "Params", { rows: "u32", len: "u32", inner: "u32" });
+
+/** Attributes of softmax / logSoftmax: the dim normalized over (negative counts from the end). */
+export interface SoftmaxAttrs {
+  dim: number;
+}
+
+/** A tensor seen as [outer, len, inner] around `dim` (pure; unit-testable). */
+export function rowPlan(shape: Shape, dim: number, op: string): { rows: number; len: number; inner: number } {
+  const d = normDim(dim, shape.length, op);
+  const outer = shape.slice(0, d).reduce((a, b) => a * b, 1);
+  const inner = shape.slice(d + 1).reduce((a, b) => a * b, 1);
+  return { rows: outer * inner, len: shape[d], inner };
+}
+
+/** Threads per row: the smallest power of two from 32 covering the row, at most tuning.REDUCE_WG. */
+function wgFor(len: number): number {
+  let wg = 32;
+  while (wg < len && wg < tuning.REDUCE_WG) wg *= 2;
+  return wg;
+}
+
+function launch(
+  entry: string,
+  device: Device,
+  plan: ReturnType<typeof rowPlan>,
+  buffers: Record<number, GPUBuffer>,
+): void {
+  if (plan.rows === 0 || plan.len === 0) return;
+  device.dispatch({
+    shader: "softmax",
+    entry,
+    overrides: { WG: wgFor(plan.len) },
+    params: { layout: SOFTMAX_PARAMS, values: plan },
+    buffers,
+    groups: Device.grid(plan.rows, 1),
+  });
+}
+
+/** softmax or log_softmax: forward writes y, backward reads the saved y (never x). */
+function defineSoftmax(name: "softmax" | "logSoftmax", kernel: string): OpDef<SoftmaxAttrs> {
+  return {
+    name,
+    forward([x], attrs) {
+      if (x.dtype !== "f32") throw new TypeError(`${name}: expects an f32 tensor, got ${x.dtype}`);
+      if (x.ndim === 0) throw new TypeError(`${name}: expects a tensor with at least one dim, got a scalar []`);
+      const plan = rowPlan(x.shape, attrs.dim, name);
+      const y = Tensor.empty(x.shape, { device: x.device }, name);
+      launch(`${kernel}_forward`, x.device, plan, { 1: x.buffer, 2: y.buffer });
+      return { output: y, saved: [y] };
+    },
+    backward(dy, ctx) {
+      if (!ctx.needs[0]) return [null];
+      const plan = rowPlan(ctx.shapes[0], ctx.attrs.dim, name);
+      const dx = Tensor.empty(dy.shape, { device: dy.device }, `${name}.backward`);
+      launch(`${kernel}_backward`, dy.device, plan, { 2: ctx.saved[0].buffer, 3: dy.buffer, 4: dx.buffer });
+      return [dx];
+    },
+  };
+}
+
+/** Softmax along `attrs.dim`, max-subtracted; backward from the saved output. */
+export const softmaxOp = defineSoftmax("softmax", "softmax");
+/** Log-softmax along `attrs.dim`, max-subtracted; backward from the saved output. */
+export const logSoftmaxOp = defineSoftmax("logSoftmax", "log_softmax");
+
+/**
+ * Softmax along `dim`: exp(x - max) / sum exp(x - max), stable for logits of any size.
+ * @param dim Dim normalized over; negative counts from the end (default -1, the last).
+ * @throws {TypeError} For a non-f32 or 0-dim tensor.
+ * @throws {RangeError} When `dim` is out of range.
+ * @example
+ * ```ts
+ * import { Device } from "../../gpu/mod.ts";
+ * import { fromArray } from "../creation.ts";
+ * import { softmax } from "./softmax.ts";
+ * await Device.request();
+ * const p = softmax(fromArray([1, 2, 3, 1000, 1000, 0], [2, 3])); // rows sum to 1
+ * console.log(await p.toArray());
+ * ```
+ */
+export function softmax(x: Tensor, dim = -1): Tensor {
+  return softmaxOp.forward([x], { dim }).output;
+}
+
+/**
+ * Log-softmax along `dim`: x - max - log sum exp(x - max); finite where softmax underflows.
+ * @param dim Dim normalized over; negative counts from the end (default -1).
+ * @throws {TypeError} For a non-f32 or 0-dim tensor.
+ * @throws {RangeError} When `dim` is out of range.
+ */
+export function logSoftmax(x: Tensor, dim = -1): Tensor {
+  return logSoftmaxOp.forward([x], { dim }).output;
+}

@@ -1,0 +1,62 @@
+import { crossEntropyRef, elementwiseLossRef, nllRef, type Reduction } from "../../reference/loss.ts";
+import { assertRelClose } from "../../util/assert.ts";
+import { mulberry32, randint, randn, uniform } from "../../util/random.ts";
+
+/** Central differences of L(x) = sum(y(x) * dy) for every element of x. */
+function numGrad(f: (x: Float64Array) => Float64Array, x: Float64Array, dy: ArrayLike<number>, h = 1e-6): Float64Array {
+  const g = new Float64Array(x.length);
+  const loss = (v: Float64Array) => f(v).reduce((s, e, i) => s + e * dy[i], 0);
+  for (let i = 0; i < x.length; i++) {
+    const p = Float64Array.from(x), m = Float64Array.from(x);
+    p[i] += h;
+    m[i] -= h;
+    g[i] = (loss(p) - loss(m)) / (2 * h);
+  }
+  return g;
+}
+
+const REDUCTIONS: Reduction[] = ["mean", "sum", "none"];
+
+Deno.test("crossEntropy and nllLoss reference gradients match central differences (smoothing, ignoreIndex, reductions)", () => {
+  const rng = mulberry32(11);
+  const n = 7, c = 5;
+  for (const reduction of REDUCTIONS) {
+    for (const labelSmoothing of [0, 0.2]) {
+      const x = Float64Array.from(randn(n * c, rng, 2));
+      const t = randint(n, c, rng);
+      t[2] = -3; // ignoreIndex
+      const dy = Float64Array.from(randn(reduction === "none" ? n : 1, rng));
+      const opts = { reduction, ignoreIndex: -3, labelSmoothing };
+      const ce = crossEntropyRef(x, n, c, t, opts, dy);
+      const want = numGrad((v) => crossEntropyRef(v, n, c, t, opts, dy).y, x, dy);
+      assertRelClose(ce.dx, want, 1e-6, `crossEntropy dx ${reduction} eps ${labelSmoothing}`);
+      const nll = nllRef(x, n, c, t, opts, dy);
+      assertRelClose(nll.dx, numGrad((v) => nllRef(v, n, c, t, opts, dy).y, x, dy), 1e-6, `nll dx ${reduction}`);
+    }
+  }
+});
+
+Deno.test("crossEntropy reference equals nll of log-softmax and ignores rows in the mean", () => {
+  const x = Float64Array.of(1, 2, 3, 0, 0, 0), t = Int32Array.of(2, -100);
+  const lse = Math.log(Math.exp(1) + Math.exp(2) + Math.exp(3));
+  const y = crossEntropyRef(x, 2, 3, t, { reduction: "mean" }, [1]).y;
+  assertRelClose(y, [lse - 3], 1e-12, "mean over the one row not ignored");
+});
+
+Deno.test("elementwise loss references: both gradients match central differences", () => {
+  const rng = mulberry32(12);
+  const n = 9;
+  for (const name of ["mse", "l1", "smoothL1", "bce", "bceWithLogits"]) {
+    for (const reduction of REDUCTIONS) {
+      const a = Float64Array.from(name === "bce" ? uniform(n, rng, 0.05, 0.95) : randn(n, rng, 2));
+      const b = Float64Array.from(name.startsWith("bce") ? uniform(n, rng) : randn(n, rng, 2));
+      const dy = Float64Array.from(randn(reduction === "none" ? n : 1, rng));
+      const k = name === "bceWithLogits" ? (i: number) => 0.5 + (i % 3) : () => 1.3;
+      const got = elementwiseLossRef(name, a, b, reduction, dy, k);
+      const da = numGrad((v) => elementwiseLossRef(name, v, b, reduction, dy, k).y, a, dy);
+      const db = numGrad((v) => elementwiseLossRef(name, a, v, reduction, dy, k).y, b, dy);
+      assertRelClose(got.da, da, 1e-5, `${name} ${reduction} da`);
+      assertRelClose(got.db, db, 1e-5, `${name} ${reduction} db`);
+    }
+  }
+});
