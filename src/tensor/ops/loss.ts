@@ -18,12 +18,12 @@ export const LOSS_PARAMS = layout("loss", "Params", {
 });
 
 /** How a loss combines its per-element values, as PyTorch's `reduction`. */
-export type Reduction = "mean" | "sum" | "none";
+export type LossReduction = "mean" | "sum" | "none";
 
 /** Options every loss takes. */
 export interface LossOptions {
   /** "mean" (default), "sum", or "none" (one loss per element or row). */
-  reduction?: Reduction;
+  reduction?: LossReduction;
 }
 
 /** Options of {@link nllLoss}. */
@@ -86,7 +86,7 @@ function launch(
   });
 }
 
-function reductionOf(attrs: LossOptions | undefined, op: string): Reduction {
+function reductionOf(attrs: LossOptions | undefined, op: string): LossReduction {
   const r = attrs?.reduction ?? "mean";
   if (r !== "mean" && r !== "sum" && r !== "none") {
     throw new RangeError(`${op}: reduction must be "mean", "sum" or "none", got ${JSON.stringify(r)}`);
@@ -128,7 +128,7 @@ function classValues(attrs: ClassLossAttrs, op: string, n: number, c: number): V
 /** Sum or class-mean of the row losses in `el` into a scalar; the mean stores its count at stats[denAt]. */
 function reduceRows(
   device: Device,
-  reduction: Reduction,
+  reduction: LossReduction,
   el: Tensor,
   target: Tensor,
   stats: Tensor,
