@@ -337,6 +337,7 @@ export class Device {
    */
   write(buf: GPUBuffer, offset: number, data: ArrayBufferView<ArrayBuffer>): void {
     this.check();
+    if (data.byteLength === 0) return; // NOTE: Deno 2.9 aborts on a 0-byte writeBuffer
     if (this.#encoder) this.flush();
     this.gpu.queue.writeBuffer(buf, offset, data.buffer, data.byteOffset, data.byteLength);
   }
@@ -347,6 +348,7 @@ export class Device {
    */
   upload(buf: GPUBuffer, offset: number, data: ArrayBufferView<ArrayBuffer>): void {
     this.check();
+    if (data.byteLength === 0) return;
     this.gpu.queue.writeBuffer(buf, offset, data.buffer, data.byteOffset, data.byteLength);
   }
 

