@@ -13,3 +13,5 @@ export * from "./ops/softmax.ts";
 export * from "./ops/loss.ts";
 export * from "./ops/norm.ts";
 export * from "./ops/dropout.ts";
+export * from "./bf16.ts";
+export * from "./ops/bf16.ts";

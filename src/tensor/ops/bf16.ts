@@ -1,0 +1,78 @@
+import { Device, layout } from "../../gpu/mod.ts";
+import { bf16Words } from "../bf16.ts";
+import { checkShape, fmt, numel, type Shape } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+
+/** Mirrors `struct Params` in shaders/bf16.wgsl. */
+export const BF16_PARAMS = layout("bf16", "Params", { n: "u32", words: "u32", scaled: "u32", scale: "f32" });
+
+/**
+ * Pack an f32 tensor as bf16 on the GPU: a u32 tensor of ceil(n / 2) words, element 2i in
+ * the low 16 bits, 2i+1 in the high ones (an odd count pads a zero). Rounds to nearest, ties
+ * to even; NaN stays NaN, ±Inf stay ±Inf; bit-identical with `packBf16` of src/tensor/bf16.ts.
+ * Recorded, not waited for: read the words with `await words.toArray()`.
+ * @param scale Multiplies each value in f32 before rounding (1: none, bits pass untouched).
+ *   With a scale, results in the subnormal range may be flushed to zero by the GPU.
+ * @throws {TypeError} When `x` is not f32.
+ * @throws {RangeError} When `scale` is not a finite f32.
+ * @example
+ * ```ts
+ * import { Device, fromArray, packBf16Tensor } from "../../index.ts";
+ * await Device.request();
+ * const words = packBf16Tensor(fromArray(Float32Array.of(1, -2, 0.5)));
+ * console.log(await words.toArray()); // Uint32Array [0xc0003f80, 0x3f00]
+ * ```
+ */
+export function packBf16Tensor(x: Tensor, scale = 1): Tensor {
+  if (x.dtype !== "f32") throw new TypeError(`packBf16Tensor: expects an f32 tensor, got ${x.dtype}`);
+  if (!Number.isFinite(Math.fround(scale))) {
+    throw new RangeError(`packBf16Tensor: scale must be a finite f32, got ${scale}`);
+  }
+  const words = bf16Words(x.numel);
+  const y = Tensor.empty([words], { device: x.device, dtype: "u32" }, "packBf16");
+  if (words === 0) return y;
+  x.device.dispatch({
+    shader: "bf16",
+    entry: "pack_forward",
+    params: { layout: BF16_PARAMS, values: { n: x.numel, words, scaled: Math.fround(scale) !== 1 ? 1 : 0, scale } },
+    buffers: { 1: x.buffer, 2: y.buffer },
+    groups: Device.grid(words),
+  });
+  return y;
+}
+
+/**
+ * Unpack bf16 words (a u32 tensor from {@link packBf16Tensor} or a received frame) into an
+ * f32 tensor of `shape`: each bf16 becomes the high half of an f32, exactly.
+ * @throws {TypeError} When `words` is not u32 or `shape` is not a shape.
+ * @throws {RangeError} When `words` does not hold ceil(numel(shape) / 2) words (both named).
+ * @example
+ * ```ts
+ * import { Device, fromArray, unpackBf16Tensor } from "../../index.ts";
+ * await Device.request();
+ * const y = unpackBf16Tensor(fromArray(Uint32Array.of(0xc0003f80)), [2]);
+ * console.log(await y.toArray()); // Float32Array [1, -2]
+ * ```
+ */
+export function unpackBf16Tensor(words: Tensor, shape: Shape): Tensor {
+  if (words.dtype !== "u32") throw new TypeError(`unpackBf16Tensor: expects a u32 tensor of words, got ${words.dtype}`);
+  checkShape(shape, "unpackBf16Tensor");
+  const n = numel(shape);
+  if (words.numel !== bf16Words(n)) {
+    throw new RangeError(
+      `unpackBf16Tensor: shape ${fmt(shape)} (${n} values) needs ${bf16Words(n)} words, got ${words.numel} (${
+        fmt(words.shape)
+      })`,
+    );
+  }
+  const y = Tensor.empty(shape, { device: words.device }, "unpackBf16");
+  if (n === 0) return y;
+  words.device.dispatch({
+    shader: "bf16",
+    entry: "unpack_forward",
+    params: { layout: BF16_PARAMS, values: { n, words: words.numel, scaled: 0, scale: 1 } },
+    buffers: { 3: words.buffer, 4: y.buffer },
+    groups: Device.grid(n),
+  });
+  return y;
+}

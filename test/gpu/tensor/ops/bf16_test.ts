@@ -1,0 +1,126 @@
+/**
+ * bf16 pack/unpack on the GPU must be bit-identical with the host's (src/tensor/bf16.ts, whose
+ * rounding test/unit/tensor/bf16_test.ts checks against a nearest-even reference): pack on the
+ * GPU, read back, compare word for word; unpack every bf16 pattern and compare bits.
+ */
+import { packBf16, unpackBf16 } from "../../../../src/tensor/bf16.ts";
+import { fromArray } from "../../../../src/tensor/creation.ts";
+import { packBf16Tensor, unpackBf16Tensor } from "../../../../src/tensor/ops/bf16.ts";
+import { assertEquals, assertThrows } from "../../../util/assert.ts";
+import { gpuTest } from "../../../util/gpu.ts";
+import { mulberry32, randn } from "../../../util/random.ts";
+
+/** Edge patterns: ±0, ±Inf, NaN payloads, overflow into Inf, exact ties and neighbours, subnormals. */
+const SPECIAL_BITS = [
+  0x00000000,
+  0x80000000,
+  0x7f800000,
+  0xff800000,
+  0x7f800001,
+  0xff800001,
+  0x7fc00000,
+  0xffc00000,
+  0x7fffffff,
+  0xffffffff,
+  0x7f808000,
+  0x7fbfffff,
+  0x7fa00000,
+  0x7f7fffff,
+  0xff7fffff,
+  0x7f7f8000,
+  0x7f7f7fff,
+  0x7f7e8000,
+  0x3f808000,
+  0x3f818000,
+  0x3f808001,
+  0x3f807fff,
+  0x00000001,
+  0x80000001,
+  0x00008000,
+  0x00018000,
+  0x0000ffff,
+  0x007fffff,
+  0x807f8000,
+  0x00400000,
+  0x00800000,
+  0x007f8000,
+  0x007fc000,
+];
+
+/** First differing word, as a message, or "" when equal. */
+function firstDiff(got: Uint32Array, want: Uint32Array, bits?: Uint32Array): string {
+  if (got.length !== want.length) return `length ${got.length}, want ${want.length}`;
+  for (let i = 0; i < want.length; i++) {
+    if (got[i] !== want[i]) {
+      const inputs = bits ? ` (inputs 0x${bits[2 * i]?.toString(16)}, 0x${bits[2 * i + 1]?.toString(16)})` : "";
+      return `word ${i}: got 0x${got[i].toString(16)}, want 0x${want[i].toString(16)}${inputs}`;
+    }
+  }
+  return "";
+}
+
+function bitsInput(n: number, seed: number): Uint32Array<ArrayBuffer> {
+  const rng = mulberry32(seed);
+  const bits = new Uint32Array(n);
+  bits.set(SPECIAL_BITS);
+  let i = SPECIAL_BITS.length;
+  // Exact ties (and neighbours) at random exponents and both parities, then random patterns.
+  for (; i < 3 * 4096; i += 3) {
+    const hi = Math.floor(rng() * 65536) << 16;
+    bits[i] = (hi | 0x8000) >>> 0;
+    bits[i + 1] = (hi | 0x7fff) >>> 0;
+    bits[i + 2] = (hi | 0x8001) >>> 0;
+  }
+  for (; i < n; i++) bits[i] = Math.floor(rng() * 2 ** 32);
+  return bits;
+}
+
+for (const n of [100_001, 7, 1]) {
+  gpuTest(`packBf16Tensor matches packBf16 word for word on ${n} f32 bit patterns (odd count)`, async () => {
+    const bits = bitsInput(Math.max(n, SPECIAL_BITS.length + 3 * 4096), 31 + n).subarray(0, n);
+    const x = new Float32Array(bits.buffer, 0, n);
+    const words = packBf16Tensor(fromArray(x));
+    assertEquals(words.dtype, "u32", "dtype");
+    assertEquals(words.shape, [Math.ceil(n / 2)], "shape");
+    const got = await words.toArray() as Uint32Array;
+    assertEquals(firstDiff(got, packBf16(x), bits), "", "GPU vs host pack");
+  });
+}
+
+gpuTest("unpackBf16Tensor of every bf16 pattern gives the host's f32 bits", async () => {
+  const words = new Uint32Array(32768);
+  for (let u = 0; u < 65536; u++) words[u >> 1] |= (u & 1) ? u << 16 : u;
+  const y = unpackBf16Tensor(fromArray(words), [256, 256]);
+  assertEquals(y.shape, [256, 256], "shape");
+  const got = new Uint32Array((await y.toF32()).buffer);
+  assertEquals(firstDiff(got, new Uint32Array(unpackBf16(words, 65536).buffer)), "", "GPU vs host unpack");
+  // And back: the GPU pack of the unpacked values restores every pattern, NaNs made quiet.
+  const again = await packBf16Tensor(y).toArray() as Uint32Array;
+  const want = Uint32Array.from(words, (w) => {
+    const q = (h: number) => ((h & 0x7f80) === 0x7f80 && (h & 0x7f) !== 0 ? h | 0x40 : h);
+    return (q(w & 0xffff) | (q(w >>> 16) << 16)) >>> 0;
+  });
+  assertEquals(firstDiff(again, want), "", "GPU pack of GPU unpack");
+});
+
+gpuTest("packBf16Tensor with a scale matches packBf16 with the same scale on normal values", async () => {
+  const rng = mulberry32(5);
+  const x = randn(4097, rng, 100);
+  x[0] = Infinity;
+  x[1] = -Infinity;
+  x[2] = 3.4e38; // times 3 overflows to Inf in f32
+  for (const scale of [3, 1 / 7, -0.5]) {
+    const got = await packBf16Tensor(fromArray(x), scale).toArray() as Uint32Array;
+    assertEquals(firstDiff(got, packBf16(x, scale)), "", `scale ${scale}`);
+  }
+});
+
+gpuTest("bf16 tensor ops reject wrong dtypes and sizes naming both", () => {
+  const f = fromArray(new Float32Array(5));
+  const w = fromArray(new Uint32Array(3));
+  assertThrows(() => packBf16Tensor(w), TypeError, "packBf16Tensor", "f32", "u32");
+  assertThrows(() => packBf16Tensor(f, NaN), RangeError, "packBf16Tensor", "scale", "NaN");
+  assertThrows(() => unpackBf16Tensor(f, [5]), TypeError, "unpackBf16Tensor", "u32", "f32");
+  assertThrows(() => unpackBf16Tensor(w, [7]), RangeError, "unpackBf16Tensor", "[7]", "4 words", "got 3");
+  assertEquals(unpackBf16Tensor(w, [2, 3]).shape, [2, 3], "6 values in 3 words");
+});
