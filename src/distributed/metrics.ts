@@ -1,0 +1,223 @@
+/**
+ * Per-epoch metrics (spec §7.3): what ranks report per chunk, how the controller folds
+ * those reports into one `EpochMetrics`, and the record-tree roll-ups of §7.4.
+ */
+
+import type { Reduction } from "./config.ts";
+
+/** What a rank reports when it finishes a chunk (or an epoch plan) of one epoch. */
+export interface ChunkReport {
+  rank: number;
+  epoch: number;
+  /** Mean loss over this chunk's batches. */
+  avgLoss: number;
+  batches: number;
+  samples: number;
+  /** Wall time of the chunk, ms. */
+  epochMs: number;
+  /** Wall time until the rank's share of the chunk was done (excludes barrier idle), ms. */
+  shareCompleteMs: number;
+  /** Σ train-step ms (diagnostic). */
+  computeOnlyMs: number;
+  /** Time spent waiting for data, ms (diagnostic). */
+  dataStarveMs: number;
+  /** `recordScalar` accumulators drained at chunk end. */
+  scalars: Record<string, { sum: number; count: number }>;
+}
+
+/** One aggregated epoch (flodl `EpochMetrics`, [0.7] fields). Arrays are indexed by rank. */
+export interface EpochMetrics {
+  epoch: number;
+  /** Σ loss·batches / Σ batches over all ranks; NaN when no batch ran. */
+  avgLoss: number;
+  epochMs: number;
+  /** Work-weighted mean of each user scalar over the ranks that reported it. */
+  scalars: Record<string, number>;
+  /** Per rank, each scalar's sum / count. */
+  perRank: Record<string, number>[];
+  perRankLoss: number[];
+  perRankSamples: number[];
+  /** Samples per ms of share-complete time. */
+  perRankThroughput: number[];
+  perRankBatchShare: number[];
+  perRankShareCompleteMs: number[];
+  perRankComputeOnlyMs: number[];
+  perRankDataStarveMs: number[];
+  deviceIndices: number[];
+}
+
+interface RankTotals {
+  batches: number;
+  samples: number;
+  lossSum: number;
+  wallMs: number;
+  shareMs: number;
+  computeMs: number;
+  starveMs: number;
+  scalars: Map<string, { sum: number; count: number }>;
+}
+
+/**
+ * Folds the chunk reports of one epoch into {@link EpochMetrics}.
+ * @example
+ * ```ts
+ * import { EpochAggregator } from "./metrics.ts";
+ * const agg = new EpochAggregator(0, 2);
+ * agg.add({ rank: 0, epoch: 0, avgLoss: 1, batches: 3, samples: 96, epochMs: 30, shareCompleteMs: 30,
+ *   computeOnlyMs: 25, dataStarveMs: 1, scalars: {} });
+ * agg.finish().avgLoss; // 1
+ * ```
+ */
+export class EpochAggregator {
+  readonly #totals: RankTotals[];
+
+  constructor(readonly epoch: number, readonly worldSize: number) {
+    this.#totals = Array.from({ length: worldSize }, () => ({
+      batches: 0,
+      samples: 0,
+      lossSum: 0,
+      wallMs: 0,
+      shareMs: 0,
+      computeMs: 0,
+      starveMs: 0,
+      scalars: new Map(),
+    }));
+  }
+
+  /**
+   * Add one chunk report.
+   * @throws {RangeError} When the report's epoch or rank does not belong here.
+   */
+  add(r: ChunkReport): void {
+    if (r.epoch !== this.epoch) {
+      throw new RangeError(`EpochAggregator.add: expected epoch ${this.epoch}, got ${r.epoch}`);
+    }
+    if (!Number.isInteger(r.rank) || r.rank < 0 || r.rank >= this.worldSize) {
+      throw new RangeError(`EpochAggregator.add: rank must be in [0, ${this.worldSize}), got ${r.rank}`);
+    }
+    const t = this.#totals[r.rank];
+    t.batches += r.batches;
+    t.samples += r.samples;
+    if (r.batches > 0) t.lossSum += r.avgLoss * r.batches;
+    t.wallMs += r.epochMs;
+    t.shareMs += r.shareCompleteMs;
+    t.computeMs += r.computeOnlyMs;
+    t.starveMs += r.dataStarveMs;
+    for (const [k, v] of Object.entries(r.scalars)) {
+      const acc = t.scalars.get(k) ?? { sum: 0, count: 0 };
+      acc.sum += v.sum;
+      acc.count += v.count;
+      t.scalars.set(k, acc);
+    }
+  }
+
+  /**
+   * The epoch's metrics.
+   * @param opts.epochMs Pool wall time (progressive dispatch); default: max over ranks of Σ chunk wall time.
+   * @param opts.batchShare Shares to report instead of samples_r / Σ samples (e.g. ElChe's recentBatchShare).
+   * @param opts.deviceIndices Adapter index per rank; default 0..W-1.
+   */
+  finish(opts: { epochMs?: number; batchShare?: number[]; deviceIndices?: number[] } = {}): EpochMetrics {
+    const T = this.#totals;
+    const batches = T.reduce((a, t) => a + t.batches, 0);
+    const samples = T.reduce((a, t) => a + t.samples, 0);
+    const lossSum = T.reduce((a, t) => a + t.lossSum, 0);
+    const perRank = T.map((t) => Object.fromEntries([...t.scalars].map(([k, v]) => [k, v.sum / v.count])));
+    const scalars: Record<string, number> = {};
+    const keys = new Set(T.flatMap((t) => [...t.scalars.keys()]));
+    for (const k of keys) {
+      let num = 0, den = 0;
+      T.forEach((t, r) => {
+        if (k in perRank[r]) {
+          num += perRank[r][k] * t.batches;
+          den += t.batches;
+        }
+      });
+      if (den > 0) scalars[k] = num / den;
+    }
+    return {
+      epoch: this.epoch,
+      avgLoss: batches > 0 ? lossSum / batches : NaN,
+      epochMs: opts.epochMs ?? Math.max(0, ...T.map((t) => t.wallMs)),
+      scalars,
+      perRank,
+      perRankLoss: T.map((t) => (t.batches > 0 ? t.lossSum / t.batches : NaN)),
+      perRankSamples: T.map((t) => t.samples),
+      perRankThroughput: T.map((t) => (t.shareMs > 0 ? t.samples / t.shareMs : 0)),
+      perRankBatchShare: opts.batchShare ? [...opts.batchShare] : T.map((t) => (samples > 0 ? t.samples / samples : 0)),
+      perRankShareCompleteMs: T.map((t) => t.shareMs),
+      perRankComputeOnlyMs: T.map((t) => t.computeMs),
+      perRankDataStarveMs: T.map((t) => t.starveMs),
+      deviceIndices: opts.deviceIndices ? [...opts.deviceIndices] : T.map((_, r) => r),
+    };
+  }
+}
+
+/** Roll-ups of the core record keys; fixed, a declaration cannot change them (spec §7.4). */
+export const CORE_REDUCTIONS: Readonly<Record<string, Reduction>> = Object.freeze({
+  throughput: "sum",
+  batch_share: "sum",
+  loss: "mean",
+  data_starve: "max",
+  compute_only_ms: "max",
+});
+
+/** The reduction of a key: core keys first, then the user's declaration, else Mean. */
+export function reductionFor(key: string, declared: Readonly<Record<string, Reduction>> = {}): Reduction {
+  return CORE_REDUCTIONS[key] ?? declared[key] ?? "mean";
+}
+
+/** One child of a record-tree node: its realized work (linear batches, never the γ mass) and its values. */
+export interface RollUpChild {
+  work: number;
+  values: Readonly<Record<string, number>>;
+}
+
+/**
+ * Roll the children's values up into their parent (spec §7.4). Keys no child reports are
+ * absent (never zero-filled); Mean is work-weighted and absent when Σ work <= 0; Last is
+ * the value of the highest-work child (the first one on ties).
+ * @example
+ * ```ts
+ * import { rollUp } from "./metrics.ts";
+ * rollUp([{ work: 1, values: { loss: 2 } }, { work: 3, values: { loss: 4 } }]); // { loss: 3.5 }
+ * ```
+ */
+export function rollUp(
+  children: readonly RollUpChild[],
+  declared: Readonly<Record<string, Reduction>> = {},
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  const keys = new Set(children.flatMap((c) => Object.keys(c.values)));
+  for (const key of keys) {
+    const having = children.filter((c) => key in c.values);
+    const vals = having.map((c) => c.values[key]);
+    switch (reductionFor(key, declared)) {
+      case "sum":
+        out[key] = vals.reduce((a, b) => a + b, 0);
+        break;
+      case "max":
+        out[key] = Math.max(...vals);
+        break;
+      case "min":
+        out[key] = Math.min(...vals);
+        break;
+      case "last": {
+        let best = having[0];
+        for (const c of having) if (c.work > best.work) best = c;
+        out[key] = best.values[key];
+        break;
+      }
+      case "mean": {
+        let num = 0, den = 0;
+        for (const c of having) {
+          num += c.values[key] * c.work;
+          den += c.work;
+        }
+        if (den > 0) out[key] = num / den;
+        break;
+      }
+    }
+  }
+  return out;
+}

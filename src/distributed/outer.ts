@@ -1,0 +1,162 @@
+/**
+ * Outer optimizers (spec §4.4), applied to the parameter consensus between reduce and
+ * scatter: outer gradient `g = prev_global − consensus`; OuterAvg (identity), SlowMo
+ * (heavy-ball) and DiLoCo (Nesterov, resets the inner optimizer every round). f32 math.
+ */
+
+const f32 = Math.fround;
+
+/** An outer optimizer (flodl `OuterOptimizer`), one instance per site. */
+export interface OuterOptimizer {
+  readonly name: string;
+  /** Ranks reset their inner optimizer (momentum, step count) after adopting. */
+  readonly resetsInner: boolean;
+  /**
+   * The new global parameters from the previous global and this round's consensus.
+   * @throws {RangeError} When lengths differ.
+   */
+  step(prevGlobal: Float32Array, consensus: Float32Array): Float32Array;
+  /** Momentum to checkpoint (`<stem>.outer.fdl`); null when stateless or never stepped. */
+  state(): Float32Array | null;
+  /** Restore checkpointed momentum. */
+  loadState(s: Float32Array): void;
+}
+
+/** Identity: the consensus is the new global (the default). */
+export class OuterAvg implements OuterOptimizer {
+  readonly name = "OuterAvg";
+  readonly resetsInner = false;
+  step(prevGlobal: Float32Array, consensus: Float32Array): Float32Array {
+    checkLengths("OuterAvg", prevGlobal, consensus);
+    return consensus;
+  }
+  state(): Float32Array | null {
+    return null;
+  }
+  loadState(): void {}
+}
+
+/** Outer learning rate and momentum μ. */
+export interface MomentumOptions {
+  lr: number;
+  momentum: number;
+}
+
+abstract class MomentumOuter implements OuterOptimizer {
+  abstract readonly name: string;
+  abstract readonly resetsInner: boolean;
+  readonly lr: number;
+  readonly momentum: number;
+  protected v: Float32Array | null = null;
+
+  constructor(o: MomentumOptions, what: string) {
+    if (!(Number.isFinite(o.lr) && o.lr > 0)) throw new RangeError(`${what}: lr must be finite and > 0, got ${o.lr}`);
+    if (!(o.momentum >= 0 && o.momentum < 1)) {
+      throw new RangeError(`${what}: momentum must be in [0, 1), got ${o.momentum}`);
+    }
+    this.lr = o.lr;
+    this.momentum = o.momentum;
+  }
+
+  step(prevGlobal: Float32Array, consensus: Float32Array): Float32Array {
+    checkLengths(this.name, prevGlobal, consensus);
+    if (this.v === null) this.v = new Float32Array(consensus.length);
+    if (this.v.length !== consensus.length) {
+      throw new RangeError(
+        `${this.name}.step: momentum has ${this.v.length} elements, consensus has ${consensus.length}`,
+      );
+    }
+    const v = this.v, mu = f32(this.momentum), lr = f32(this.lr);
+    const out = new Float32Array(consensus.length);
+    for (let i = 0; i < out.length; i++) {
+      const g = f32(prevGlobal[i] - consensus[i]);
+      v[i] = f32(mu * v[i]) + g;
+      out[i] = prevGlobal[i] - f32(lr * this.direction(v[i], g, mu));
+    }
+    return out;
+  }
+
+  /** The step direction from the updated momentum and the gradient. */
+  protected abstract direction(v: number, g: number, mu: number): number;
+
+  state(): Float32Array | null {
+    return this.v ? new Float32Array(this.v) : null;
+  }
+
+  loadState(s: Float32Array): void {
+    this.v = new Float32Array(s);
+  }
+}
+
+/**
+ * SlowMo: `v = μ·v + g; new = prev − lr·v` (typical lr 1.0, μ 0.9).
+ * @example
+ * ```ts
+ * import { SlowMo } from "./outer.ts";
+ * const o = new SlowMo({ lr: 1.0, momentum: 0.9 });
+ * o.step(new Float32Array([1]), new Float32Array([0.5])); // [0.5]: first step, v = g
+ * ```
+ */
+export class SlowMo extends MomentumOuter {
+  readonly name = "SlowMo";
+  readonly resetsInner = false;
+  constructor(o: MomentumOptions) {
+    super(o, "SlowMo");
+  }
+  protected direction(v: number): number {
+    return v;
+  }
+}
+
+/**
+ * DiLoCo (Nesterov outer momentum): `v = μ·v + g; new = prev − lr·(μ·v + g)`; ranks
+ * reset their inner optimizer every round (typical lr 0.7, μ 0.9, large windows).
+ */
+export class DiLoCo extends MomentumOuter {
+  readonly name = "DiLoCo";
+  readonly resetsInner = true;
+  constructor(o: MomentumOptions) {
+    super(o, "DiLoCo");
+  }
+  protected direction(v: number, g: number, mu: number): number {
+    return f32(f32(mu * v) + g);
+  }
+}
+
+/**
+ * One site's outer loop: keeps `prev_global`, makes the first window a no-op
+ * (prev = consensus, so momentum seeds at zero) and passes zero-mass rounds through.
+ * `prev_global` is not checkpointed: after a resume the first window re-anchors.
+ * @example
+ * ```ts
+ * import { OuterStepper, SlowMo } from "./outer.ts";
+ * const s = new OuterStepper(new SlowMo({ lr: 1, momentum: 0.9 }));
+ * s.apply(new Float32Array([1, 2])); // first window: returns the consensus unchanged
+ * s.apply(null); // zero-mass round: null, nothing steps
+ * ```
+ */
+export class OuterStepper {
+  #prev: Float32Array | null = null;
+
+  constructor(readonly optimizer: OuterOptimizer) {}
+
+  /** The new global for this round's consensus, or null (keep local) for a zero-mass round. */
+  apply(consensus: Float32Array | null): Float32Array | null {
+    if (consensus === null) return null;
+    const prev = this.#prev ?? consensus;
+    const next = this.optimizer.step(prev, consensus);
+    this.#prev = new Float32Array(next);
+    return next;
+  }
+
+  /** Forget `prev_global` (the next window re-anchors). */
+  reanchor(): void {
+    this.#prev = null;
+  }
+}
+
+function checkLengths(what: string, a: Float32Array, b: Float32Array): void {
+  if (a.length !== b.length) {
+    throw new RangeError(`${what}.step: prevGlobal has ${a.length} elements, consensus has ${b.length}`);
+  }
+}

@@ -1,0 +1,90 @@
+import { DiLoCo, OuterAvg, OuterStepper, SlowMo } from "../../../src/distributed/outer.ts";
+import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
+import { mulberry32, randn } from "../../util/random.ts";
+
+/** f64 reference of the outer loop: prev = first consensus, then v = μv + g, new = prev − lr·dir. */
+function reference(cons: Float32Array[], lr: number, mu: number, nesterov: boolean): Float64Array[] {
+  let prev = Float64Array.from(cons[0]);
+  const v = new Float64Array(prev.length);
+  const out: Float64Array[] = [];
+  for (const c of cons) {
+    const next = new Float64Array(prev.length);
+    for (let i = 0; i < next.length; i++) {
+      const g = prev[i] - c[i];
+      v[i] = mu * v[i] + g;
+      next[i] = prev[i] - lr * (nesterov ? mu * v[i] + g : v[i]);
+    }
+    out.push(next);
+    prev = next;
+  }
+  return out;
+}
+
+function run(opt: SlowMo | DiLoCo, cons: Float32Array[]): Float32Array[] {
+  const s = new OuterStepper(opt);
+  return cons.map((c) => s.apply(c)!);
+}
+
+const rng = mulberry32(21);
+const cons = [0, 1, 2, 3].map(() => randn(33, rng));
+
+Deno.test("SlowMo: first window is a no-op, then v = μv + g, new = prev − lr·v", () => {
+  const got = run(new SlowMo({ lr: 0.7, momentum: 0.9 }), cons);
+  const want = reference(cons, 0.7, 0.9, false);
+  assertEquals([...got[0]], [...cons[0]]);
+  got.forEach((g, k) => assertRelClose(g, want[k], 1e-5, `window ${k}`));
+  // lr 1, μ 0: new = prev − (prev − consensus) = consensus.
+  const plain = run(new SlowMo({ lr: 1, momentum: 0 }), cons);
+  assertRelClose(plain[2], cons[2], 1e-6, "lr 1, μ 0 is plain averaging");
+});
+
+Deno.test("DiLoCo: Nesterov new = prev − lr·(μv + g) and resets the inner optimizer", () => {
+  const opt = new DiLoCo({ lr: 0.7, momentum: 0.9 });
+  assertEquals(opt.resetsInner, true);
+  const got = run(opt, cons);
+  const want = reference(cons, 0.7, 0.9, true);
+  got.forEach((g, k) => assertRelClose(g, want[k], 1e-5, `window ${k}`));
+  const slow = run(new SlowMo({ lr: 0.7, momentum: 0.9 }), cons);
+  assert(slow[2].some((x, i) => x !== got[2][i]), "Nesterov differs from heavy-ball");
+  assertEquals(new SlowMo({ lr: 1, momentum: 0.9 }).resetsInner, false);
+});
+
+Deno.test("OuterStepper passes zero-mass rounds through without stepping", () => {
+  const s = new OuterStepper(new SlowMo({ lr: 0.7, momentum: 0.9 }));
+  s.apply(cons[0]);
+  assertEquals(s.apply(null), null);
+  const after = s.apply(cons[1])!;
+  assertRelClose(after, reference(cons.slice(0, 2), 0.7, 0.9, false)[1], 1e-5, "null round skipped");
+  // Without momentum, a re-anchored window (resume: prev_global is not saved) returns its consensus.
+  const r = new OuterStepper(new SlowMo({ lr: 0.7, momentum: 0 }));
+  r.apply(cons[0]);
+  r.apply(cons[1]);
+  r.reanchor();
+  assertEquals([...r.apply(cons[3])!], [...cons[3]]);
+});
+
+Deno.test("OuterAvg is the identity and stateless", () => {
+  const o = new OuterAvg();
+  assert(o.step(cons[0], cons[1]) === cons[1], "returns the consensus");
+  assertEquals(o.state(), null);
+  assertEquals(new OuterStepper(o).apply(cons[2]), cons[2]);
+});
+
+Deno.test("momentum state round-trips through state()/loadState()", () => {
+  const a = new SlowMo({ lr: 0.5, momentum: 0.8 });
+  assertEquals(a.state(), null);
+  a.step(cons[0], cons[1]);
+  const saved = a.state()!;
+  const b = new SlowMo({ lr: 0.5, momentum: 0.8 });
+  b.loadState(saved);
+  assertEquals([...b.step(cons[1], cons[2])], [...a.step(cons[1], cons[2])]);
+  const c = new SlowMo({ lr: 0.5, momentum: 0.8 });
+  c.loadState(new Float32Array(3));
+  assertThrows(() => c.step(cons[0], cons[1]), RangeError, "momentum has 3 elements", "33");
+});
+
+Deno.test("outer optimizers reject bad hyperparameters and mismatched lengths", () => {
+  assertThrows(() => new SlowMo({ lr: 0, momentum: 0.9 }), RangeError, "SlowMo", "lr", "got 0");
+  assertThrows(() => new DiLoCo({ lr: 0.7, momentum: 1 }), RangeError, "DiLoCo", "momentum", "got 1");
+  assertThrows(() => new OuterAvg().step(cons[0], cons[1].subarray(2)), RangeError, "33", "31");
+});
