@@ -1,0 +1,165 @@
+/**
+ * `run()`: validate, size the world, start the ranks (Web Workers that re-enter the
+ * entry module, or the single-device path in process), broadcast rank 0's initial
+ * state, and hand the coordinator's run to a {@link DdpHandle}.
+ */
+import * as Comlink from "comlink";
+import type { Module } from "../nn/mod.ts";
+import type { BuilderState, ClusterSpec } from "./builder.ts";
+import { lrScaleFactor } from "./config.ts";
+import { Coordinator, type RunObserver } from "./coordinator.ts";
+import { describeError, RankLostError } from "./errors.ts";
+import { DdpHandle } from "./handle.ts";
+import { awaitHello, type LayoutTable, type RankApi, type RankHello, type RankSetup } from "./protocol.ts";
+import { RankClient } from "./rank_client.ts";
+import { rankCallbacks } from "./rank_runtime.ts";
+import type { RankRole } from "./reentry.ts";
+import { runSingle } from "./single.ts";
+import { resolveConfig, type ResolvedRunConfig } from "./validate_config.ts";
+
+const OBSERVER = Symbol.for("flodl-webgpu.runObserver");
+
+/** Attach a live observer (batches, reduces, frames) to the next `run()` of this builder (demo, bench). */
+export function observe<M extends Module>(state: BuilderState<M>, observer: RunObserver): void {
+  (state as unknown as { [OBSERVER]: RunObserver })[OBSERVER] = observer;
+}
+
+function observerOf<M extends Module>(state: BuilderState<M>): RunObserver {
+  return (state as unknown as { [OBSERVER]?: RunObserver })[OBSERVER] ?? {};
+}
+
+/** One rank per distinct adapter the runtime exposes (usually one). */
+async function distinctAdapters(): Promise<ClusterSpec> {
+  const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
+  if (!gpu) return { ranks: [{}] };
+  const seen = new Map<string, GPUPowerPreference>();
+  for (const pp of ["high-performance", "low-power"] as GPUPowerPreference[]) {
+    const a = await gpu.requestAdapter({ powerPreference: pp });
+    if (!a) continue;
+    const key = `${a.info.vendor}|${a.info.architecture}|${a.info.device}|${a.info.description}`;
+    if (!seen.has(key)) seen.set(key, pp);
+  }
+  if (seen.size <= 1) return { ranks: [{}] };
+  return { ranks: [...seen.values()].map((powerPreference) => ({ powerPreference })) };
+}
+
+function checkCluster(c: ClusterSpec): void {
+  if (c.ranks.length < 1) throw new RangeError(`Trainer.run: cluster must list at least one rank, got ${c.ranks.length}`);
+  c.ranks.forEach((r, i) => {
+    if (r.slowdown !== undefined && !(Number.isFinite(r.slowdown) && r.slowdown >= 1)) {
+      throw new RangeError(`Trainer.run: cluster rank ${i} slowdown must be a finite number >= 1, got ${r.slowdown}`);
+    }
+    if (r.speedHint !== undefined && !(Number.isFinite(r.speedHint) && r.speedHint > 0)) {
+      throw new RangeError(`Trainer.run: cluster rank ${i} speedHint must be a finite number > 0, got ${r.speedHint}`);
+    }
+  });
+}
+
+/** The setup a rank is told at init. */
+export function setupFor<M extends Module>(state: BuilderState<M>, cfg: ResolvedRunConfig, rank: number, world: number): RankSetup {
+  const r = state.cluster?.ranks[rank] ?? {};
+  return {
+    rank,
+    world,
+    batchSize: cfg.batchSize,
+    seed: cfg.seed,
+    augment: cfg.augment,
+    maxGradNorm: cfg.maxGradNorm,
+    lrFactor: lrScaleFactor(world, cfg.lrScaleRatio),
+    bf16Wire: cfg.elche.bf16Wire,
+    slowdown: r.slowdown ?? 1,
+    powerPreference: r.powerPreference,
+    callbacks: rankCallbacks(state.spec as never),
+    datasetLen: state.spec.dataset!.len(),
+    hasScheduler: state.spec.scheduler !== undefined,
+  };
+}
+
+/** Validate a builder and start it. */
+export async function launch<M extends Module>(state: BuilderState<M>): Promise<DdpHandle> {
+  if (!state.spec.dataset) throw new TypeError("Trainer.run: dataset is required (.dataset() or .sampleDataset()), got undefined");
+  const cluster = state.cluster ?? await distinctAdapters();
+  checkCluster(cluster);
+  const W = cluster.ranks.length;
+  const cfg = resolveConfig(state.config, { worldSize: W, datasetLen: state.spec.dataset.len() });
+  if (state.spec.dataset.len() * cfg.augment < cfg.batchSize) {
+    throw new RangeError(
+      `Trainer.run: batchSize must fit the dataset: ${state.spec.dataset.len()} samples × augment ${cfg.augment} < ${cfg.batchSize}`,
+    );
+  }
+  if (state.spec.evalFn && !state.spec.evalDataset) throw new TypeError("Trainer.run: evalFn needs evalDataset, got undefined");
+  for (const w of cfg.warnings) console.warn(`Trainer.run: ${w}`);
+  if (W === 1) return runSingle(state, cfg, observerOf(state));
+  return launchRanks(state, cfg, { ...cluster, ranks: cluster.ranks });
+}
+
+async function launchRanks<M extends Module>(state: BuilderState<M>, cfg: ResolvedRunConfig, cluster: ClusterSpec): Promise<DdpHandle> {
+  const W = cluster.ranks.length;
+  const session = crypto.randomUUID();
+  const entry = state.entry ?? state.site.url;
+  const clients: RankClient[] = [];
+  const timeoutMs = state.entryTimeoutSecs * 1000;
+  const close = () => Promise.all(clients.map((c) => c.close()));
+  let hellos: RankHello[];
+  try {
+    for (let rank = 0; rank < W; rank++) {
+      const role: RankRole = { rank, world: W, entry, site: state.site, timeoutMs, session };
+      const worker = new Worker(new URL("../../workers/rank.ts", import.meta.url), {
+        type: "module",
+        name: JSON.stringify(role),
+      });
+      const hello = awaitHello(worker, rank, session, timeoutMs);
+      clients.push(new RankClient(rank, Comlink.wrap<RankApi>(worker), worker));
+      await hello;
+    }
+    hellos = await Promise.all(
+      clients.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W), c.sink()))),
+    );
+    checkLayouts(hellos);
+    const init = await clients[0].call("initialState", (api) => api.initialState());
+    await Promise.all(clients.slice(1).map((c) =>
+      c.call("load", (api) => api.load({ ...init, params: init.params.slice(), buffers: init.buffers.slice() }))
+    ));
+  } catch (e) {
+    await close();
+    throw e instanceof RankLostError ? e : new Error(`Trainer.run: starting ${W} ranks failed: ${describeError(e)}`, { cause: e });
+  }
+  const observer = observerOf(state);
+  let coordinator: Coordinator<M> | undefined;
+  const watchdog = setInterval(() => {
+    const limit = cfg.heartbeatTimeoutSecs * 1000;
+    for (const c of clients) {
+      const silent = performance.now() - c.lastSeen;
+      if (c.alive && silent > limit) {
+        c.fail(new RankLostError(c.rank, `rank ${c.rank} was silent for ${(silent / 1000).toFixed(1)} s (heartbeatTimeoutSecs ${cfg.heartbeatTimeoutSecs})`));
+      }
+    }
+  }, 250);
+  let begin!: (h: DdpHandle) => void;
+  const started = new Promise<DdpHandle>((r) => (begin = r));
+  const result = (async () => {
+    try {
+      coordinator = new Coordinator(state, cfg, clients, hellos[0].layout, await started, observer);
+      return await coordinator.run();
+    } finally {
+      clearInterval(watchdog);
+      await close();
+    }
+  })();
+  const handle = new DdpHandle(W, hellos.map((h) => h.adapter), result, () => coordinator?.shutdown());
+  begin(handle);
+  return handle;
+}
+
+function checkLayouts(hellos: RankHello[]): void {
+  const key = (l: LayoutTable) => JSON.stringify([l.params.map((e) => [e.name, e.shape]), l.buffers.map((e) => [e.name, e.shape])]);
+  const want = key(hellos[0].layout);
+  for (const h of hellos.slice(1)) {
+    if (key(h.layout) !== want) {
+      throw new Error(
+        `Trainer.run: rank ${h.rank} built a model with other parameters than rank 0 ` +
+          `(${h.layout.paramCount} vs ${hellos[0].layout.paramCount} values); every rank must build the same model`,
+      );
+    }
+  }
+}
