@@ -6,13 +6,14 @@ import { assert } from "../util/assert.ts";
 
 const ALLOWED: Record<string, string[]> = {
   gpu: [],
-  monitor: [],
+  io: [],
+  monitor: ["io"],
   tensor: ["gpu"],
   data: ["tensor", "gpu"],
   autograd: ["tensor", "gpu"],
-  nn: ["autograd", "tensor", "gpu"],
-  optim: ["autograd", "tensor", "gpu"],
-  distributed: ["nn", "optim", "data", "monitor", "autograd", "tensor", "gpu"],
+  optim: ["autograd", "tensor", "gpu", "io"],
+  nn: ["autograd", "tensor", "gpu", "io"],
+  distributed: ["nn", "optim", "data", "monitor", "autograd", "tensor", "gpu", "io"],
 };
 
 const src = new URL("../../src/", import.meta.url);
