@@ -1,0 +1,68 @@
+/**
+ * Types of dashboard_view.js (plain JavaScript so its text can be inlined into the saved
+ * HTML; see that file and dashboard_assets.ts).
+ */
+import type { BatchPoint, BatchRow, DashboardData, EpochRow, ReduceRow } from "./dashboard_data.ts";
+import type { MonitorRecord } from "./record.ts";
+import type { TimelineEntry } from "./timeline.ts";
+
+/** "light" | "dark" pin the theme; "auto" (the default) follows `prefers-color-scheme`. */
+export type DashboardTheme = "light" | "dark" | "auto";
+
+/** The uPlot constructor, as much of it as the view uses. */
+export type UPlotConstructor = new (opts: object, data: unknown[], target: HTMLElement) => {
+  width: number;
+  setData(data: unknown[]): void;
+  setSize(size: { width: number; height: number }): void;
+  destroy(): void;
+};
+
+export interface DashboardViewOptions {
+  theme?: DashboardTheme;
+  /** Heading when the data has no title. */
+  title?: string;
+  /** uPlot's constructor; default the global `uPlot` (the saved HTML defines it). */
+  uPlot?: UPlotConstructor;
+  /** Batch-loss points kept per rank before pairs merge (default 2000). */
+  maxBatchPoints?: number;
+}
+
+/** `JSON.parse` reviver turning "NaN", "Infinity", "-Infinity" strings back into numbers. */
+export function reviveNonFinite(key: string, value: unknown): unknown;
+
+/**
+ * Per-rank batch losses, at most `maxPerRank` points per rank (pairs merge, batch-weighted,
+ * when a rank overflows), plus the mean batch loss since the last reduce.
+ */
+export class BatchSeries {
+  constructor(maxPerRank?: number);
+  add(ev: BatchRow): void;
+  /** Mean loss of the batches since the previous call, or undefined when none ran. */
+  takeWindowLoss(): number | undefined;
+  load(points: readonly BatchPoint[] | undefined): void;
+  points(): BatchPoint[];
+}
+
+/**
+ * The dashboard in a container element: summary table, uPlot charts (loss per epoch /
+ * batch / reduce, eval, throughput, batch share, reduce timings and anchor, wire bytes),
+ * timeline swimlane, record tree, alerts, configuration.
+ * @throws {TypeError} When no uPlot constructor is given or global.
+ */
+export class DashboardView {
+  constructor(container: HTMLElement, options?: DashboardViewOptions);
+  /** The data shown now, appends included. */
+  readonly data: DashboardData;
+  readonly element: HTMLElement;
+  /** @throws {RangeError} For a theme other than "light", "dark", "auto". */
+  setTheme(theme: DashboardTheme): void;
+  /** Replace everything shown (renders at once). */
+  setData(data: DashboardData): void;
+  appendEpoch(row: EpochRow): void;
+  appendReduce(ev: ReduceRow): void;
+  appendBatch(ev: BatchRow): void;
+  appendEval(epoch: number, value: number): void;
+  appendEvent(entry: TimelineEntry): void;
+  appendRecord(record: MonitorRecord): void;
+  destroy(): void;
+}

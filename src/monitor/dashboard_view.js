@@ -1,0 +1,813 @@
+// @ts-self-types="./dashboard_view.d.ts"
+/**
+ * The dashboard's DOM view: summary table, uPlot charts, timeline swimlane, config and
+ * alerts. This file is the ONLY copy of the chart code. It is plain JavaScript with no
+ * imports because it is used twice:
+ *
+ * - the live demo imports it as an ES module (through `dashboard_live.ts`, which passes
+ *   npm's uPlot in), and
+ * - `renderDashboardHtml` inlines its text into the saved HTML inside a
+ *   `<script type="module">`, after uPlot's IIFE build has defined the global `uPlot`.
+ *
+ * So: no imports, no TypeScript syntax, and neither a closing script tag nor an HTML
+ * comment opener anywhere (renderDashboardHtml escapes the first and refuses the second).
+ * Types live in dashboard_view.d.ts. Non-finite numbers arrive as numbers (the saved page
+ * revives "NaN"/"Infinity" strings with {@link reviveNonFinite}); uPlot draws them as gaps
+ * while tables print them as "NaN", so a NaN loss is visible, never hidden.
+ */
+
+const STYLE_ID = "flodl-dashboard-style";
+const PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#7F7F7F"];
+const DARK = "--fd-bg:#0d1117;--fd-fg:#e6edf3;--fd-muted:#9da7b3;--fd-grid:rgba(255,255,255,.12);" +
+  "--fd-border:#30363d;--fd-panel:#161b22;--fd-band:rgba(255,255,255,.05);color-scheme:dark;";
+const LIGHT = "--fd-bg:#ffffff;--fd-fg:#1b1f24;--fd-muted:#57606a;--fd-grid:rgba(0,0,0,.10);" +
+  "--fd-border:#d0d7de;--fd-panel:#f6f8fa;--fd-band:rgba(0,0,0,.04);color-scheme:light;";
+const CSS = `.fd{${LIGHT}background:var(--fd-bg);color:var(--fd-fg);font:14px/1.45 system-ui,sans-serif;` +
+  `padding:16px 20px;min-height:100vh;box-sizing:border-box}` +
+  `.fd[data-theme=dark]{${DARK}}@media (prefers-color-scheme:dark){.fd[data-theme=auto]{${DARK}}}` +
+  `.fd h1{font-size:1.5em;margin:0 0 4px}.fd h2{font-size:1.15em;margin:24px 0 8px}` +
+  `.fd .fd-sub{color:var(--fd-muted);margin:0 0 12px}` +
+  `.fd table{border-collapse:collapse;margin:4px 0}.fd th,.fd td{border:1px solid var(--fd-border);` +
+  `padding:3px 8px;text-align:left;vertical-align:top}.fd th{background:var(--fd-panel);font-weight:600}` +
+  `.fd td.num{text-align:right;font-variant-numeric:tabular-nums}` +
+  `.fd .fd-grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:12px}` +
+  `.fd figure{margin:0;padding:8px;border:1px solid var(--fd-border);border-radius:6px;background:var(--fd-bg);min-width:0}` +
+  `.fd figcaption{font-weight:600;margin-bottom:4px}.fd .fd-plot{width:100%}` +
+  `.fd .u-legend{color:var(--fd-fg);font-size:12px}.fd .u-title{color:var(--fd-fg)}` +
+  `.fd .fd-scroll{overflow-x:auto;max-width:100%}` +
+  `.fd .fd-lane-legend{list-style:none;padding:0;margin:4px 0 0;display:flex;flex-wrap:wrap;gap:12px;font-size:12px}` +
+  `.fd .fd-swatch{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}`;
+
+/**
+ * `JSON.parse` reviver turning the strings "NaN", "Infinity", "-Infinity" (how the
+ * monitor writes non-finite numbers) back into numbers.
+ */
+export function reviveNonFinite(_key, value) {
+  return value === "NaN" || value === "Infinity" || value === "-Infinity" ? Number(value) : value;
+}
+
+/**
+ * Per-rank batch losses, bounded: at most `maxPerRank` points per rank. When a rank
+ * overflows, neighbouring points merge pairwise (batch-weighted means; NaN propagates)
+ * and later points average twice as many batches. Also tracks the mean batch loss since
+ * the last reduce (the loss of a reduce window).
+ */
+export class BatchSeries {
+  constructor(maxPerRank = 2000) {
+    this.max = Math.max(2, maxPerRank | 0);
+    this.ranks = new Map();
+    this.winSum = 0;
+    this.winN = 0;
+  }
+  #rank(r) {
+    let s = this.ranks.get(r);
+    if (!s) this.ranks.set(r, s = { points: [], count: 0, stride: 1, sum: 0, n: 0, epoch: 0 });
+    return s;
+  }
+  add(ev) {
+    const s = this.#rank(ev.rank);
+    s.count++;
+    s.sum += ev.loss;
+    s.n++;
+    s.epoch = ev.epoch;
+    this.winSum += ev.loss;
+    this.winN++;
+    if (s.n >= s.stride) {
+      s.points.push({ rank: ev.rank, epoch: ev.epoch, index: s.count, loss: s.sum / s.n, n: s.n });
+      s.sum = 0;
+      s.n = 0;
+      if (s.points.length > this.max) {
+        const merged = [];
+        for (let i = 0; i < s.points.length; i += 2) {
+          const a = s.points[i], b = s.points[i + 1];
+          merged.push(b ? { ...b, loss: (a.loss * a.n + b.loss * b.n) / (a.n + b.n), n: a.n + b.n } : a);
+        }
+        s.points = merged;
+        s.stride *= 2;
+      }
+    }
+  }
+  /** Mean loss of the batches since the previous call, or undefined when none ran. */
+  takeWindowLoss() {
+    const v = this.winN ? this.winSum / this.winN : undefined;
+    this.winSum = 0;
+    this.winN = 0;
+    return v;
+  }
+  load(points) {
+    this.ranks.clear();
+    for (const p of points || []) {
+      const s = this.#rank(p.rank);
+      s.points.push({ ...p });
+      s.count = Math.max(s.count, p.index);
+      s.stride = Math.max(s.stride, p.n || 1);
+    }
+  }
+  points() {
+    const out = [];
+    for (const [r, s] of [...this.ranks].sort((a, b) => a[0] - b[0])) {
+      out.push(...s.points);
+      if (s.n) out.push({ rank: r, epoch: s.epoch, index: s.count, loss: s.sum / s.n, n: s.n });
+    }
+    return out;
+  }
+}
+
+function fmt(v, digits = 5) {
+  if (v === undefined || v === null) return "–";
+  if (typeof v !== "number") return String(v);
+  if (!Number.isFinite(v)) return String(v);
+  if (Number.isInteger(v)) return String(v);
+  return Number(v.toPrecision(digits)).toString();
+}
+
+function fmtBytes(v) {
+  if (!Number.isFinite(v)) return String(v);
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let i = 0;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${Number(v.toPrecision(3))} ${units[i]}`;
+}
+
+function fmtTime(ms) {
+  return typeof ms === "number" && Number.isFinite(ms)
+    ? new Date(ms).toISOString().replace("T", " ").slice(0, 19)
+    : "–";
+}
+
+const gap = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+const rankName = (data, r) => `rank ${r}` + (data.devices && data.devices[r] ? ` (${data.devices[r]})` : "");
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined) e.setAttribute(k, String(v));
+  for (const k of kids) e.append(k);
+  return e;
+}
+
+/** Chart definitions: each turns the data into uPlot series + aligned columns, or null when absent. */
+const CHARTS = [
+  {
+    id: "loss-epoch",
+    section: "Loss",
+    caption: "Loss per epoch: each rank and the consensus",
+    x: "epoch",
+    y: "loss",
+    build(d) {
+      const rows = d.epochs;
+      if (!rows.length) return null;
+      const series = [];
+      for (let r = 0; r < d.worldSize; r++) {
+        series.push({
+          label: rankName(d, r),
+          col: rows.map((e) => gap(e.perRankLoss?.[r])),
+        });
+      }
+      series.push({ label: "consensus", col: rows.map((e) => gap(e.avgLoss)), main: true });
+      return { x: rows.map((e) => e.epoch), series };
+    },
+  },
+  {
+    id: "loss-batch",
+    section: "Loss",
+    caption: "Loss per batch, each rank (downsampled)",
+    x: "batch",
+    y: "loss",
+    build(d) {
+      const pts = d.batches || [];
+      if (!pts.length) return null;
+      const xs = [...new Set(pts.map((p) => p.index))].sort((a, b) => a - b);
+      const at = new Map(xs.map((x, i) => [x, i]));
+      const series = [];
+      for (let r = 0; r < d.worldSize; r++) {
+        const col = xs.map(() => null);
+        for (const p of pts) if (p.rank === r) col[at.get(p.index)] = gap(p.loss);
+        series.push({ label: rankName(d, r), col, spanGaps: true });
+      }
+      return { x: xs, series };
+    },
+  },
+  {
+    id: "loss-reduce",
+    section: "Loss",
+    caption: "Mean batch loss per reduce window (consensus)",
+    x: "reduce",
+    y: "loss",
+    build(d) {
+      const rows = (d.reduces || []).filter((e) => e.loss !== undefined);
+      if (!rows.length) return null;
+      return {
+        x: rows.map((e) => e.round),
+        series: [{ label: "window loss", col: rows.map((e) => gap(e.loss)), main: true }],
+      };
+    },
+  },
+  {
+    id: "eval",
+    section: "Loss",
+    caption: "Eval metric per epoch",
+    x: "epoch",
+    y: "eval",
+    build(d) {
+      const rows = d.evals || [];
+      if (!rows.length) return null;
+      return {
+        x: rows.map((e) => e.epoch),
+        series: [{ label: d.evalLabel || "eval", col: rows.map((e) => gap(e.value)), main: true }],
+      };
+    },
+  },
+  {
+    id: "throughput",
+    section: "Throughput",
+    caption: "Throughput per rank (samples/s) per epoch",
+    x: "epoch",
+    y: "samples/s",
+    build(d) {
+      const rows = d.epochs;
+      if (!rows.length) return null;
+      const series = [];
+      for (let r = 0; r < d.worldSize; r++) {
+        series.push({ label: rankName(d, r), col: rows.map((e) => gap((e.perRankThroughput?.[r] ?? NaN) * 1000)) });
+      }
+      return { x: rows.map((e) => e.epoch), series };
+    },
+  },
+  {
+    id: "batch-share",
+    section: "Throughput",
+    caption: "Batch share per rank per epoch",
+    x: "epoch",
+    y: "share",
+    build(d) {
+      const rows = d.epochs;
+      if (!rows.length) return null;
+      const series = [];
+      for (let r = 0; r < d.worldSize; r++) {
+        series.push({
+          label: rankName(d, r),
+          col: rows.map((e) => gap(e.perRankBatchShare?.[r])),
+        });
+      }
+      return { x: rows.map((e) => e.epoch), series };
+    },
+  },
+  {
+    id: "reduce-timing",
+    section: "Averaging",
+    caption: "Reduce timings (ms) and ElChe anchor per reduce",
+    x: "reduce",
+    y: "ms",
+    y2: "anchor",
+    build(d) {
+      const rows = d.reduces || [];
+      if (!rows.length) return null;
+      return {
+        x: rows.map((e) => e.round),
+        series: [
+          { label: "reduce ms", col: rows.map((e) => gap(e.ms)) },
+          { label: "CPU average ms", col: rows.map((e) => gap(e.averageMs)) },
+          { label: "anchor", col: rows.map((e) => gap(e.anchor)), scale: "y2", dash: [6, 4] },
+        ],
+      };
+    },
+  },
+  {
+    id: "wire-bytes",
+    section: "Averaging",
+    caption: "Wire bytes per reduce",
+    x: "reduce",
+    y: "bytes",
+    bytes: true,
+    build(d) {
+      const rows = d.reduces || [];
+      if (!rows.length) return null;
+      return {
+        x: rows.map((e) => e.round),
+        series: [
+          { label: "up (rank frames)", col: rows.map((e) => gap(e.bytesUp)) },
+          { label: "down (consensus)", col: rows.map((e) => gap(e.bytesDown)) },
+        ],
+      };
+    },
+  },
+];
+
+const SECTIONS = ["Loss", "Throughput", "Averaging"];
+
+/** Lane colours of the swimlane, by what they show. */
+const LANE_KINDS = [
+  ["sync", "reduce (sync)", 0],
+  ["avg", "CPU average", 1],
+  ["div", "divergence", 2],
+  ["throttle", "throttle", 3],
+  ["anchor", "anchor change", 4],
+  ["idle", "idle", 7],
+];
+
+/**
+ * Draw the timeline as lanes (coordinator, then one per rank) on a canvas: epoch bands,
+ * reduce and CPU-average blocks, anchor changes, divergence dots, idle blocks, throttles.
+ */
+function drawSwimlane(canvas, data, colors, cssWidth) {
+  const ev = data.timeline || [];
+  const lanes = ["coordinator"];
+  for (let r = 0; r < data.worldSize; r++) lanes.push(`rank ${r}`);
+  const laneH = 26, labelW = 96, axisH = 22, top = 16;
+  const h = top + lanes.length * laneH + axisH;
+  const dpr = globalThis.devicePixelRatio || 1;
+  canvas.width = Math.round(cssWidth * dpr);
+  canvas.height = Math.round(h * dpr);
+  canvas.style.width = `${cssWidth}px`;
+  canvas.style.height = `${h}px`;
+  const g = canvas.getContext("2d");
+  if (!g) return;
+  g.scale(dpr, dpr);
+  g.clearRect(0, 0, cssWidth, h);
+  g.font = "12px system-ui, sans-serif";
+  const ts = ev.map((e) => e.ts_ms).filter(Number.isFinite);
+  const t0 = Math.min(...ts), t1 = Math.max(t0 + 1, ...ts);
+  const plotW = Math.max(10, cssWidth - labelW - 8);
+  const X = (t) => labelW + ((t - t0) / (t1 - t0)) * plotW;
+  const laneY = (i) => top + i * laneH;
+  // epoch bands
+  const open = new Map();
+  let band = 0;
+  for (const e of ev) {
+    if (e.kind === "EpochStart") open.set(e.epoch, e.ts_ms);
+    if (e.kind === "EpochEnd" && open.has(e.epoch)) {
+      const a = X(open.get(e.epoch)), b = X(e.ts_ms);
+      if (band++ % 2 === 0) {
+        g.fillStyle = colors.band;
+        g.fillRect(a, top, Math.max(1, b - a), lanes.length * laneH);
+      }
+      g.fillStyle = colors.muted;
+      g.fillText(`epoch ${e.epoch}`, a + 2, top - 4);
+    }
+  }
+  // lane labels and separators
+  g.strokeStyle = colors.grid;
+  lanes.forEach((name, i) => {
+    g.fillStyle = colors.fg;
+    g.fillText(name, 4, laneY(i) + laneH / 2 + 4);
+    g.beginPath();
+    g.moveTo(labelW, laneY(i) + laneH);
+    g.lineTo(labelW + plotW, laneY(i) + laneH);
+    g.stroke();
+  });
+  const color = (kind) => PALETTE[LANE_KINDS.find((k) => k[0] === kind)[2]];
+  const block = (lane, from, to, kind, inset) => {
+    const a = X(from), b = X(to);
+    g.fillStyle = color(kind);
+    g.fillRect(a, laneY(lane) + inset, Math.max(1.5, b - a), laneH - 2 * inset);
+  };
+  // reduces first, so the CPU average inside each stays visible on top
+  for (const e of ev) if (e.kind === "SyncEnd") block(0, e.ts_ms - e.duration, e.ts_ms, "sync", 4);
+  for (const e of ev) {
+    const rankLane = (r) => (Number.isInteger(r) && r >= 0 && r < data.worldSize ? r + 1 : -1);
+    if (e.kind === "CpuAvgEnd") block(0, e.ts_ms - e.duration, e.ts_ms, "avg", 9);
+    else if (e.kind === "Idle" && rankLane(e.device) > 0) {
+      block(rankLane(e.device), e.ts_ms - e.duration, e.ts_ms, "idle", 6);
+    } else if (e.kind === "AnchorChanged") {
+      g.strokeStyle = color("anchor");
+      g.beginPath();
+      g.moveTo(X(e.ts_ms), laneY(0));
+      g.lineTo(X(e.ts_ms), laneY(0) + laneH);
+      g.stroke();
+    } else if (e.kind === "Divergence") {
+      g.fillStyle = color("div");
+      g.beginPath();
+      g.arc(X(e.ts_ms), laneY(0) + laneH - 5, 3, 0, 2 * Math.PI);
+      g.fill();
+    } else if (e.kind === "Throttle" && rankLane(e.rank) > 0) {
+      const x = X(e.ts_ms), y = laneY(rankLane(e.rank));
+      g.fillStyle = color("throttle");
+      g.beginPath();
+      g.moveTo(x - 5, y + 4);
+      g.lineTo(x + 5, y + 4);
+      g.lineTo(x, y + 12);
+      g.fill();
+    }
+  }
+  // time axis, seconds from the first event
+  g.fillStyle = colors.muted;
+  const y = top + lanes.length * laneH + 15;
+  for (let i = 0; i <= 4; i++) {
+    const t = t0 + ((t1 - t0) * i) / 4;
+    const label = `${fmt((t - t0) / 1000, 3)} s`;
+    g.fillText(label, Math.min(X(t), labelW + plotW - g.measureText(label).width), y);
+  }
+}
+
+/**
+ * The dashboard as a DOM view. `setData` renders at once; `append*` redraw on the next
+ * animation frame. Pass uPlot in `options.uPlot` (else the global `uPlot` is used).
+ */
+export class DashboardView {
+  #uPlot;
+  #root;
+  #theme;
+  #title;
+  #data;
+  #series;
+  #charts = new Map();
+  #figures = new Map();
+  #nodes = {};
+  #pending = false;
+  #media;
+  #onMedia;
+  #resize;
+  #width = 0;
+
+  constructor(container, options = {}) {
+    this.#uPlot = options.uPlot || globalThis.uPlot;
+    if (typeof this.#uPlot !== "function") {
+      throw new TypeError(
+        "DashboardView: options.uPlot must be the uPlot constructor (or a global uPlot; dashboard_live.ts binds npm's), got " +
+          typeof this.#uPlot,
+      );
+    }
+    this.#title = options.title;
+    this.#series = new BatchSeries(options.maxBatchPoints);
+    this.#data = { worldSize: 1, epochs: [], reduces: [], batches: [], evals: [], timeline: [], records: [] };
+    const doc = container.ownerDocument;
+    if (!doc.getElementById(STYLE_ID)) {
+      const style = doc.createElement("style");
+      style.id = STYLE_ID;
+      style.textContent = CSS;
+      doc.head.append(style);
+    }
+    this.#root = el("div", { class: "fd" });
+    container.append(this.#root);
+    this.#build();
+    this.setTheme(options.theme || "auto");
+    if (typeof ResizeObserver === "function") {
+      this.#resize = new ResizeObserver(() => {
+        const w = this.#root.clientWidth;
+        if (Math.abs(w - this.#width) > 8) this.#schedule();
+      });
+      this.#resize.observe(this.#root);
+    }
+  }
+
+  /** The data shown now (appends included). */
+  get data() {
+    return { ...this.#data, batches: this.#series.points() };
+  }
+
+  /** The root element of the view. */
+  get element() {
+    return this.#root;
+  }
+
+  /** "light" | "dark" pin the theme; "auto" follows prefers-color-scheme. */
+  setTheme(theme) {
+    if (theme !== "light" && theme !== "dark" && theme !== "auto") {
+      throw new RangeError(`DashboardView: theme must be "light", "dark" or "auto", got ${JSON.stringify(theme)}`);
+    }
+    this.#theme = theme;
+    this.#root.dataset.theme = theme;
+    if (this.#media && this.#onMedia) this.#media.removeEventListener("change", this.#onMedia);
+    this.#media = undefined;
+    if (theme === "auto" && typeof matchMedia === "function") {
+      this.#media = matchMedia("(prefers-color-scheme: dark)");
+      this.#onMedia = () => this.#rebuildCharts();
+      this.#media.addEventListener("change", this.#onMedia);
+    }
+    this.#rebuildCharts();
+  }
+
+  /** Replace everything shown. */
+  setData(data) {
+    this.#data = {
+      ...data,
+      worldSize: data.worldSize || 1,
+      epochs: [...(data.epochs || [])].sort((a, b) => a.epoch - b.epoch),
+      reduces: [...(data.reduces || [])],
+      evals: [...(data.evals || [])],
+      timeline: [...(data.timeline || [])],
+      records: [...(data.records || [])],
+    };
+    this.#series.load(data.batches);
+    this.#render();
+  }
+
+  /** One epoch's metrics (the coordinator's RunEpochMetrics). */
+  appendEpoch(row) {
+    this.#data.epochs = [...this.#data.epochs.filter((e) => e.epoch !== row.epoch), row].sort((a, b) =>
+      a.epoch - b.epoch
+    );
+    this.#data.worldSize = Math.max(this.#data.worldSize, row.perRankLoss?.length || 0);
+    this.#schedule();
+  }
+
+  /** One reduce (the coordinator's ReduceEvent); its window loss comes from the batches since the last one. */
+  appendReduce(ev) {
+    const loss = ev.loss !== undefined ? ev.loss : this.#series.takeWindowLoss();
+    this.#data.reduces.push(loss === undefined ? { ...ev } : { ...ev, loss });
+    this.#schedule();
+  }
+
+  /** One batch (the coordinator's BatchEvent: rank, epoch, loss). */
+  appendBatch(ev) {
+    this.#series.add(ev);
+    if (ev.rank >= this.#data.worldSize) this.#data.worldSize = ev.rank + 1;
+    this.#schedule();
+  }
+
+  appendEval(epoch, value) {
+    this.#data.evals = [...this.#data.evals.filter((e) => e.epoch !== epoch), { epoch, value }].sort((a, b) =>
+      a.epoch - b.epoch
+    );
+    this.#schedule();
+  }
+
+  /** One timeline entry ({ kind, ts_ms, ... }). */
+  appendEvent(entry) {
+    this.#data.timeline.push(entry);
+    this.#schedule();
+  }
+
+  /** One monitor record (alerts are listed; the last epoch rows fill the record-tree table). */
+  appendRecord(record) {
+    this.#data.records.push(record);
+    this.#schedule();
+  }
+
+  destroy() {
+    for (const u of this.#charts.values()) u.destroy();
+    this.#charts.clear();
+    if (this.#resize) this.#resize.disconnect();
+    if (this.#media && this.#onMedia) this.#media.removeEventListener("change", this.#onMedia);
+    this.#root.remove();
+  }
+
+  #schedule() {
+    if (this.#pending) return;
+    this.#pending = true;
+    const run = () => {
+      this.#pending = false;
+      this.#render();
+    };
+    if (typeof requestAnimationFrame === "function") requestAnimationFrame(run);
+    else setTimeout(run, 0);
+  }
+
+  #build() {
+    const n = this.#nodes;
+    n.h1 = el("h1", { id: "fd-title" });
+    n.sub = el("p", { class: "fd-sub" });
+    n.summary = el("table", { id: "fd-summary", "aria-labelledby": "fd-h-summary" });
+    this.#root.append(n.h1, n.sub, el("h2", { id: "fd-h-summary" }, "Summary"), n.summary);
+    for (const section of SECTIONS) {
+      const hid = `fd-h-${section.toLowerCase()}`;
+      const grid = el("div", { class: "fd-grid" });
+      this.#root.append(el("section", { "aria-labelledby": hid }, el("h2", { id: hid }, section), grid));
+      for (const c of CHARTS.filter((c) => c.section === section)) {
+        const cap = el("figcaption", { id: `fd-cap-${c.id}` }, c.caption);
+        const plot = el("div", { class: "fd-plot", role: "img", "aria-label": c.caption });
+        const fig = el(
+          "figure",
+          { id: `fd-${c.id}`, class: "fd-chart", "data-chart": c.id, "aria-labelledby": cap.id },
+          cap,
+          plot,
+        );
+        fig.hidden = true;
+        grid.append(fig);
+        this.#figures.set(c.id, { fig, plot });
+      }
+    }
+    n.laneCanvas = el("canvas", { role: "img", class: "fd-swimlane", "aria-label": "Timeline swimlane" });
+    n.laneLegend = el("ul", { class: "fd-lane-legend" });
+    for (const [, label, p] of LANE_KINDS) {
+      n.laneLegend.append(el("li", {}, el("span", { class: "fd-swatch", style: `background:${PALETTE[p]}` }), label));
+    }
+    n.laneFig = el(
+      "figure",
+      { id: "fd-timeline", "aria-labelledby": "fd-cap-timeline" },
+      el("figcaption", { id: "fd-cap-timeline" }, "Timeline: coordinator and rank lanes"),
+      n.laneCanvas,
+      n.laneLegend,
+    );
+    n.laneSection = el(
+      "section",
+      { "aria-labelledby": "fd-h-timeline" },
+      el("h2", { id: "fd-h-timeline" }, "Timeline"),
+      n.laneFig,
+    );
+    n.tree = el("table", { id: "fd-tree", "aria-labelledby": "fd-h-tree" });
+    n.treeSection = el(
+      "section",
+      { "aria-labelledby": "fd-h-tree" },
+      el("h2", { id: "fd-h-tree" }, "Record tree (latest epoch)"),
+      el("div", { class: "fd-scroll" }, n.tree),
+    );
+    n.alerts = el("table", { id: "fd-alerts", "aria-labelledby": "fd-h-alerts" });
+    n.alertSection = el(
+      "section",
+      { "aria-labelledby": "fd-h-alerts" },
+      el("h2", { id: "fd-h-alerts" }, "Alerts"),
+      n.alerts,
+    );
+    n.config = el("table", { id: "fd-config", "aria-labelledby": "fd-h-config" });
+    n.configSection = el(
+      "section",
+      { "aria-labelledby": "fd-h-config" },
+      el("h2", { id: "fd-h-config" }, "Configuration"),
+      el("div", { class: "fd-scroll" }, n.config),
+    );
+    this.#root.append(n.laneSection, n.treeSection, n.alertSection, n.configSection);
+  }
+
+  #colors() {
+    const cs = getComputedStyle(this.#root);
+    const v = (name, dflt) => cs.getPropertyValue(name).trim() || dflt;
+    return {
+      fg: v("--fd-fg", "#1b1f24"),
+      bg: v("--fd-bg", "#ffffff"),
+      muted: v("--fd-muted", "#57606a"),
+      grid: v("--fd-grid", "rgba(0,0,0,.1)"),
+      band: v("--fd-band", "rgba(0,0,0,.04)"),
+    };
+  }
+
+  #rebuildCharts() {
+    for (const u of this.#charts.values()) u.destroy();
+    this.#charts.clear();
+    this.#render();
+  }
+
+  #render() {
+    const d = { ...this.#data, batches: this.#series.points() };
+    this.#width = this.#root.clientWidth;
+    this.#renderHeader(d);
+    this.#renderCharts(d);
+    this.#renderSwimlane(d);
+    this.#renderTables(d);
+  }
+
+  #renderHeader(d) {
+    const n = this.#nodes;
+    n.h1.textContent = d.title || this.#title || "flodl training run";
+    const parts = [`${d.worldSize} rank${d.worldSize === 1 ? "" : "s"}`];
+    if (d.devices && d.devices.length) parts.push(d.devices.join(", "));
+    if (d.startedAt) parts.push(`started ${fmtTime(d.startedAt)} UTC`);
+    if (d.finishedAt) parts.push(`finished ${fmtTime(d.finishedAt)} UTC`);
+    n.sub.textContent = parts.join(" · ");
+    const epochs = d.epochs;
+    const last = epochs[epochs.length - 1];
+    const samples = epochs.reduce((a, e) => a + (e.perRankSamples || []).reduce((x, y) => x + y, 0), 0);
+    const ms = epochs.reduce((a, e) => a + (e.epochMs || 0), 0);
+    const reduces = d.reduces.length || epochs.reduce((a, e) => a + (e.reduces || 0), 0);
+    const lastEval = d.evals[d.evals.length - 1];
+    const rows = [
+      ["epochs", "Epochs", epochs.length],
+      ["final-loss", "Final loss (consensus)", last ? last.avgLoss : undefined],
+      ["final-eval", `Final ${d.evalLabel || "eval"}`, lastEval ? lastEval.value : undefined],
+      ["reduces", "Reduces", reduces],
+      ["samples-per-s", "Samples/s", ms > 0 ? (samples / ms) * 1000 : undefined],
+      ["samples", "Samples", samples],
+      ["train-time", "Training time (s)", ms / 1000],
+      ["world-size", "Ranks", d.worldSize],
+    ];
+    n.summary.replaceChildren(
+      ...rows.map(([key, label, v]) =>
+        el("tr", { "data-key": key }, el("th", { scope: "row" }, label), el("td", { class: "num" }, fmt(v)))
+      ),
+    );
+  }
+
+  #renderCharts(d) {
+    const colors = this.#colors();
+    for (const c of CHARTS) {
+      const { fig, plot } = this.#figures.get(c.id);
+      const built = c.build(d);
+      if (!built) {
+        fig.hidden = true;
+        fig.dataset.points = "0";
+        const old = this.#charts.get(c.id);
+        if (old) old.destroy();
+        this.#charts.delete(c.id);
+        continue;
+      }
+      fig.hidden = false;
+      fig.dataset.points = String(built.x.length);
+      const lastVals = built.series.map((s) => `${s.label} ${fmt(s.col[s.col.length - 1])}`).join(", ");
+      plot.setAttribute(
+        "aria-label",
+        `${c.caption}: ${built.series.length} series over ${built.x.length} points; last values ${lastVals}`,
+      );
+      const columns = [built.x, ...built.series.map((s) => s.col)];
+      const width = Math.max(240, plot.clientWidth || 600);
+      const sig = built.series.map((s) => s.label).join("|");
+      const u = this.#charts.get(c.id);
+      if (u && u.fdSig === sig) {
+        u.setData(columns);
+        if (Math.abs(u.width - width) > 4) u.setSize({ width, height: 240 });
+        continue;
+      }
+      if (u) u.destroy();
+      const axis = (label, extra) => ({
+        label,
+        stroke: colors.fg,
+        grid: { stroke: colors.grid },
+        ticks: { stroke: colors.grid },
+        ...extra,
+      });
+      const value = (_u, v) => (v === null || v === undefined ? "–" : c.bytes ? fmtBytes(v) : fmt(v));
+      let k = 0;
+      const opts = {
+        width,
+        height: 240,
+        scales: { x: { time: false }, ...(c.y2 ? { y2: {} } : {}) },
+        series: [
+          { label: c.x, value: (_u, v) => fmt(v) },
+          ...built.series.map((s) => ({
+            label: s.label,
+            stroke: s.main ? colors.fg : PALETTE[k++ % PALETTE.length],
+            width: s.main ? 2.5 : 1.5,
+            spanGaps: !!s.spanGaps,
+            dash: s.dash,
+            scale: s.scale || "y",
+            value,
+            points: { show: built.x.length <= 60, fill: colors.bg },
+          })),
+        ],
+        axes: [
+          axis(c.x, { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1e6] }),
+          axis(c.y, c.bytes ? { values: (_u, vals) => vals.map(fmtBytes), size: 70 } : {}),
+          ...(c.y2 ? [axis(c.y2, { scale: "y2", side: 1, grid: { show: false } })] : []),
+        ],
+      };
+      const chart = new this.#uPlot(opts, columns, plot);
+      chart.fdSig = sig;
+      this.#charts.set(c.id, chart);
+    }
+  }
+
+  #renderSwimlane(d) {
+    const n = this.#nodes;
+    n.laneSection.hidden = !d.timeline.length;
+    if (!d.timeline.length) return;
+    const width = Math.max(320, (n.laneFig.clientWidth || 800) - 18);
+    drawSwimlane(n.laneCanvas, d, this.#colors(), width);
+    const count = (k) => d.timeline.filter((e) => e.kind === k).length;
+    n.laneCanvas.setAttribute(
+      "aria-label",
+      `Timeline swimlane, ${d.worldSize + 1} lanes: ${count("EpochEnd")} epochs, ` +
+        `${count("SyncEnd")} reduces, ${count("CpuAvgEnd")} CPU averages, ${count("Idle")} idle periods, ` +
+        `${count("Throttle")} throttles, ${count("AnchorChanged")} anchor changes`,
+    );
+  }
+
+  #renderTables(d) {
+    const n = this.#nodes;
+    const head = (...cols) => el("tr", {}, ...cols.map((c) => el("th", { scope: "col" }, c)));
+    const nodes = d.records.filter((r) => r.kind === "node" && r.epoch_complete);
+    const lastEpoch = Math.max(-Infinity, ...nodes.map((r) => r.epoch));
+    const latest = new Map();
+    for (const r of nodes) if (r.epoch === lastEpoch) latest.set(r.path, r);
+    n.treeSection.hidden = latest.size === 0;
+    const keys = [...new Set([...latest.values()].flatMap((r) => Object.keys(r.metrics)))];
+    n.tree.replaceChildren(
+      head("path", "epoch", "work", "alive", ...keys),
+      ...[...latest.values()].map((r) =>
+        el(
+          "tr",
+          {},
+          el("th", { scope: "row" }, r.path),
+          el("td", { class: "num" }, fmt(r.epoch)),
+          el("td", { class: "num" }, fmt(r.work)),
+          el("td", {}, String(r.alive)),
+          ...keys.map((k) => el("td", { class: "num" }, fmt(r.metrics[k]))),
+        )
+      ),
+    );
+    const alerts = d.records.filter((r) => r.sev && r.sev !== "info");
+    n.alerts.replaceChildren(
+      head("time (UTC)", "severity", "path", "epoch", "what"),
+      ...(alerts.length
+        ? alerts.map((r) =>
+          el(
+            "tr",
+            { "data-sev": r.sev },
+            el("td", {}, fmtTime(r.ts)),
+            el("td", {}, r.sev),
+            el("td", {}, r.path),
+            el("td", { class: "num" }, fmt(r.epoch)),
+            el("td", {}, r.label || ""),
+          )
+        )
+        : [el("tr", {}, el("td", { colspan: 5 }, "No alerts"))]),
+    );
+    const cfg = Object.entries(d.config || {});
+    n.configSection.hidden = cfg.length === 0;
+    n.config.replaceChildren(
+      head("knob", "value"),
+      ...cfg.map(([k, v]) => el("tr", {}, el("th", { scope: "row" }, k), el("td", {}, fmt(v)))),
+    );
+  }
+}
