@@ -7,7 +7,7 @@ import {
   type SafetensorsDType,
   toBf16Bits,
   toFloat32,
-} from "./safetensors.ts";
+} from "../io/mod.ts";
 
 /** What validation needs to know of one state tensor, on either side. */
 export interface StateEntry {

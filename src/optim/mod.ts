@@ -28,3 +28,5 @@ export {
 } from "./scheduler.ts";
 export type { Scheduler } from "./scheduler.ts";
 export { PlateauScheduler } from "./plateau.ts";
+export { hostOptimizerState, loadHostOptimizerState, loadStateFile, saveStateFile } from "./state_file.ts";
+export type { LoadStateFileOptions, SaveStateFileOptions } from "./state_file.ts";

@@ -1,7 +1,7 @@
 import { Parameter, type Variable } from "../../../src/autograd/mod.ts";
 import { fromArray, Tensor } from "../../../src/tensor/mod.ts";
 import { Module } from "../../../src/nn/module.ts";
-import { decodeSafetensors, encodeSafetensors } from "../../../src/nn/safetensors.ts";
+import { decodeSafetensors, encodeSafetensors } from "../../../src/io/safetensors.ts";
 import { loadSafetensors, saveSafetensors } from "../../../src/nn/state.ts";
 import { assert, assertEquals, assertThrows } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";

@@ -5,7 +5,7 @@ import {
   type SafeTensor,
   toBf16Bits,
   toFloat32,
-} from "../../../src/nn/safetensors.ts";
+} from "../../../src/io/safetensors.ts";
 import { assert, assertEquals, assertThrows } from "../../util/assert.ts";
 import { mulberry32, randn } from "../../util/random.ts";
 

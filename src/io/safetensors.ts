@@ -6,6 +6,10 @@
  * `{ "__metadata__"?: {string: string}, "<name>": { "dtype", "shape", "data_offsets": [begin, end] } }`,
  * then the raw little-endian tensor bytes; offsets count from the start of that data section.
  * Spec: https://github.com/huggingface/safetensors (README "Format").
+ *
+ * It lives in io/ (the lowest layer) so that nn/, optim/ and distributed/ all read and write
+ * the same format: models, optimizer state and checkpoint bundles (STYLE.md practice 8, "a type
+ * a lower layer needs moves down").
  */
 
 /** Element types we read and write. F16 and BF16 keep their raw 16-bit patterns in a Uint16Array. */
