@@ -15,3 +15,5 @@ export * from "./ops/norm.ts";
 export * from "./ops/dropout.ts";
 export * from "./bf16.ts";
 export * from "./ops/bf16.ts";
+export * from "./ops/conv.ts";
+export * from "./ops/pool.ts";

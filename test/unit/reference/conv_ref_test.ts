@@ -1,0 +1,101 @@
+import convGolden from "../../fixtures/conv_golden.json" with { type: "json" };
+import {
+  conv2dRef,
+  conv2dRefShape,
+  type ConvRefOptions,
+  type ConvRefResult,
+  convTranspose2dRef,
+  convTranspose2dRefShape,
+  type Pair,
+} from "../../reference/conv.ts";
+import { assertEquals, assertRelClose } from "../../util/assert.ts";
+import { count, mulberry32, randn } from "../../util/random.ts";
+
+type Ref = typeof conv2dRef;
+
+/** Central differences of L = Σ y·dy with respect to every element of x, w and b. */
+function numericGrads(
+  ref: Ref,
+  x: Float64Array,
+  xs: number[],
+  w: Float64Array,
+  ws: number[],
+  b: Float64Array,
+  o: ConvRefOptions,
+  dy: ArrayLike<number>,
+) {
+  const loss = () => ref(x, xs, w, ws, b, o, dy).y.reduce((s, v, i) => s + v * dy[i], 0);
+  const h = 1e-4;
+  const grad = (a: Float64Array) =>
+    Float64Array.from(a, (_, i) => {
+      const keep = a[i];
+      a[i] = keep + h;
+      const up = loss();
+      a[i] = keep - h;
+      const down = loss();
+      a[i] = keep;
+      return (up - down) / (2 * h);
+    });
+  return { dx: grad(x), dw: grad(w), db: grad(b) };
+}
+
+function check(label: string, ref: Ref, shapeOf: typeof conv2dRefShape, xs: number[], ws: number[], o: ConvRefOptions) {
+  const rng = mulberry32(label.length * 7919);
+  const x = Float64Array.from(randn(count(xs), rng)), w = Float64Array.from(randn(count(ws), rng));
+  const ys = shapeOf(xs, ws, o);
+  const b = Float64Array.from(randn(ys[1], rng));
+  const dy = randn(count(ys), rng);
+  const got: ConvRefResult = ref(x, xs, w, ws, b, o, dy);
+  const want = numericGrads(ref, x, xs, w, ws, b, o, dy);
+  assertEquals(got.y.length, count(ys), `${label} y length`);
+  assertRelClose(got.dx, want.dx, 1e-6, `${label} dx`);
+  assertRelClose(got.dw, want.dw, 1e-6, `${label} dw`);
+  assertRelClose(got.db, want.db, 1e-6, `${label} db`);
+}
+
+Deno.test("conv2dRef gradients match central differences (groups, stride, padding, dilation)", () => {
+  const o: ConvRefOptions = { stride: [2, 1], padding: [1, 2], dilation: [2, 1], groups: 2 };
+  check("conv2d", conv2dRef, conv2dRefShape, [2, 4, 5, 6], [4, 2, 3, 2], o);
+});
+
+Deno.test("convTranspose2dRef gradients match central differences (groups, outputPadding)", () => {
+  const o: ConvRefOptions = { stride: [2, 3], padding: [1, 0], dilation: [1, 2], groups: 2, outputPadding: [1, 2] };
+  check("convTranspose2d", convTranspose2dRef, convTranspose2dRefShape, [2, 4, 4, 3], [4, 3, 3, 2], o);
+});
+
+interface Golden {
+  name: string;
+  op: string;
+  options: { stride?: Pair; padding?: Pair; dilation?: Pair; groups?: number; outputPadding?: Pair };
+  x: { shape: number[]; data: number[] };
+  w: { shape: number[]; data: number[] };
+  b?: { shape: number[]; data: number[] };
+  dy: { shape: number[]; data: number[] };
+  y: { shape: number[]; data: number[] };
+  dx: { data: number[] };
+  dw: { data: number[] };
+  db?: { data: number[] };
+}
+
+Deno.test("conv references agree with PyTorch's float64 golden values", () => {
+  for (const c of (convGolden as unknown as { cases: Golden[] }).cases) {
+    const o: ConvRefOptions = {
+      stride: c.options.stride ?? [1, 1],
+      padding: c.options.padding ?? [0, 0],
+      dilation: c.options.dilation ?? [1, 1],
+      groups: c.options.groups ?? 1,
+      outputPadding: c.options.outputPadding,
+    };
+    const xs = c.x.shape.length === 3 ? [1, ...c.x.shape] : c.x.shape;
+    const ref = c.op === "conv2d" ? conv2dRef : convTranspose2dRef;
+    const shape = (c.op === "conv2d" ? conv2dRefShape : convTranspose2dRefShape)(xs, c.w.shape, o);
+    assertEquals(shape.slice(4 - c.y.shape.length), c.y.shape, `${c.name} shape`);
+    // The fixture stores float32 inputs with 9 digits: round them back to the float32 torch used.
+    const f32 = (a: number[]) => Float32Array.from(a);
+    const r = ref(f32(c.x.data), xs, f32(c.w.data), c.w.shape, c.b ? f32(c.b.data) : null, o, f32(c.dy.data));
+    assertRelClose(r.y, c.y.data, 1e-8, `${c.name} y`);
+    assertRelClose(r.dx, c.dx.data, 1e-8, `${c.name} dx`);
+    assertRelClose(r.dw, c.dw.data, 1e-8, `${c.name} dw`);
+    if (c.db) assertRelClose(r.db, c.db.data, 1e-8, `${c.name} db`);
+  }
+});
