@@ -10,6 +10,12 @@ export const ELEMENTWISE_WG = 256;
 /** Threads per workgroup of reduction kernels: one workgroup reduces one output row in shared memory. */
 export const REDUCE_WG = 256;
 
+/**
+ * Threads per workgroup of the convolution kernels. Each thread computes a register tile
+ * (4 output channels × 8 columns); 64 threads fill 8-wide SIMD lanes on CPU adapters.
+ */
+export const CONV_WG = 64;
+
 /** Maximum workgroups in one dispatch dimension (WebGPU's guaranteed `maxComputeWorkgroupsPerDimension`). Larger grids fold into y. */
 export const MAX_GROUPS_PER_DIM = 65535;
 

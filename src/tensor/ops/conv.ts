@@ -1,4 +1,4 @@
-import { Device, layout } from "../../gpu/mod.ts";
+import { Device, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -260,12 +260,6 @@ export function convTranspose2dShape(x: Shape, w: Shape, b?: Shape, options: Con
   return sideShape(transposeGeometry(x, w, b, options), "x");
 }
 
-/**
- * Threads per workgroup of every conv kernel. CPU adapters run a workgroup as a loop over
- * SIMD lanes, and the weight gradient reduces over it, so 64 keeps barriers cheap while
- * filling 8-wide lanes. Kept here until src/gpu/tuning.ts (not this module's file) takes it.
- */
-const CONV_WG = 64;
 
 type ParamValues = { [K in keyof typeof CONV_PARAMS.fields]: number };
 
@@ -339,11 +333,11 @@ function launchTiles(device: Device, entry: string, v: ParamValues, buffers: Rec
   device.dispatch({
     shader: "conv",
     entry,
-    overrides: { WG: CONV_WG },
+    overrides: { WG: tuning.CONV_WG },
     params: { layout: CONV_PARAMS, values: v },
     // NOTE: every conv_tile entry names `bias`; without one the weight stands in (has_bias = 0).
     buffers: { 3: buffers[2], ...buffers },
-    groups: Device.grid(tiles, CONV_WG),
+    groups: Device.grid(tiles, tuning.CONV_WG),
   });
 }
 
@@ -354,7 +348,7 @@ function launchWeight(device: Device, entry: string, g: Geometry, buffers: Recor
   device.dispatch({
     shader: "conv",
     entry,
-    overrides: { WG: CONV_WG },
+    overrides: { WG: tuning.CONV_WG },
     params: { layout: CONV_PARAMS, values: { ...forwardParams(g, false), total } },
     buffers,
     groups: Device.grid(total, 1),
@@ -368,7 +362,7 @@ function launchBias(device: Device, entry: string, g: Geometry, dy: Shape, buffe
   device.dispatch({
     shader: "conv",
     entry,
-    overrides: { WG: CONV_WG },
+    overrides: { WG: tuning.CONV_WG },
     params: {
       layout: CONV_PARAMS,
       values: { ...forwardParams(g, false), cout: channels, hout: h, wout: w, total: channels },

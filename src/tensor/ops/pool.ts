@@ -1,5 +1,4 @@
-import { Device, layout } from "../../gpu/mod.ts";
-import { ELEMENTWISE_WG } from "../../gpu/tuning.ts";
+import { Device, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -173,7 +172,7 @@ function launch(
   device.dispatch({
     shader: "pool",
     entry,
-    overrides: { WG: ELEMENTWISE_WG },
+    overrides: { WG: tuning.ELEMENTWISE_WG },
     params: {
       layout: POOL_PARAMS,
       values: {
@@ -195,7 +194,7 @@ function launch(
       },
     },
     buffers,
-    groups: Device.grid(total, ELEMENTWISE_WG),
+    groups: Device.grid(total, tuning.ELEMENTWISE_WG),
   });
 }
 
