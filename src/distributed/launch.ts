@@ -13,7 +13,8 @@ import { DdpHandle } from "./handle.ts";
 import { awaitHello, type LayoutTable, type RankApi, type RankHello, type RankSetup } from "./protocol.ts";
 import { RankClient } from "./rank_client.ts";
 import { rankCallbacks } from "./rank_runtime.ts";
-import type { RankRole } from "./reentry.ts";
+import { programArgs, type RankRole } from "./reentry.ts";
+import { runMonitor } from "./run_monitor.ts";
 import { runSingle } from "./single.ts";
 import { resolveConfig, type ResolvedRunConfig } from "./validate_config.ts";
 
@@ -68,6 +69,7 @@ export function setupFor<M extends Module>(state: BuilderState<M>, cfg: Resolved
     lrFactor: lrScaleFactor(world, cfg.lrScaleRatio),
     bf16Wire: cfg.elche.bf16Wire,
     slowdown: r.slowdown ?? 1,
+    pipelined: !(state.cluster?.ranks.some((x) => (x.slowdown ?? 1) > 1) ?? false),
     powerPreference: r.powerPreference,
     callbacks: rankCallbacks(state.spec as never),
     datasetLen: state.spec.dataset!.len(),
@@ -78,10 +80,13 @@ export function setupFor<M extends Module>(state: BuilderState<M>, cfg: Resolved
 /** Validate a builder and start it. */
 export async function launch<M extends Module>(state: BuilderState<M>): Promise<DdpHandle> {
   if (!state.spec.dataset) throw new TypeError("Trainer.run: dataset is required (.dataset() or .sampleDataset()), got undefined");
+  // Everything that needs no GPU is checked before any adapter is touched or rank started.
+  const datasetLen = state.spec.dataset.len();
+  if (state.cluster) checkCluster(state.cluster);
+  resolveConfig(state.config, { worldSize: state.cluster?.ranks.length, datasetLen });
   const cluster = state.cluster ?? await distinctAdapters();
-  checkCluster(cluster);
   const W = cluster.ranks.length;
-  const cfg = resolveConfig(state.config, { worldSize: W, datasetLen: state.spec.dataset.len() });
+  const cfg = resolveConfig(state.config, { worldSize: W, datasetLen });
   if (state.spec.dataset.len() * cfg.augment < cfg.batchSize) {
     throw new RangeError(
       `Trainer.run: batchSize must fit the dataset: ${state.spec.dataset.len()} samples × augment ${cfg.augment} < ${cfg.batchSize}`,
@@ -103,7 +108,7 @@ async function launchRanks<M extends Module>(state: BuilderState<M>, cfg: Resolv
   let hellos: RankHello[];
   try {
     for (let rank = 0; rank < W; rank++) {
-      const role: RankRole = { rank, world: W, entry, site: state.site, timeoutMs, session };
+      const role: RankRole = { rank, world: W, entry, site: state.site, timeoutMs, session, args: programArgs() };
       const worker = new Worker(new URL("../../workers/rank.ts", import.meta.url), {
         type: "module",
         name: JSON.stringify(role),
@@ -125,6 +130,7 @@ async function launchRanks<M extends Module>(state: BuilderState<M>, cfg: Resolv
     throw e instanceof RankLostError ? e : new Error(`Trainer.run: starting ${W} ranks failed: ${describeError(e)}`, { cause: e });
   }
   const observer = observerOf(state);
+  const monitor = runMonitor(state, cfg, W, hellos.map((h) => h.adapter));
   let coordinator: Coordinator<M> | undefined;
   const watchdog = setInterval(() => {
     const limit = cfg.heartbeatTimeoutSecs * 1000;
@@ -139,11 +145,12 @@ async function launchRanks<M extends Module>(state: BuilderState<M>, cfg: Resolv
   const started = new Promise<DdpHandle>((r) => (begin = r));
   const result = (async () => {
     try {
-      coordinator = new Coordinator(state, cfg, clients, hellos[0].layout, await started, observer);
+      coordinator = new Coordinator(state, cfg, clients, hellos[0].layout, await started, observer, monitor);
       return await coordinator.run();
     } finally {
       clearInterval(watchdog);
       await close();
+      await monitor?.close();
     }
   })();
   const handle = new DdpHandle(W, hellos.map((h) => h.adapter), result, () => coordinator?.shutdown());

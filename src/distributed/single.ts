@@ -15,6 +15,7 @@ import type { LayoutTable } from "./protocol.ts";
 import { frameToFlat } from "./frames.ts";
 import type { RankRuntime } from "./rank_runtime.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
+import { runMonitor, type RunEvents } from "./run_monitor.ts";
 
 async function quietly(name: string, fn: () => unknown): Promise<void> {
   try {
@@ -38,18 +39,24 @@ export async function runSingle<M extends Module>(
     }
   })();
   const runtime = state.createRuntime(existing);
+  let monitor: RunEvents | undefined;
   const hello = await runtime.init(setupFor(state, cfg, 0, 1), {
-    batch: (e) => observer.batch?.(e),
+    batch: (e) => {
+      observer.batch?.(e);
+      monitor?.batch(e);
+    },
     heartbeat: () => {},
   });
+  monitor = runMonitor(state, cfg, 1, [hello.adapter]);
   let stop = false;
   let begin!: (h: DdpHandle) => void;
   const started = new Promise<DdpHandle>((r) => (begin = r));
   const result = (async () => {
     try {
-      return await trainSingle(state, cfg, runtime, hello.layout, await started, () => stop);
+      return await trainSingle(state, cfg, runtime, hello.layout, await started, () => stop, monitor);
     } finally {
       await runtime.stop();
+      await monitor?.close();
     }
   })();
   const handle = new DdpHandle(1, [hello.adapter], result, () => (stop = true));
@@ -64,6 +71,7 @@ async function trainSingle<M extends Module>(
   layout: LayoutTable,
   handle: DdpHandle,
   stopped: () => boolean,
+  monitor?: RunEvents,
 ): Promise<TrainedState> {
   const P = state.spec.dataset!.len() * cfg.augment;
   const full = Math.floor(P / cfg.batchSize) * cfg.batchSize;
@@ -73,9 +81,13 @@ async function trainSingle<M extends Module>(
     const out = await runtime.evaluate(epoch);
     handle.evaluated({ ...out, rank: 0 });
     if (out.error !== undefined) console.warn(`evalFn failed at epoch ${epoch}: ${out.error}`);
-    else await quietly("evalResultFn", () => state.evalResultFn?.(epoch, out.value!));
+    else {
+      monitor?.evaluated(epoch, out.value!);
+      await quietly("evalResultFn", () => state.evalResultFn?.(epoch, out.value!));
+    }
   };
   for (let epoch = 0; epoch < cfg.numEpochs && !stopped(); epoch++) {
+    monitor?.epochStart(epoch);
     const report = await runtime.train({
       epoch,
       ranges: [[0, full]],
@@ -95,6 +107,7 @@ async function trainSingle<M extends Module>(
       batchCounts: [report.batches],
     };
     handle.metrics(m);
+    monitor?.epochEnd(m);
     await quietly("metricsFn", () => state.metricsFn?.(m));
     const k = epoch + 1;
     if (k < cfg.numEpochs) {

@@ -2,7 +2,37 @@ export { Module } from "./module.ts";
 export type { LoadOptions, LoadResult } from "./module.ts";
 export { Flow, FlowBuilder, Sequential } from "./container.ts";
 export * as init from "./init.ts";
-export { decodeSafetensors, encodeSafetensors, MAX_HEADER_BYTES, toBf16Bits, toFloat32 } from "./safetensors.ts";
-export type { DecodedSafetensors, SafetensorsDType, SafeTensor } from "./safetensors.ts";
+export { decodeSafetensors, encodeSafetensors, MAX_HEADER_BYTES, toBf16Bits, toFloat32 } from "../io/mod.ts";
+export type { DecodedSafetensors, SafetensorsDType, SafeTensor } from "../io/mod.ts";
+export { loadCheckpointFile, saveCheckpointFile } from "./checkpoint.ts";
+export type { LoadCheckpointOptions, LoadCheckpointResult, SaveCheckpointOptions } from "./checkpoint.ts";
 export { checkStateDict, keyedState, loadSafetensors, saveSafetensors, tensorEntry } from "./state.ts";
 export type { CheckOptions, KeyStyle, LoadFileOptions, SaveOptions, StateEntry } from "./state.ts";
+export {
+  AdaptiveAvgPool2d,
+  AvgPool2d,
+  BatchNorm1d,
+  BatchNorm2d,
+  Conv2d,
+  ConvTranspose2d,
+  Dropout,
+  Embedding,
+  Flatten,
+  LayerNorm,
+  Linear,
+  MaxPool2d,
+} from "./layers.ts";
+export type { BatchNormLayerOptions, Conv2dLayerOptions, ConvTranspose2dLayerOptions, LayerOptions } from "./layers.ts";
+export { GELU, Identity, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh } from "./activation.ts";
+export * as F from "./functional.ts";
+export {
+  bceLoss,
+  bceWithLogitsLoss,
+  crossEntropy,
+  l1Loss,
+  logSoftmax,
+  mseLoss,
+  nllLoss,
+  smoothL1Loss,
+  softmax,
+} from "./functional.ts";

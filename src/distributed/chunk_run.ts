@@ -1,0 +1,158 @@
+/**
+ * One chunk of training on a rank, split into the three moves of a step loop:
+ * `nextBatch()` (data → device, LR for this step), `step(loss)` (clip, optimizer,
+ * counters, loss read-back one step behind so the GPU never idles, control requests
+ * between batches) and `finish()` (the chunk report). `RankRuntime.train` drives it with
+ * the user's `trainFn`; the cooperative tier lets the user drive it (spec §1.5).
+ */
+import type { Variable } from "../autograd/mod.ts";
+import type { BatchDataSet } from "../data/mod.ts";
+import { toDevice } from "../data/mod.ts";
+import type { Device } from "../gpu/mod.ts";
+import { clipGradNorm, type Optimizer } from "../optim/mod.ts";
+import type { Tensor } from "../tensor/mod.ts";
+import type { ChunkReport } from "./metrics.ts";
+import { PickKey, pickToSample } from "./permutation.ts";
+import type { ChunkPlan, CoordinatorSink, RankSetup } from "./protocol.ts";
+import type { TransformFn } from "./rank_runtime.ts";
+import { drainScalars } from "./scalars.ts";
+
+/** What a chunk needs of its rank. */
+export interface RankView {
+  readonly setup: RankSetup;
+  readonly sink: CoordinatorSink;
+  readonly device: Device;
+  readonly optim: Optimizer;
+  readonly params: readonly Variable[];
+  readonly dataset: BatchDataSet;
+  readonly transform?: TransformFn;
+  readonly stopped: boolean;
+  perm(epoch: number): Uint32Array;
+  /** LR for the next step, or undefined to leave the optimizer's alone. */
+  scheduledLr(): number | undefined;
+  /** Count one optimizer step. */
+  stepped(): void;
+  /** Run queued control requests (snapshot, adopt, eval). */
+  drainControls(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export class ChunkRun {
+  readonly plan: ChunkPlan;
+  readonly report: ChunkReport;
+  #rank: RankView;
+  #picks: number[] = [];
+  #next = 0;
+  #nBatches: number;
+  #lossSum = 0;
+  #pending?: { loss: Promise<ArrayLike<number>>; samples: number; lr: number };
+  #rows = 0;
+  #lr = 0;
+  #t0 = performance.now();
+  #last = performance.now();
+
+  constructor(rank: RankView, plan: ChunkPlan) {
+    this.#rank = rank;
+    this.plan = plan;
+    const perm = rank.perm(plan.epoch);
+    for (const [offset, size] of plan.ranges) for (let i = 0; i < size; i++) this.#picks.push(perm[offset + i]);
+    this.#nBatches = Math.floor(this.#picks.length / rank.setup.batchSize);
+    this.report = {
+      rank: rank.setup.rank,
+      epoch: plan.epoch,
+      avgLoss: NaN,
+      batches: 0,
+      samples: 0,
+      epochMs: 0,
+      shareCompleteMs: 0,
+      computeOnlyMs: 0,
+      dataStarveMs: 0,
+      scalars: {},
+    };
+  }
+
+  /** Full batches in this chunk. */
+  get batches(): number {
+    return this.#nBatches;
+  }
+
+  /** The next batch on the device, or null when the chunk is done (or the rank stopped). */
+  async nextBatch(): Promise<Tensor[] | null> {
+    const r = this.#rank;
+    if (this.#next >= this.#nBatches || r.stopped) return null;
+    const t = performance.now();
+    const B = r.setup.batchSize, augment = r.setup.augment;
+    const rows = this.#picks.slice(this.#next * B, (this.#next + 1) * B);
+    this.#next++;
+    const samples = rows.map((p) => pickToSample(p, augment).sample);
+    let batch = toDevice(r.dataset.getBatch(samples), r.device);
+    if (r.transform) {
+      const keys = rows.map((p) => {
+        const { sample, view } = pickToSample(p, augment);
+        return new PickKey(sample, view, this.plan.epoch, r.setup.seed);
+      });
+      batch = await r.transform(batch, keys);
+    }
+    this.report.dataStarveMs += performance.now() - t;
+    const lr = r.scheduledLr();
+    if (lr !== undefined) r.optim.setLr(lr);
+    this.#lr = r.optim.lr;
+    this.#rows = rows.length;
+    return batch;
+  }
+
+  /**
+   * Finish a step whose `loss.backward()` already ran: clip, optimizer step, zero grads,
+   * submit, read the previous step's loss, serve control requests.
+   * @throws {RangeError} When the loss is not a scalar.
+   */
+  async step(loss: Variable): Promise<void> {
+    const r = this.#rank;
+    if (loss.data.numel !== 1) throw new RangeError(`trainFn must return a scalar loss, got shape [${loss.shape.join(",")}]`);
+    if (r.setup.maxGradNorm !== undefined) clipGradNorm(r.params, r.setup.maxGradNorm);
+    r.optim.step();
+    r.optim.zeroGrad();
+    r.stepped();
+    const read = loss.data.toArray();
+    r.device.endStep();
+    await this.#settle();
+    this.#pending = { loss: read, samples: this.#rows, lr: this.#lr };
+    if (!r.setup.pipelined) await this.#settle();
+    await r.drainControls();
+  }
+
+  /**
+   * Report the previous step once its loss is back. Normally one step behind, so the GPU
+   * keeps a step queued. When a cluster simulates a slow rank (`slowdown`), every rank
+   * settles each step at once (no overlap, so steps are comparable across ranks) and the
+   * slow rank then sleeps (slowdown − 1) × the step's time, idle like a slower device;
+   * the batch's delivered ms includes the sleep.
+   */
+  async #settle(): Promise<void> {
+    const p = this.#pending;
+    if (!p) return;
+    this.#pending = undefined;
+    const loss = (await p.loss)[0];
+    const r = this.#rank;
+    if (r.setup.slowdown > 1) await sleep((r.setup.slowdown - 1) * (performance.now() - this.#last));
+    const now = performance.now();
+    const ms = now - this.#last;
+    this.#last = now;
+    this.#lossSum += loss;
+    this.report.batches++;
+    this.report.samples += p.samples;
+    this.report.computeOnlyMs += ms;
+    r.sink.batch({ rank: r.setup.rank, epoch: this.plan.epoch, ms, computeMs: ms, loss, lr: p.lr, samples: p.samples });
+  }
+
+  /** Settle the last step and produce the report. */
+  async finish(): Promise<ChunkReport> {
+    await this.#settle();
+    this.report.avgLoss = this.report.batches ? this.#lossSum / this.report.batches : NaN;
+    this.report.scalars = drainScalars();
+    this.report.epochMs = performance.now() - this.#t0;
+    this.report.shareCompleteMs = this.report.epochMs;
+    return this.report;
+  }
+}

@@ -1,0 +1,554 @@
+/**
+ * The controller of a multi-rank run (spec §1.1, §2.5): dispatches chunks under the
+ * policy's pacing, triggers reduces, averages frames on the CPU (f32 accumulation of
+ * bf16 or f32 frames), runs guards, ElChe and the meta-controller, schedules eval and
+ * callbacks, aggregates epoch metrics. It never touches a GPU.
+ */
+import { accumulateBf16, packBf16 } from "../tensor/mod.ts";
+import type { Chunk, NextChunkContext } from "./chunk_pool.ts";
+import { EvalCadence } from "./config.ts";
+import { accumulate, consensusWeights } from "./consensus.ts";
+import { ElChe } from "./elche.ts";
+import { describeError, RankLostError } from "./errors.ts";
+import { type ConvergenceGuard, DivergenceReport, resolveGuard, type Verdict } from "./guards.ts";
+import type { RunSink, TrainedState } from "./handle.ts";
+import { LrEventMeta } from "./meta.ts";
+import { EpochAggregator, type EpochMetrics } from "./metrics.ts";
+import { OuterStepper } from "./outer.ts";
+import type { BatchEvent, Frame, LayoutTable } from "./protocol.ts";
+import type { RankClient } from "./rank_client.ts";
+import type { ResolvedRunConfig } from "./validate_config.ts";
+import type { RunEvents } from "./run_monitor.ts";
+import { PartitionSource, PoolSource, type WorkSource } from "./work_source.ts";
+import type { BuilderState } from "./builder.ts";
+import type { Module } from "../nn/mod.ts";
+import type { ChunkReport } from "./metrics.ts";
+
+/** What the coordinator reports about each reduce (live views, benchmarks, the monitor). */
+export interface ReduceEvent {
+  round: number;
+  epoch: number;
+  /** Steps per rank folded into this consensus (n_r). */
+  steps: number[];
+  /** Wall ms from trigger to the last adoption. */
+  ms: number;
+  /** ms spent averaging on the CPU. */
+  averageMs: number;
+  /** Bytes of rank frames received, and of consensus frames sent. */
+  bytesUp: number;
+  bytesDown: number;
+  anchor: number;
+  counts: number[];
+  divergence: number[];
+  verdict: Verdict["kind"];
+  zeroMass: boolean;
+}
+
+/** Coordinator-side observers beyond the handle (live dashboards, the monitor). */
+export interface RunObserver {
+  batch?(e: BatchEvent): void;
+  reduce?(e: ReduceEvent): void;
+  /** Each rank's parameters before averaging and the consensus, f32 (only when `wantsFrames`). */
+  frames?(round: number, ranks: (Float32Array | null)[], consensus: Float32Array): void;
+  wantsFrames?: boolean;
+}
+
+interface Flight {
+  chunk: Chunk;
+  source: WorkSource;
+}
+
+/** Epoch metrics plus the averaging plane's counters. */
+export interface RunEpochMetrics extends EpochMetrics {
+  /** Reduces completed in this epoch. */
+  reduces: number;
+  /** Mean wire bytes (up + down) per reduce in this epoch. */
+  wireBytesPerReduce: number;
+  /** Mean ms per reduce (trigger to adoption). */
+  reduceMs: number;
+  /** ElChe anchor at epoch end. */
+  anchor: number;
+  /** ElChe batch counts at epoch end. */
+  batchCounts: number[];
+}
+
+export class Coordinator<M extends Module> {
+  readonly W: number;
+  #cfg: ResolvedRunConfig;
+  #state: BuilderState<M>;
+  #ranks: RankClient[];
+  #layout: LayoutTable;
+  #sink: RunSink;
+  #observer: RunObserver;
+  #elche: ElChe;
+  #guard: ConvergenceGuard;
+  #meta?: LrEventMeta;
+  #outer?: OuterStepper;
+  #P: number;
+  #B: number;
+  #sources = new Map<number, WorkSource>();
+  #aggs = new Map<number, EpochAggregator>();
+  #flight: (Flight | null)[];
+  #n: number[];
+  #win: { first: number; ms: number; count: number; all: number }[];
+  #frontier = 0;
+  #round = 0;
+  #version = 0;
+  #globalStep = 0;
+  #lastSyncMs = 0;
+  #lastLr?: number;
+  #reducing = false;
+  #stop = false;
+  #failure?: Error;
+  #wake?: () => void;
+  #role: number | null = null;
+  #epochFnFired = new Set<number>();
+  #epochStats = new Map<number, { reduces: number; bytes: number; ms: number }>();
+  #consensus: Float32Array | null = null;
+  #events?: RunEvents;
+  #started = new Set<number>();
+  #consensusBuffers: Float32Array | null = null;
+
+  constructor(
+    state: BuilderState<M>,
+    cfg: ResolvedRunConfig,
+    ranks: RankClient[],
+    layout: LayoutTable,
+    sink: RunSink,
+    observer: RunObserver = {},
+    events?: RunEvents,
+  ) {
+    this.#events = events;
+    this.#state = state;
+    this.#cfg = cfg;
+    this.#ranks = ranks;
+    this.W = ranks.length;
+    this.#layout = layout;
+    this.#sink = sink;
+    this.#observer = observer;
+    this.#B = cfg.batchSize;
+    this.#P = (state.spec.dataset?.len() ?? 0) * cfg.augment;
+    const e = cfg.elche;
+    this.#elche = new ElChe({
+      worldSize: this.W,
+      policy: cfg.policy,
+      anchor: cfg.anchor,
+      minAnchor: cfg.minAnchor,
+      maxAnchor: cfg.maxAnchor,
+      overheadTarget: cfg.overheadTarget,
+      maxBatchDiff: e.maxBatchDiff,
+      maxOvershoot: e.maxOvershoot,
+      relaxUp: e.relaxUp,
+      maxTotalBatches: Math.floor(this.#P / this.#B),
+      partitionRatios: cfg.policy === "sync" ? e.partitionRatios : undefined,
+    });
+    const hints = state.cluster?.ranks.map((r) => r.speedHint ?? 1);
+    if (hints && hints.some((h) => h !== hints[0])) {
+      const slow = hints.indexOf(Math.min(...hints));
+      this.#elche.withSpeedRatio(slow, Math.max(...hints) / hints[slow]);
+    }
+    this.#guard = resolveGuard({
+      explicit: state.guard,
+      noDivergenceGuard: e.noDivergenceGuard,
+      divergenceThreshold: e.divergenceThreshold,
+      easgdAlpha: cfg.easgdAlpha,
+    });
+    if (e.metaController) this.#meta = new LrEventMeta();
+    if (state.outerFactory) this.#outer = new OuterStepper(state.outerFactory());
+    this.#flight = new Array(this.W).fill(null);
+    this.#n = new Array(this.W).fill(0);
+    this.#win = Array.from({ length: this.W }, () => ({ first: 0, ms: 0, count: 0, all: 0 }));
+    for (const r of ranks) r.onBatch = (ev) => this.#onBatch(ev);
+  }
+
+  /** Cooperative cancel: no new chunks; in-flight ones finish; a final reduce; then done. */
+  shutdown(): void {
+    this.#stop = true;
+    this.#poke();
+  }
+
+  #poke(): void {
+    const w = this.#wake;
+    this.#wake = undefined;
+    w?.();
+  }
+
+  #fail(e: Error): void {
+    this.#failure ??= e;
+    this.#poke();
+  }
+
+  #alive(): RankClient[] {
+    return this.#ranks.filter((r) => r.alive);
+  }
+
+  #onBatch(ev: BatchEvent): void {
+    const r = ev.rank;
+    this.#n[r]++;
+    const w = this.#win[r];
+    if (w.count === 0) w.first = ev.ms;
+    else w.ms += ev.ms;
+    w.count++;
+    w.all += ev.ms;
+    this.#lastLr = ev.lr;
+    this.#observer.batch?.(ev);
+    this.#events?.batch(ev);
+    if (this.#cfg.policy === "async") this.#poke();
+  }
+
+  #source(epoch: number): WorkSource {
+    let s = this.#sources.get(epoch);
+    if (!s) {
+      const alive = this.#ranks.map((r) => r.alive);
+      s = this.#cfg.progressive
+        ? new PoolSource(epoch, this.#P, this.#B, this.W, this.#elche.batchCounts, alive)
+        : new PartitionSource(
+          epoch,
+          this.#P,
+          this.#B,
+          this.#cfg.policy,
+          this.W,
+          alive,
+          this.#cfg.elche.partitionRatios,
+          this.#elche.calibrated ? this.#elche.smoothedMsPerBatch : undefined,
+        );
+      this.#sources.set(epoch, s);
+      this.#aggs.set(epoch, new EpochAggregator(epoch, this.W));
+      this.#epochStats.set(epoch, { reduces: 0, bytes: 0, ms: 0 });
+    }
+    return s;
+  }
+
+  /**
+   * Window quotas c[r]: ElChe's counts, except under Sync with partitionRatios, where the
+   * static split disables throughput rebalancing (spec §3.10): every rank gets A per window.
+   */
+  #counts(): number[] {
+    if (this.#cfg.policy === "sync" && this.#cfg.elche.partitionRatios) {
+      return this.#ranks.map((c) => (c.alive ? this.#elche.anchor : 0));
+    }
+    return this.#elche.batchCounts;
+  }
+
+  #ctx(rank: number): NextChunkContext {
+    return {
+      policy: this.#cfg.policy,
+      counts: this.#counts(),
+      calibrated: this.#elche.calibrated,
+      hinted: this.#elche.hinted,
+      pickSpace: this.#P,
+      batchSize: this.#B,
+      stepsSinceAvg: this.#n[rank],
+      maxOvershoot: this.#cfg.policy === "async" ? this.#elche.maxOvershoot : 0,
+    };
+  }
+
+  /** The rank holding the epoch-callback role (spec §7.1), sticky while alive. */
+  #roleRank(): number {
+    const p = this.#cfg.epochCallbackPolicy;
+    if (p.kind === "rank" && this.#ranks[p.rank]?.alive) return p.rank;
+    if (this.#role !== null && this.#ranks[this.#role].alive) return this.#role;
+    this.#role = this.#elche.fastestRank() ?? this.#alive()[0].rank;
+    return this.#role;
+  }
+
+  #dispatch(): void {
+    if (this.#stop) return;
+    const barrier = this.#cfg.policy !== "async";
+    const last = this.#cfg.numEpochs - 1;
+    const counts = this.#counts();
+    for (const client of this.#alive()) {
+      const r = client.rank;
+      if (this.#flight[r]) continue;
+      // Barrier-paced: a rank that met its window quota waits for the reduce.
+      if (barrier && (this.#reducing || this.#n[r] >= Math.max(1, counts[r]))) continue;
+      // Barrier-paced: only the frontier epoch. Async: may stream one epoch ahead.
+      const epochs = barrier ? [this.#frontier] : [this.#frontier, this.#frontier + 1];
+      for (const epoch of epochs) {
+        if (epoch > last) break;
+        const source = this.#source(epoch);
+        if (source.exhaustedFor(r)) continue;
+        const chunk = source.next(r, this.#ctx(r));
+        if (!chunk) break;
+        this.#send(client, chunk, source);
+        break;
+      }
+    }
+  }
+
+  #send(client: RankClient, chunk: Chunk, source: WorkSource): void {
+    const r = client.rank;
+    if (!this.#started.has(chunk.epoch)) {
+      this.#started.add(chunk.epoch);
+      this.#events?.epochStart(chunk.epoch);
+    }
+    this.#flight[r] = { chunk, source };
+    const epochFn = this.#state.spec.epochFn !== undefined && !this.#epochFnFired.has(chunk.epoch) && r === this.#roleRank();
+    if (epochFn) this.#epochFnFired.add(chunk.epoch);
+    client.call("train", (api) =>
+      api.train({
+        epoch: chunk.epoch,
+        ranges: [[chunk.offset, chunk.size]],
+        globalStep: this.#globalStep,
+        version: this.#version,
+        epochFn,
+      })).then(
+        (report) => this.#completed(r, chunk, source, report),
+        (e) => this.#fail(e),
+      );
+  }
+
+  #completed(r: number, chunk: Chunk, source: WorkSource, report: ChunkReport): void {
+    this.#flight[r] = null;
+    source.complete(r, chunk.id);
+    this.#aggs.get(chunk.epoch)!.add(report);
+    this.#poke();
+  }
+
+  /** Every alive rank met its window quota or has nothing more to do (spec §2.5 gate). */
+  #shouldReduce(): boolean {
+    if (this.#reducing) return false;
+    const alive = this.#alive();
+    if (!alive.some((c) => this.#n[c.rank] > 0)) return false;
+    const barrier = this.#cfg.policy !== "async";
+    const counts = this.#counts();
+    return alive.every((c) => {
+      const r = c.rank;
+      if (barrier && this.#flight[r]) return false;
+      if (this.#n[r] >= Math.max(1, counts[r])) return true;
+      return this.#quiesced(r);
+    });
+  }
+
+  /** Nothing in flight for r and nothing it could still take (end of the epochs it may work on). */
+  #quiesced(r: number): boolean {
+    if (this.#flight[r]) return false;
+    if (this.#stop) return true;
+    const last = this.#cfg.numEpochs - 1;
+    const epochs = this.#cfg.policy === "async" ? [this.#frontier, this.#frontier + 1] : [this.#frontier];
+    return epochs.every((e) => e > last || this.#source(e).exhaustedFor(r));
+  }
+
+  /** Run to the end; resolves with the consensus. */
+  async run(): Promise<TrainedState> {
+    for (;;) {
+      if (this.#failure) throw this.#failure;
+      this.#dispatch();
+      if (this.#shouldReduce()) {
+        await this.#reduce(false);
+        continue;
+      }
+      if (await this.#epochBoundary()) continue;
+      const idle = this.#flight.every((f) => f === null);
+      if (idle && (this.#stop || this.#frontier >= this.#cfg.numEpochs)) break;
+      if (idle && !this.#alive().some((c) => !this.#quiesced(c.rank))) {
+        // Nobody can move and no reduce is due: the epoch's remaining work belongs to no one.
+        throw new Error(`coordinator: epoch ${this.#frontier} cannot complete (no rank can take its remaining batches)`);
+      }
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+    }
+    if (this.#alive().some((c) => this.#n[c.rank] > 0) || this.#consensus === null) await this.#reduce(true);
+    await this.#finalEval();
+    return this.#trainedState();
+  }
+
+  /** Close the frontier epoch when its work is complete (and, barrier-paced, reduced). */
+  async #epochBoundary(): Promise<boolean> {
+    const e = this.#frontier;
+    if (e >= this.#cfg.numEpochs) return false;
+    const source = this.#sources.get(e);
+    if (!source || !source.isComplete()) return false;
+    if (this.#cfg.policy !== "async" && this.#alive().some((c) => this.#n[c.rank] > 0)) return false;
+    this.#frontier++;
+    const m = this.#aggs.get(e)!.finish();
+    const st = this.#epochStats.get(e)!;
+    const run: RunEpochMetrics = {
+      ...m,
+      reduces: st.reduces,
+      wireBytesPerReduce: st.reduces ? st.bytes / st.reduces : 0,
+      reduceMs: st.reduces ? st.ms / st.reduces : 0,
+      anchor: this.#elche.anchor,
+      batchCounts: this.#elche.batchCounts,
+    };
+    this.#sink.metrics(run);
+    this.#events?.epochEnd(run);
+    await this.#callback("metricsFn", () => this.#state.metricsFn?.(run));
+    const k = e + 1;
+    if (k < this.#cfg.numEpochs) {
+      if (EvalCadence.due(this.#cfg.evalEvery, k)) await this.#evaluate(k);
+      const every = this.#cfg.checkpointEvery;
+      if (every && this.#state.spec.checkpointFn && k % every === 0) {
+        const role = this.#ranks[this.#roleRank()];
+        await role.call("checkpoint", (api) => api.checkpoint(k)).catch((err) => {
+          console.warn(`checkpointFn failed on rank ${role.rank} at epoch ${k}: ${describeError(err)}`);
+        });
+      }
+    }
+    return true;
+  }
+
+  async #callback(name: string, fn: () => unknown): Promise<void> {
+    try {
+      await fn();
+    } catch (e) {
+      console.warn(`${name} failed: ${describeError(e)} (training continues)`);
+    }
+  }
+
+  async #evaluate(epoch: number): Promise<void> {
+    if (!this.#state.spec.evalFn || !this.#state.spec.evalDataset) return;
+    const role = this.#ranks[this.#roleRank()];
+    const out = await role.call("evaluate", (api) => api.evaluate(epoch));
+    this.#sink.evaluated({ ...out, rank: role.rank });
+    if (out.error !== undefined) console.warn(`evalFn failed on rank ${role.rank} at epoch ${epoch}: ${out.error}`);
+    else {
+      this.#events?.evaluated(epoch, out.value!);
+      await this.#callback("evalResultFn", () => this.#state.evalResultFn?.(epoch, out.value!));
+    }
+  }
+
+  async #finalEval(): Promise<void> {
+    await this.#evaluate(this.#cfg.numEpochs);
+  }
+
+  /** One reduce cycle (spec §2.5), CPU backend. `exact`: f32 frames (the final consensus). */
+  async #reduce(exact: boolean): Promise<void> {
+    this.#reducing = true;
+    const t0 = performance.now();
+    const round = ++this.#round;
+    const alive = this.#alive();
+    try {
+      const frames = await Promise.all(alive.map((c) => c.call("snapshot", (api) => api.snapshot(round, exact))));
+      const steps = new Array(this.W).fill(0);
+      for (const f of frames) steps[f.rank] = f.batches;
+      const ta = performance.now();
+      const weights = consensusWeights(steps, this.#cfg.elche.gamma);
+      let bytesUp = 0;
+      for (const f of frames) bytesUp += f.params.byteLength + f.buffers.byteLength;
+      let bytesDown = 0;
+      let averageMs = 0;
+      let acks: { rank: number; divergence: number; preNorm: number; postNorm: number }[] = [];
+      if (weights) {
+        const acc = new Float32Array(this.#layout.paramCount);
+        for (const f of frames) {
+          const w = weights[f.rank];
+          if (w === 0) continue;
+          if (f.dtype === "bf16") accumulateBf16(acc, f.params as Uint32Array, w);
+          else accumulate(acc, f.params as Float32Array, w);
+        }
+        const movers = frames.filter((f) => steps[f.rank] > 0);
+        const buf = new Float32Array(this.#layout.bufferCount);
+        for (const f of movers) accumulate(buf, f.buffers, 1 / movers.length);
+        const global = this.#outer ? this.#outer.apply(acc)! : acc;
+        if (this.#observer.wantsFrames && this.#observer.frames) {
+          const { frameToFlat } = await import("./frames.ts");
+          const per = new Array<Float32Array | null>(this.W).fill(null);
+          for (const f of frames) per[f.rank] = frameToFlat(f, this.#layout).params;
+          this.#observer.frames(round, per, global);
+        }
+        this.#consensus = global;
+        this.#consensusBuffers = buf;
+        averageMs = performance.now() - ta;
+        const bf16 = this.#cfg.elche.bf16Wire && !exact;
+        const globalStep = this.#globalStep + steps.reduce((a, b) => a + b, 0);
+        acks = await Promise.all(alive.map((c) => {
+          const params = bf16 ? packBf16(global) : new Float32Array(global);
+          const buffers = new Float32Array(buf);
+          bytesDown += params.byteLength + buffers.byteLength;
+          const consensus: Frame = { rank: -1, round, batches: 0, dtype: bf16 ? "bf16" : "f32", params, buffers };
+          return c.call("adopt", (api) =>
+            api.adopt({
+              round,
+              version: this.#version + 1,
+              consensus,
+              easgdAlpha: this.#cfg.easgdAlpha,
+              resetInner: this.#outer?.optimizer.resetsInner ?? false,
+              globalStep,
+              withBuffers: movers.length > 0,
+            }));
+        }));
+      }
+      const ms = performance.now() - t0;
+      this.#finishCycle(steps, acks, ms, weights === null, { round, bytesUp, bytesDown, averageMs });
+    } finally {
+      this.#reducing = false;
+    }
+  }
+
+  /** The backend-independent head of a cycle: ElChe timing, guard, meta, counters. */
+  #finishCycle(
+    steps: number[],
+    acks: { rank: number; divergence: number; preNorm: number; postNorm: number }[],
+    ms: number,
+    zeroMass: boolean,
+    io: { round: number; bytesUp: number; bytesDown: number; averageMs: number },
+  ): void {
+    // ElChe timing: the delivered (marginal) feed when every mover has one, else compute-only.
+    const movers = steps.map((n, r) => (n > 0 ? r : -1)).filter((r) => r >= 0);
+    const marginal = this.#cfg.policy !== "sync" && movers.every((r) => this.#win[r].count >= 2);
+    const msArr = this.#win.map((w) => (marginal ? w.ms : w.all));
+    const nArr = this.#win.map((w) => (marginal ? w.count - 1 : w.count));
+    if (marginal) {
+      this.#elche.stageFill(this.#win.map((w) => (w.count >= 2 ? Math.max(0, w.first - w.ms / (w.count - 1)) : 0)));
+    }
+    const anchorBefore = this.#elche.anchor;
+    this.#elche.reportTiming(msArr, nArr, this.#lastSyncMs);
+    const report = DivergenceReport.fromAcks(this.W, acks);
+    const kUsed = steps.reduce((a, b) => a + b, 0);
+    const verdict = zeroMass ? { kind: "stable" as const } : this.#guard.report(report, kUsed, Math.max(...steps));
+    const f = this.#meta?.observe(this.#lastLr, this.#elche.anchor, verdict, this.#elche.phase) ?? null;
+    if (f !== null) this.#elche.applyVerdict({ kind: "nudgeDown", factor: f });
+    this.#elche.applyVerdict(verdict);
+    if (!zeroMass) {
+      this.#version++;
+      this.#globalStep += kUsed;
+    }
+    for (let r = 0; r < this.W; r++) {
+      this.#n[r] = Math.max(0, this.#n[r] - steps[r]);
+      this.#win[r] = { first: 0, ms: 0, count: 0, all: 0 };
+    }
+    this.#lastSyncMs = ms;
+    const epoch = Math.min(this.#frontier, this.#cfg.numEpochs - 1);
+    const st = this.#epochStats.get(epoch) ?? { reduces: 0, bytes: 0, ms: 0 };
+    st.reduces++;
+    st.bytes += io.bytesUp + io.bytesDown;
+    st.ms += ms;
+    this.#epochStats.set(epoch, st);
+    const event: ReduceEvent = {
+      round: io.round,
+      epoch,
+      steps,
+      ms,
+      averageMs: io.averageMs,
+      bytesUp: io.bytesUp,
+      bytesDown: io.bytesDown,
+      anchor: this.#elche.anchor,
+      counts: this.#counts(),
+      divergence: [...report.deltas],
+      verdict: verdict.kind,
+      zeroMass,
+    };
+    this.#observer.reduce?.(event);
+    this.#events?.reduce(event, {
+      stepsPerEpoch: Math.floor(this.#P / this.#B),
+      anchorBefore,
+      telemetry: this.#guard.telemetry(),
+      globalStep: this.#globalStep,
+    });
+  }
+
+  #trainedState(): TrainedState {
+    const params = new Map<string, { shape: number[]; data: Float32Array<ArrayBuffer> }>();
+    const buffers = new Map<string, { shape: number[]; data: Float32Array<ArrayBuffer> }>();
+    const c = this.#consensus!, b = this.#consensusBuffers!;
+    for (const e of this.#layout.params) params.set(e.name, { shape: e.shape, data: c.slice(e.offset, e.offset + e.numel) });
+    for (const e of this.#layout.buffers) buffers.set(e.name, { shape: e.shape, data: b.slice(e.offset, e.offset + e.numel) });
+    return { params, buffers };
+  }
+}
+
+/** Wrap a failure of rank `r` in `what` with the rank and the cause. */
+export function rankError(r: number, what: string, e: unknown): RankLostError {
+  if (e instanceof RankLostError) return e;
+  return new RankLostError(r, `rank ${r} failed in ${what}: ${describeError(e)}`, { cause: e });
+}

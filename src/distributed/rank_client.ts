@@ -1,0 +1,97 @@
+/**
+ * The coordinator's handle on one rank: its API (a comlink proxy over a worker, or the
+ * runtime itself in process), its liveness, and calls that carry the rank and the
+ * cause when they fail (STYLE.md practice 7).
+ */
+import * as Comlink from "comlink";
+import { describeError, RankLostError } from "./errors.ts";
+import type { BatchEvent, CoordinatorSink, RankApi } from "./protocol.ts";
+
+export class RankClient {
+  readonly rank: number;
+  readonly api: RankApi;
+  readonly worker?: Worker;
+  alive = true;
+  /** performance.now() of the last message from the rank. */
+  lastSeen = performance.now();
+  /** Batch events, forwarded by the coordinator. */
+  onBatch?: (e: BatchEvent) => void;
+  #failed: Promise<never>;
+  #reject!: (e: Error) => void;
+  #cause?: Error;
+
+  constructor(rank: number, api: RankApi, worker?: Worker) {
+    this.rank = rank;
+    this.api = api;
+    this.worker = worker;
+    this.#failed = new Promise<never>((_, reject) => (this.#reject = reject));
+    this.#failed.catch(() => {});
+    worker?.addEventListener("error", (e: ErrorEvent) => {
+      e.preventDefault();
+      this.fail(new RankLostError(rank, `rank ${rank}: its worker died: ${e.message}`));
+    });
+    worker?.addEventListener("messageerror", () => {
+      this.fail(new RankLostError(rank, `rank ${rank}: a message from its worker could not be deserialized`));
+    });
+  }
+
+  /** The sink the rank reports through (a comlink proxy for a worker). */
+  sink(): CoordinatorSink {
+    const s: CoordinatorSink = {
+      batch: (e) => {
+        this.lastSeen = performance.now();
+        this.onBatch?.(e);
+      },
+      heartbeat: () => {
+        this.lastSeen = performance.now();
+      },
+    };
+    return this.worker ? Comlink.proxy(s) : s;
+  }
+
+  /** Why the rank was declared lost, if it was. */
+  get cause(): Error | undefined {
+    return this.#cause;
+  }
+
+  /** Declare the rank lost: every pending and later call rejects with `err`. */
+  fail(err: Error): void {
+    if (!this.alive) return;
+    this.alive = false;
+    this.#cause = err;
+    this.#reject(err);
+  }
+
+  /** Call the rank; a failure names the rank, the call and the cause; a lost rank rejects at once. */
+  async call<T>(what: string, fn: (api: RankApi) => Promise<T>): Promise<T> {
+    if (!this.alive) throw this.#cause ?? new RankLostError(this.rank, `rank ${this.rank} is lost`);
+    try {
+      const out = await Promise.race([fn(this.api), this.#failed]);
+      this.lastSeen = performance.now();
+      return out;
+    } catch (e) {
+      const err = e instanceof RankLostError
+        ? e
+        : new RankLostError(this.rank, `rank ${this.rank} failed in ${what}: ${describeError(e)}`, { cause: e });
+      this.fail(err);
+      throw err;
+    }
+  }
+
+  /** Stop the rank (bounded wait) and end its worker. */
+  async close(): Promise<void> {
+    if (this.alive) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        this.api.stop().catch(() => {}),
+        new Promise<void>((r) => (timer = setTimeout(r, 2000))),
+      ]);
+      clearTimeout(timer);
+    }
+    this.alive = false;
+    if (this.worker) {
+      (this.api as unknown as { [Comlink.releaseProxy]: () => void })[Comlink.releaseProxy]?.();
+      this.worker.terminate();
+    }
+  }
+}

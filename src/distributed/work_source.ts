@@ -1,0 +1,117 @@
+/**
+ * Where a rank's next batches come from in one epoch: the progressive chunk pool
+ * (Cadence/Async default, spec §3.10) or static per-rank partitions (Sync default, or
+ * `progressiveDispatch(false)`). The coordinator sees both through one interface.
+ */
+import { type Chunk, ChunkPool, type NextChunkContext } from "./chunk_pool.ts";
+import { planPartitions, type Range } from "./partition.ts";
+import type { ApplyPolicy } from "./config.ts";
+
+/** One epoch's dispatchable work. */
+export interface WorkSource {
+  readonly epoch: number;
+  /** The rank's next chunk, or null when it must hold (or has nothing left). */
+  next(rank: number, ctx: NextChunkContext): Chunk | null;
+  complete(rank: number, id: number): void;
+  /** True when this rank can take nothing more from this epoch. */
+  exhaustedFor(rank: number): boolean;
+  /** Every batch completed. */
+  isComplete(): boolean;
+  /** A rank died: its uncompleted work goes back for survivors. */
+  forfeit(rank: number): void;
+}
+
+/** Progressive dispatch: the chunk pool. */
+export class PoolSource implements WorkSource {
+  readonly pool: ChunkPool;
+  constructor(readonly epoch: number, samples: number, batchSize: number, worldSize: number, counts: readonly number[], alive: readonly boolean[]) {
+    this.pool = new ChunkPool({ epoch, samples, batchSize, worldSize, counts, alive });
+  }
+  next(rank: number, ctx: NextChunkContext): Chunk | null {
+    return this.pool.nextChunk(rank, ctx);
+  }
+  complete(rank: number, id: number): void {
+    this.pool.complete(rank, id);
+  }
+  exhaustedFor(_rank: number): boolean {
+    return this.pool.isDrained();
+  }
+  isComplete(): boolean {
+    return this.pool.isComplete();
+  }
+  forfeit(rank: number): void {
+    this.pool.forfeit(rank);
+  }
+}
+
+interface Segment {
+  offset: number;
+  batches: number;
+}
+
+/**
+ * Static partitions: each rank walks its own contiguous share (equal split, partition
+ * ratios, or proportional to speed), in windows of `c[r] - n_r` batches; the partial
+ * tail batch of each share is dropped. A dead rank's remaining share and its unfinished
+ * chunks go to the survivors, round robin (flodl's ExtendPartition).
+ */
+export class PartitionSource implements WorkSource {
+  #queues: Segment[][];
+  #inFlight: Chunk[][];
+  #alive: boolean[];
+  #nextId = 0;
+  constructor(
+    readonly epoch: number,
+    samples: number,
+    readonly batchSize: number,
+    policy: ApplyPolicy,
+    worldSize: number,
+    alive: readonly boolean[],
+    partitionRatios?: readonly number[],
+    msPerBatch?: readonly number[],
+  ) {
+    this.#alive = [...alive];
+    const ranges = planPartitions({ policy, worldSize, total: samples, partitionRatios, msPerBatch, alive });
+    this.#queues = ranges.map((r: Range) => {
+      const batches = Math.floor(r.size / batchSize);
+      return batches > 0 ? [{ offset: r.offset, batches }] : [];
+    });
+    this.#inFlight = ranges.map(() => []);
+  }
+  next(rank: number, ctx: NextChunkContext): Chunk | null {
+    const q = this.#queues[rank];
+    if (!this.#alive[rank] || this.#inFlight[rank].length > 0 || q.length === 0) return null;
+    const want = ctx.policy === "async"
+      ? Math.max(1, ctx.counts[rank] + ctx.maxOvershoot - ctx.stepsSinceAvg)
+      : ctx.counts[rank] - ctx.stepsSinceAvg;
+    const head = q[0];
+    const batches = Math.min(want, head.batches);
+    if (batches <= 0) return null;
+    const chunk: Chunk = { id: this.#nextId++, epoch: this.epoch, rank, offset: head.offset, size: batches * this.batchSize, batches };
+    head.offset += chunk.size;
+    head.batches -= batches;
+    if (head.batches === 0) q.shift();
+    this.#inFlight[rank].push(chunk);
+    return chunk;
+  }
+  complete(rank: number, id: number): void {
+    const f = this.#inFlight[rank];
+    const i = f.findIndex((c) => c.id === id);
+    if (i < 0) throw new RangeError(`PartitionSource.complete: rank ${rank} has no chunk ${id} in flight`);
+    f.splice(i, 1);
+  }
+  exhaustedFor(rank: number): boolean {
+    return this.#queues[rank].length === 0;
+  }
+  isComplete(): boolean {
+    return this.#queues.every((q) => q.length === 0) && this.#inFlight.every((f) => f.length === 0);
+  }
+  forfeit(rank: number): void {
+    this.#alive[rank] = false;
+    const pieces = [...this.#inFlight[rank].map((c) => ({ offset: c.offset, batches: c.batches })), ...this.#queues[rank]];
+    this.#inFlight[rank] = [];
+    this.#queues[rank] = [];
+    const heirs = this.#alive.flatMap((a, r) => (a ? [r] : []));
+    pieces.forEach((piece, i) => heirs.length && this.#queues[heirs[i % heirs.length]].push(piece));
+  }
+}

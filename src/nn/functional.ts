@@ -1,0 +1,49 @@
+/**
+ * Functional forms on Variables: softmax, losses. Targets may be plain tensors (class
+ * indices are i32); they never receive a gradient unless they are Variables that want one.
+ */
+import { apply, Variable } from "../autograd/mod.ts";
+import * as T from "../tensor/mod.ts";
+import type { Tensor } from "../tensor/mod.ts";
+
+const v = (x: Variable | Tensor): Variable => (x instanceof Variable ? x : new Variable(x));
+
+/** Softmax along `dim`. */
+export function softmax(x: Variable, dim = -1): Variable {
+  return apply(T.softmaxOp, [x], { dim });
+}
+/** Log-softmax along `dim`. */
+export function logSoftmax(x: Variable, dim = -1): Variable {
+  return apply(T.logSoftmaxOp, [x], { dim });
+}
+/** Cross-entropy of logits [N, C] against class indices (i32 [N]); PyTorch options. */
+export function crossEntropy(logits: Variable, target: Variable | Tensor, options: T.CrossEntropyOptions = {}): Variable {
+  return apply(T.crossEntropyOp, [logits, v(target)], options);
+}
+/** Negative log-likelihood of log-probabilities [N, C] against class indices. */
+export function nllLoss(logProbs: Variable, target: Variable | Tensor, options: T.NllLossOptions = {}): Variable {
+  return apply(T.nllLossOp, [logProbs, v(target)], options);
+}
+/** Mean squared error. */
+export function mseLoss(a: Variable, b: Variable | Tensor, options: T.LossOptions = {}): Variable {
+  return apply(T.mseLossOp, [a, v(b)], options);
+}
+/** Mean absolute error. */
+export function l1Loss(a: Variable, b: Variable | Tensor, options: T.LossOptions = {}): Variable {
+  return apply(T.l1LossOp, [a, v(b)], options);
+}
+/** Huber loss with `beta`. */
+export function smoothL1Loss(a: Variable, b: Variable | Tensor, options: T.SmoothL1Options = {}): Variable {
+  return apply(T.smoothL1LossOp, [a, v(b)], options);
+}
+/** Binary cross-entropy of probabilities. */
+export function bceLoss(p: Variable, target: Variable | Tensor, options: T.LossOptions = {}): Variable {
+  return apply(T.bceLossOp, [p, v(target)], options);
+}
+/** Binary cross-entropy of logits (stable), optional `posWeight`. */
+export function bceWithLogitsLoss(logits: Variable, target: Variable | Tensor, options: T.BceWithLogitsOptions = {}): Variable {
+  const { posWeight, ...rest } = options;
+  if (posWeight === undefined) return apply(T.bceWithLogitsLossOp, [logits, v(target)], rest);
+  const pw = posWeight instanceof T.Tensor ? posWeight : T.fromArray([posWeight], [1], { device: logits.data.device });
+  return apply(T.bceWithLogitsLossOp, [logits, v(target), new Variable(pw)], rest);
+}

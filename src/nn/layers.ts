@@ -1,0 +1,273 @@
+/**
+ * The layers of flodl's nn (PyTorch names, layouts and default initialisation):
+ * Linear, Conv2d, ConvTranspose2d, pooling, BatchNorm1d/2d, LayerNorm, Dropout,
+ * Flatten, Embedding.
+ */
+import { apply, Parameter, Variable } from "../autograd/mod.ts";
+import { Device } from "../gpu/mod.ts";
+import * as T from "../tensor/mod.ts";
+import { nextSeed, type Size2d, type Tensor } from "../tensor/mod.ts";
+import { initDefault } from "./init.ts";
+import { Module } from "./module.ts";
+
+/** Options shared by layers that own parameters. */
+export interface LayerOptions {
+  /** Device for the parameters; default `Device.default`. */
+  device?: Device;
+  /** Seed of the default initialisation; default the global stream (`manualSeed`). */
+  seed?: number;
+}
+
+function checkPositiveInt(layer: string, name: string, v: number): void {
+  if (!Number.isInteger(v) || v < 1) throw new RangeError(`${layer}: ${name} must be an integer >= 1, got ${v}`);
+}
+
+/** y = x·Wᵀ + b, W [out, in] (PyTorch's nn.Linear, its default init U(±1/√in)). */
+export class Linear extends Module {
+  readonly weight: Parameter;
+  readonly bias?: Parameter;
+  constructor(readonly inFeatures: number, readonly outFeatures: number, options: LayerOptions & { bias?: boolean } = {}) {
+    super();
+    checkPositiveInt("Linear", "inFeatures", inFeatures);
+    checkPositiveInt("Linear", "outFeatures", outFeatures);
+    const device = options.device ?? Device.default;
+    this.weight = new Parameter(T.zeros([outFeatures, inFeatures], { device }), "weight");
+    if (options.bias !== false) this.bias = new Parameter(T.zeros([outFeatures], { device }), "bias");
+    initDefault(this.weight, this.bias, options.seed);
+  }
+  forward(x: Variable): Variable {
+    const last = x.shape[x.shape.length - 1];
+    if (last !== this.inFeatures) {
+      throw new RangeError(`Linear(${this.inFeatures}, ${this.outFeatures}): input [${x.shape}] has ${last} features, expected ${this.inFeatures}`);
+    }
+    return apply(T.linearOp, this.bias ? [x, this.weight, this.bias] : [x, this.weight], undefined);
+  }
+  override extraRepr(): string {
+    return `${this.inFeatures}, ${this.outFeatures}, bias=${!!this.bias}`;
+  }
+}
+
+/** Options of {@link Conv2d}. */
+export interface Conv2dLayerOptions extends LayerOptions, T.Conv2dOptions {
+  bias?: boolean;
+}
+
+/** 2-D convolution, NCHW, weight [out, in/groups, kh, kw] (PyTorch's nn.Conv2d). */
+export class Conv2d extends Module {
+  readonly weight: Parameter;
+  readonly bias?: Parameter;
+  readonly options: T.Conv2dOptions;
+  constructor(readonly inChannels: number, readonly outChannels: number, kernelSize: Size2d, options: Conv2dLayerOptions = {}) {
+    super();
+    const groups = options.groups ?? 1;
+    checkPositiveInt("Conv2d", "inChannels", inChannels);
+    checkPositiveInt("Conv2d", "outChannels", outChannels);
+    if (inChannels % groups || outChannels % groups) {
+      throw new RangeError(`Conv2d: inChannels ${inChannels} and outChannels ${outChannels} must divide by groups ${groups}`);
+    }
+    const [kh, kw] = typeof kernelSize === "number" ? [kernelSize, kernelSize] : kernelSize;
+    const device = options.device ?? Device.default;
+    this.weight = new Parameter(T.zeros([outChannels, inChannels / groups, kh, kw], { device }), "weight");
+    if (options.bias !== false) this.bias = new Parameter(T.zeros([outChannels], { device }), "bias");
+    initDefault(this.weight, this.bias, options.seed);
+    this.options = { stride: options.stride, padding: options.padding, dilation: options.dilation, groups };
+  }
+  forward(x: Variable): Variable {
+    return apply(T.conv2dOp, this.bias ? [x, this.weight, this.bias] : [x, this.weight], this.options);
+  }
+}
+
+/** Options of {@link ConvTranspose2d}. */
+export interface ConvTranspose2dLayerOptions extends LayerOptions, T.ConvTranspose2dOptions {
+  bias?: boolean;
+}
+
+/** 2-D transposed convolution, weight [in, out/groups, kh, kw] (PyTorch's nn.ConvTranspose2d). */
+export class ConvTranspose2d extends Module {
+  readonly weight: Parameter;
+  readonly bias?: Parameter;
+  readonly options: T.ConvTranspose2dOptions;
+  constructor(readonly inChannels: number, readonly outChannels: number, kernelSize: Size2d, options: ConvTranspose2dLayerOptions = {}) {
+    super();
+    const groups = options.groups ?? 1;
+    checkPositiveInt("ConvTranspose2d", "inChannels", inChannels);
+    checkPositiveInt("ConvTranspose2d", "outChannels", outChannels);
+    if (inChannels % groups || outChannels % groups) {
+      throw new RangeError(`ConvTranspose2d: inChannels ${inChannels} and outChannels ${outChannels} must divide by groups ${groups}`);
+    }
+    const [kh, kw] = typeof kernelSize === "number" ? [kernelSize, kernelSize] : kernelSize;
+    const device = options.device ?? Device.default;
+    this.weight = new Parameter(T.zeros([inChannels, outChannels / groups, kh, kw], { device }), "weight");
+    if (options.bias !== false) this.bias = new Parameter(T.zeros([outChannels], { device }), "bias");
+    initDefault(this.weight, this.bias, options.seed);
+    this.options = {
+      stride: options.stride,
+      padding: options.padding,
+      outputPadding: options.outputPadding,
+      dilation: options.dilation,
+      groups,
+    };
+  }
+  forward(x: Variable): Variable {
+    return apply(T.convTranspose2dOp, this.bias ? [x, this.weight, this.bias] : [x, this.weight], this.options);
+  }
+}
+
+/** Max pooling over 2-D windows (PyTorch's nn.MaxPool2d). */
+export class MaxPool2d extends Module {
+  readonly options: T.MaxPool2dOptions;
+  constructor(kernelSize: Size2d, options: Omit<T.MaxPool2dOptions, "kernelSize"> = {}) {
+    super();
+    this.options = { ...options, kernelSize };
+  }
+  forward(x: Variable): Variable {
+    return apply(T.maxPool2dOp, [x], this.options);
+  }
+}
+
+/** Average pooling over 2-D windows (PyTorch's nn.AvgPool2d). */
+export class AvgPool2d extends Module {
+  readonly options: T.AvgPool2dOptions;
+  constructor(kernelSize: Size2d, options: Omit<T.AvgPool2dOptions, "kernelSize"> = {}) {
+    super();
+    this.options = { ...options, kernelSize };
+  }
+  forward(x: Variable): Variable {
+    return apply(T.avgPool2dOp, [x], this.options);
+  }
+}
+
+/** Average pooling to a fixed output size (PyTorch's nn.AdaptiveAvgPool2d). */
+export class AdaptiveAvgPool2d extends Module {
+  constructor(readonly outputSize: Size2d) {
+    super();
+  }
+  forward(x: Variable): Variable {
+    return apply(T.adaptiveAvgPool2dOp, [x], { outputSize: this.outputSize });
+  }
+}
+
+/** Options of the batch-norm layers. */
+export interface BatchNormLayerOptions {
+  device?: Device;
+  eps?: number;
+  momentum?: number;
+  /** Learnable weight and bias (default true). */
+  affine?: boolean;
+}
+
+class BatchNormBase extends Module {
+  readonly weight?: Parameter;
+  readonly bias?: Parameter;
+  readonly runningMean: Tensor;
+  readonly runningVar: Tensor;
+  readonly eps: number;
+  readonly momentum: number;
+  constructor(readonly numFeatures: number, readonly ranks: number[], options: BatchNormLayerOptions) {
+    super();
+    checkPositiveInt(this.constructor.name, "numFeatures", numFeatures);
+    const device = options.device ?? Device.default;
+    this.eps = options.eps ?? 1e-5;
+    this.momentum = options.momentum ?? 0.1;
+    if (options.affine !== false) {
+      this.weight = new Parameter(T.ones([numFeatures], { device }), "weight");
+      this.bias = new Parameter(T.zeros([numFeatures], { device }), "bias");
+    }
+    this.runningMean = this.registerBuffer("running_mean", T.zeros([numFeatures], { device }));
+    this.runningVar = this.registerBuffer("running_var", T.ones([numFeatures], { device }));
+  }
+  forward(x: Variable): Variable {
+    if (!this.ranks.includes(x.ndim) || x.shape[1] !== this.numFeatures) {
+      throw new RangeError(
+        `${this.constructor.name}(${this.numFeatures}): expects input of ${this.ranks.join(" or ")} dims with ` +
+          `${this.numFeatures} channels at dim 1, got [${x.shape}]`,
+      );
+    }
+    const inputs = [x, new Variable(this.runningMean), new Variable(this.runningVar)];
+    if (this.weight) inputs.push(this.weight, this.bias!);
+    return apply(T.batchNormOp, inputs, {
+      training: this.training,
+      momentum: this.momentum,
+      eps: this.eps,
+      weight: !!this.weight,
+      bias: !!this.bias,
+    });
+  }
+}
+
+/** Batch normalization over [N, C] or [N, C, L] (PyTorch's nn.BatchNorm1d). */
+export class BatchNorm1d extends BatchNormBase {
+  constructor(numFeatures: number, options: BatchNormLayerOptions = {}) {
+    super(numFeatures, [2, 3], options);
+  }
+}
+
+/** Batch normalization over [N, C, H, W] (PyTorch's nn.BatchNorm2d). */
+export class BatchNorm2d extends BatchNormBase {
+  constructor(numFeatures: number, options: BatchNormLayerOptions = {}) {
+    super(numFeatures, [4], options);
+  }
+}
+
+/** Layer normalization over the trailing `normalizedShape` (PyTorch's nn.LayerNorm). */
+export class LayerNorm extends Module {
+  readonly weight?: Parameter;
+  readonly bias?: Parameter;
+  readonly normalizedShape: number[];
+  constructor(normalizedShape: number | number[], options: { device?: Device; eps?: number; elementwiseAffine?: boolean } = {}) {
+    super();
+    this.normalizedShape = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
+    const device = options.device ?? Device.default;
+    this.eps = options.eps ?? 1e-5;
+    if (options.elementwiseAffine !== false) {
+      this.weight = new Parameter(T.ones(this.normalizedShape, { device }), "weight");
+      this.bias = new Parameter(T.zeros(this.normalizedShape, { device }), "bias");
+    }
+  }
+  readonly eps: number;
+  forward(x: Variable): Variable {
+    const inputs = this.weight ? [x, this.weight, this.bias!] : [x];
+    return apply(T.layerNormOp, inputs, { normalizedShape: this.normalizedShape, eps: this.eps, weight: !!this.weight, bias: !!this.bias });
+  }
+}
+
+/** Seeded dropout, identity in eval mode (PyTorch's nn.Dropout). */
+export class Dropout extends Module {
+  constructor(readonly p = 0.5) {
+    super();
+    if (!(p >= 0 && p < 1)) throw new RangeError(`Dropout: p must be in [0, 1), got ${p}`);
+  }
+  forward(x: Variable): Variable {
+    if (!this.training || this.p === 0) return x;
+    return apply(T.dropoutOp, [x], { p: this.p, training: true, seed: nextSeed() });
+  }
+}
+
+/** Merge dims `startDim..endDim` (PyTorch's nn.Flatten: default from dim 1). */
+export class Flatten extends Module {
+  constructor(readonly startDim = 1, readonly endDim = -1) {
+    super();
+  }
+  forward(x: Variable): Variable {
+    return x.flatten(this.startDim, this.endDim);
+  }
+}
+
+/** A lookup table [num, dim] indexed by i32 tensors (PyTorch's nn.Embedding, init N(0, 1)). */
+export class Embedding extends Module {
+  readonly weight: Parameter;
+  constructor(readonly numEmbeddings: number, readonly embeddingDim: number, options: LayerOptions & { paddingIdx?: number } = {}) {
+    super();
+    checkPositiveInt("Embedding", "numEmbeddings", numEmbeddings);
+    checkPositiveInt("Embedding", "embeddingDim", embeddingDim);
+    const device = options.device ?? Device.default;
+    this.weight = new Parameter(T.randn([numEmbeddings, embeddingDim], { device, seed: options.seed }), "weight");
+    this.paddingIdx = options.paddingIdx;
+  }
+  readonly paddingIdx?: number;
+  /** Look up `index` (an i32 tensor, or a Variable over one). */
+  forward(index: Variable | Tensor): Variable {
+    const idx = index instanceof Variable ? index : new Variable(index);
+    return apply(T.embeddingOp, [this.weight, idx], { paddingIdx: this.paddingIdx });
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Trainer.builder end to end on the tiny program (test/fixtures/programs/tiny.ts):
+ * ranks are real Web Workers re-entering that module, each with its own device.
+ * Runs under deno test and in Chromium.
+ */
+import {
+  ApplyPolicy,
+  ArrayDataSet,
+  AverageBackend,
+  ElCheConfig,
+  permutation,
+  RankLostError,
+  setProgramArgs,
+  type TrainedState,
+  Trainer,
+  Variable,
+  crossEntropy,
+  SGD,
+} from "../../../src/index.ts";
+import { blobs, DIM, TinyLinear, tiny, tiny320 } from "../../fixtures/programs/tiny.ts";
+import { assert, assertEquals, assertRejects, assertRelClose } from "../../util/assert.ts";
+import { gpuTest } from "../../util/gpu.ts";
+
+function flat(s: TrainedState): Float32Array {
+  const parts = [...s.params.values()].map((p) => p.data);
+  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** The tiny program pinned to a configuration (every knob set, so runs do not leak into each other). */
+function configure(
+  o: { ranks: number; policy: ApplyPolicy; bf16: boolean; batch: number; epochs: number; slowdown?: number[] },
+  program = tiny,
+) {
+  setProgramArgs({});
+  return program
+    .elche(o.policy === "sync" ? ElCheConfig.cpuSync() : o.policy === "async" ? ElCheConfig.cpuAsync() : ElCheConfig.cpuCadence())
+    .policy(o.policy)
+    .backend(AverageBackend.Cpu)
+    .bf16Wire(o.bf16)
+    .batchSize(o.batch)
+    .numEpochs(o.epochs)
+    .lrScaleRatio(0)
+    .cluster({ ranks: Array.from({ length: o.ranks }, (_, r) => ({ slowdown: o.slowdown?.[r] ?? 1 })) });
+}
+
+gpuTest("cpu-sync with 2 ranks on half batches equals 1 rank on whole batches (f32 wire within 1e-5, bf16 within its rounding)", async () => {
+  const b = 8, steps = 20, P = 2 * b * steps;
+  // Single-rank dataset whose batch k is the union of the two ranks' batch k.
+  const two = blobs(P, 5);
+  const perm = permutation(42, 0, P);
+  const [xs, ys] = two.getBatch([...Array(P).keys()]);
+  const x = new Float32Array(P * DIM), y = new Int32Array(P);
+  for (let q = 0; q < P; q++) {
+    const k = Math.floor(q / (2 * b)), i = q % (2 * b);
+    const src = i < b ? perm[k * b + i] : perm[P / 2 + k * b + (i - b)];
+    x.set((xs.data as Float32Array).subarray(src * DIM, (src + 1) * DIM), perm[q] * DIM);
+    y[perm[q]] = (ys.data as Int32Array)[src];
+  }
+  const one = new ArrayDataSet([{ data: x, shape: [P, DIM] }, { data: y, shape: [P] }]);
+  const single = await Trainer.builder(
+    (device) => new TinyLinear(device),
+    (params) => new SGD(params, { lr: 0.05 }),
+    (model, [bx, by]) => crossEntropy(model.forward(new Variable(bx)), by),
+  ).dataset(one).batchSize(2 * b).numEpochs(1).cluster({ ranks: [{}] }).run();
+  const want = flat(await single.join());
+
+  const run = async (bf16: boolean) => {
+    // A static split (partitionRatios) keeps Sync at one step per rank per reduce, whatever the timing.
+    const builder = configure({ ranks: 2, policy: ApplyPolicy.Sync, bf16, batch: b, epochs: 1 }, tiny320).partitionRatios([0.5, 0.5]);
+    const h = await builder.run();
+    const got = flat(await h.join());
+    const m = h.history[0] as unknown as { reduces: number; perRankSamples: number[] };
+    assertEquals(m.perRankSamples, [b * steps, b * steps], "each rank trained its half");
+    return got;
+  };
+  const f32 = await run(false);
+  assertRelClose(f32, want, 1e-5, "f32 wire vs single rank");
+  // bf16: every reduce rounds each value by at most 2^-9 relative, so after `steps` reduces
+  // the norm-wise deviation stays under steps · 2^-9 (and is not zero: rounding happened).
+  const bf16 = await run(true);
+  let d2 = 0, w2 = 0;
+  for (let i = 0; i < want.length; i++) {
+    d2 += (bf16[i] - want[i]) ** 2;
+    w2 += want[i] ** 2;
+  }
+  const rel = Math.sqrt(d2 / w2), bound = steps * 2 ** -9;
+  assert(rel > 0 && rel <= bound, `bf16 wire: norm-wise deviation ${rel.toExponential(2)}, expected in (0, ${bound.toExponential(2)}]`);
+});
+
+gpuTest("bf16 wire ships exactly half the bytes of f32 per reduce", async () => {
+  const perReduce = async (bf16: boolean) => {
+    const h = await configure({ ranks: 2, policy: ApplyPolicy.Cadence, bf16, batch: 16, epochs: 1 }).run();
+    await h.join();
+    return (h.history[0] as unknown as { wireBytesPerReduce: number }).wireBytesPerReduce;
+  };
+  const f32 = await perReduce(false), bf16 = await perReduce(true);
+  assert(f32 > 0, "f32 bytes counted");
+  assertEquals(bf16 * 2, f32, "bf16 bytes per reduce × 2");
+});
+
+gpuTest("a rank that throws mid-epoch makes join() reject naming the rank and the cause", async () => {
+  const b = configure({ ranks: 2, policy: ApplyPolicy.Cadence, bf16: false, batch: 16, epochs: 3 });
+  setProgramArgs({ throwRank: 1, throwAt: 7 });
+  const h = await b.run();
+  const e = await assertRejects(() => h.join(), RankLostError, "rank 1", "injected failure at step 7");
+  assertEquals((e as RankLostError).rank, 1, "error carries the rank");
+  setProgramArgs({});
+});
+
+gpuTest("with one rank 3x slower, cpu-cadence gives the fast rank ~3x the batches and runs far fewer reduces than cpu-sync", async () => {
+  const run = async (policy: ApplyPolicy) => {
+    const h = await configure({ ranks: 2, policy, bf16: true, batch: 8, epochs: 3, slowdown: [1, 3] }).run();
+    await h.join();
+    return h.history as unknown as { reduces: number; perRankSamples: number[] }[];
+  };
+  const cadence = await run(ApplyPolicy.Cadence);
+  const last = cadence[cadence.length - 1].perRankSamples;
+  const ratio = last[0] / last[1];
+  assert(ratio > 3 * 0.75 && ratio < 3 * 1.25, `fast/slow batch ratio in the last epoch is ${ratio.toFixed(2)} (${last}), expected 3 ± 25%`);
+  const sync = await run(ApplyPolicy.Sync);
+  const reduces = (h: { reduces: number }[]) => h.reduce((a, m) => a + m.reduces, 0);
+  assert(reduces(cadence) * 3 <= reduces(sync), `cadence ran ${reduces(cadence)} reduces, sync ${reduces(sync)}: expected at most a third`);
+});

@@ -1,0 +1,63 @@
+/**
+ * Every build-time rule of spec §1.2 (and the web's deviations) makes `run()` reject before
+ * any rank starts, with a message naming the knob and the bad value. No GPU needed: the
+ * rules are checked before an adapter is asked for.
+ */
+import {
+  ApplyPolicy,
+  ArrayDataSet,
+  AverageBackend,
+  ElCheConfig,
+  EpochCallbackPolicy,
+  Trainer,
+} from "../../../src/index.ts";
+import { assertRejects } from "../../util/assert.ts";
+
+const data = new ArrayDataSet([{ data: new Float32Array(40), shape: [20, 2] }, { data: new Int32Array(20), shape: [20] }]);
+const never = () => {
+  throw new Error("must not be called: validation comes first");
+};
+const base = () =>
+  Trainer.builder(never, never, never).dataset(data).batchSize(4).numEpochs(1).cluster({ ranks: [{}, {}] });
+
+const CASES: [string, () => ReturnType<typeof base>, typeof RangeError | typeof TypeError, string[]][] = [
+  ["missing dataset", () => Trainer.builder(never, never, never).batchSize(4).numEpochs(1), TypeError, ["dataset is required"]],
+  ["missing batchSize", () => Trainer.builder(never, never, never).dataset(data).numEpochs(1), TypeError, ["batchSize is required"]],
+  ["missing numEpochs", () => Trainer.builder(never, never, never).dataset(data).batchSize(4), TypeError, ["numEpochs is required"]],
+  ["bad batchSize", () => base().batchSize(0), RangeError, ["batchSize", "got 0"]],
+  ["(Async, Nccl)", () => base().policy(ApplyPolicy.Async).backend(AverageBackend.Nccl), RangeError, ["async", "nccl"]],
+  ["Nccl backend", () => base().backend(AverageBackend.Nccl), RangeError, ["Nccl", "cpu-cadence"]],
+  ["nccl preset", () => base().elche(ElCheConfig.ncclSync()), RangeError, ["cpu-sync"]],
+  ["bf16 on Nccl", () => base().backend(AverageBackend.Nccl).bf16Wire(true), RangeError, ["bf16Wire", "CPU averaging plane"]],
+  ["empty partitionRatios", () => base().policy(ApplyPolicy.Sync).partitionRatios([]), RangeError, ["partitionRatios", "[]"]],
+  ["non-positive ratio", () => base().policy(ApplyPolicy.Sync).partitionRatios([1.2, -0.2]), RangeError, ["partitionRatios", "-0.2"]],
+  ["ratios not summing to 1", () => base().policy(ApplyPolicy.Sync).partitionRatios([0.5, 0.6]), RangeError, ["partitionRatios", "1.1000"]],
+  ["ratios vs world size", () => base().policy(ApplyPolicy.Sync).partitionRatios([0.3, 0.3, 0.4]), RangeError, ["partitionRatios", "world size 2"]],
+  ["easgdAlpha 0", () => base().policy(ApplyPolicy.Async).easgdAlpha(0), RangeError, ["easgdAlpha", "got 0"]],
+  ["easgdAlpha > 1", () => base().policy(ApplyPolicy.Async).easgdAlpha(1.5), RangeError, ["easgdAlpha", "1.5"]],
+  ["non-finite gamma", () => base().gamma(Infinity), RangeError, ["gamma", "Infinity"]],
+  ["epochCallbackPolicy rank >= W", () => base().epochCallbackPolicy(EpochCallbackPolicy.rank(2)), RangeError, ["epochCallbackPolicy", "world size 2", "got 2"]],
+  ["overheadTarget", () => base().overheadTarget(0.9), RangeError, ["overheadTarget", "0.9"]],
+  ["minAnchor > maxAnchor", () => base().minAnchor(50).maxAnchor(10), RangeError, ["minAnchor", "50"]],
+  ["anchor 0", () => base().anchor(0), RangeError, ["anchor", "got 0"]],
+  ["lrScaleRatio", () => base().lrScaleRatio(-1), RangeError, ["lrScaleRatio", "-1"]],
+  ["maxGradNorm", () => base().maxGradNorm(0), RangeError, ["maxGradNorm", "got 0"]],
+  ["heartbeatTimeoutSecs", () => base().heartbeatTimeoutSecs(0), RangeError, ["heartbeatTimeoutSecs", "got 0"]],
+  ["augment", () => base().augment(0), RangeError, ["augment", "got 0"]],
+  ["cluster slowdown", () => base().cluster({ ranks: [{ slowdown: 0.5 }, {}] }), RangeError, ["slowdown", "0.5"]],
+  ["not supported yet: savePath", () => base().savePath("x"), RangeError, [".savePath()", "not supported yet"]],
+  ["not supported yet: vramPool", () => base().vramPool(true), RangeError, [".vramPool()", "not supported yet"]],
+  ["not supported yet: recordLog", () => base().recordLog("logs", 0), RangeError, [".recordLog()", "not supported yet"]],
+];
+
+for (const [name, make, cls, fragments] of CASES) {
+  Deno.test(`run() rejects ${name} before any rank starts, naming the knob and the value`, async () => {
+    await assertRejects(() => make().run(), cls, ...fragments);
+  });
+}
+
+Deno.test("a builder the entry module does not reach: run() rejects naming the call site and the rule, never hangs", async () => {
+  // `base()` creates its builder inside a function: a rank re-running this module never sees it.
+  const e = await assertRejects(() => base().run(), Error, "was not reached", "builder_test.ts:", "create the builder there");
+  if (!/rank [01]/.test(e.message)) throw new Error(`message names no rank: ${e.message}`);
+});

@@ -1,0 +1,23 @@
+import { parseTrainArgs } from "../../../examples/args.ts";
+import { assertEquals, assertThrows } from "../../util/assert.ts";
+
+Deno.test("npm start flags: defaults, every flag, and a derived run name", () => {
+  const d = parseTrainArgs([]);
+  assertEquals([d.model, d.ranks, d.mode, d.epochs, d.bf16, d.batch, d.name], ["mlp", 2, "cpu-cadence", 3, true, 64, "mlp-cpu-cadence-2r"]);
+  const a = parseTrainArgs(["--model", "lenet", "--ranks", "3", "--mode", "cpu-async", "--epochs", "1", "--no-bf16", "--subset", "500",
+    "--slowdown", "2:3", "--out", "/tmp/x", "--name", "t1", "--lr", "0.01", "--batch", "32", "--test-subset", "100"]);
+  assertEquals(
+    [a.model, a.ranks, a.mode, a.epochs, a.bf16, a.subset, a.slowRank, a.slowdownFactor, a.out, a.name, a.lr, a.batch, a.testSubset],
+    ["lenet", 3, "cpu-async", 1, false, 500, 2, 3, "/tmp/x", "t1", 0.01, 32, 100],
+  );
+});
+
+Deno.test("npm start flags: a bad value names the flag, what it takes and what it got", () => {
+  assertThrows(() => parseTrainArgs(["--model", "resnet"]), RangeError, "--model", "logistic, mlp, lenet", '"resnet"');
+  assertThrows(() => parseTrainArgs(["--ranks", "0"]), RangeError, "--ranks", ">= 1", '"0"');
+  assertThrows(() => parseTrainArgs(["--mode", "nccl-sync"]), RangeError, "--mode", "cpu-cadence", '"nccl-sync"');
+  assertThrows(() => parseTrainArgs(["--slowdown", "5:3"]), RangeError, "--slowdown", "< --ranks 2", "5");
+  assertThrows(() => parseTrainArgs(["--slowdown", "1x3"]), RangeError, "--slowdown", '"1x3"');
+  assertThrows(() => parseTrainArgs(["--frobnicate"]), RangeError, "unknown flag", "--frobnicate");
+  assertThrows(() => parseTrainArgs(["--epochs"]), RangeError, "--epochs", "nothing");
+});
