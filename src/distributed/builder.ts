@@ -81,10 +81,6 @@ export interface BuilderState<M extends Module> {
  * error at `run()`, never silently ignored.
  */
 const NOT_YET: Record<string, string> = {
-  savePath: "checkpoint bundles",
-  resumeFrom: "checkpoint bundles",
-  checkpointAtEpoch: "checkpoint bundles",
-  maxFailure: "fault handling",
   vramPool: "the data-plane tiers",
   vramMaxUsage: "the data-plane tiers",
   ramMaxUsage: "the data-plane tiers",
@@ -245,19 +241,27 @@ export class DdpBuilder<M extends Module> {
   checkpointEvery(n: number): this {
     return this.#set("checkpointEvery", (c) => (c.checkpointEvery = n));
   }
-  /** Checkpoint bundle stem. */
+  /**
+   * Checkpoint bundle stem: `<stem>.fdl` (consensus, f32 safetensors), `<stem>.optim`,
+   * `<stem>.outer.fdl`, `<stem>.meta.json`; written at `checkpointEvery`/`checkpointAtEpoch`,
+   * at the end, and when the run becomes unrecoverable. Deno: a file path; browser: OPFS.
+   */
   savePath(path: string): this {
     return this.#set("savePath", (c) => (c.savePath = path));
   }
-  /** Resume from a checkpoint bundle. */
+  /**
+   * Resume from a bundle: start epoch, global step, reduce count, ElChe state and guard
+   * history are seeded and only uncovered ranges run. Load the weights yourself in the
+   * factories (`loadCheckpointFile(model, stem + ".fdl")`, `loadStateFile(opt, stem + ".optim")`).
+   */
   resumeFrom(stem: string): this {
     return this.#set("resumeFrom", (c) => (c.resumeFrom = stem));
   }
-  /** One-shot consensus bundle at an epoch. */
+  /** One-shot consensus bundle at the first reduce where any rank reached `epoch` (needs `savePath`). */
   checkpointAtEpoch(epoch: number): this {
     return this.#set("checkpointAtEpoch", (c) => (c.checkpointAtEpoch = epoch));
   }
-  /** Dead-rank count that makes the run unrecoverable. */
+  /** Dead-rank count that makes the run unrecoverable (default: tolerate any partial loss). */
   maxFailure(threshold: MaxFailureThreshold): this {
     return this.#set("maxFailure", (c) => (c.maxFailure = threshold));
   }

@@ -115,6 +115,7 @@ export class ChunkRun {
     r.optim.zeroGrad();
     r.stepped();
     const read = loss.data.toArray();
+    read.catch(() => {}); // a lost device rejects it; #settle or the chunk's end reports that
     r.device.endStep();
     await this.#settle();
     this.#pending = { loss: read, samples: this.#rows, lr: this.#lr };

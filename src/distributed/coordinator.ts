@@ -19,6 +19,11 @@ import type { BatchEvent, Frame, LayoutTable } from "./protocol.ts";
 import type { RankClient } from "./rank_client.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
 import type { RunEvents } from "./run_monitor.ts";
+import { frameToFlat } from "./frames.ts";
+import type { EpochCoverage } from "./chunk_pool.ts";
+import { type SaveReason, stallCeilingMs, unrecoverableReason } from "./max_failure.ts";
+import type { BundleWriter, ResumeSeed } from "./persistence.ts";
+import type { BundleParts } from "./bundle.ts";
 import { PartitionSource, PoolSource, type WorkSource } from "./work_source.ts";
 import type { BuilderState } from "./builder.ts";
 import type { Module } from "../nn/mod.ts";
@@ -50,6 +55,10 @@ export interface RunObserver {
   reduce?(e: ReduceEvent): void;
   /** Each rank's parameters before averaging and the consensus, f32 (only when `wantsFrames`). */
   frames?(round: number, ranks: (Float32Array | null)[], consensus: Float32Array): void;
+  /** A chunk completed: picks [offset, offset + size) of epoch's permutation (the coverage ledger). */
+  chunk?(epoch: number, rank: number, offset: number, size: number): void;
+  /** A rank was lost and the run continues without it. */
+  rankLost?(rank: number, reason: string): void;
   wantsFrames?: boolean;
 }
 
@@ -107,6 +116,15 @@ export class Coordinator<M extends Module> {
   #consensus: Float32Array | null = null;
   #events?: RunEvents;
   #started = new Set<number>();
+  #resume?: ResumeSeed;
+  #writer?: BundleWriter;
+  /** Coverage at the trigger of the reduce that made the current consensus (spec §8.2). */
+  #ckptCoverage: EpochCoverage[] = [];
+  #ckptEpoch = 0;
+  #stopReason?: { reason: SaveReason; cause: Error };
+  #lastMultiple = 0;
+  #atEpochDone = false;
+  #dead = 0;
   #consensusBuffers: Float32Array | null = null;
 
   constructor(
@@ -117,8 +135,11 @@ export class Coordinator<M extends Module> {
     sink: RunSink,
     observer: RunObserver = {},
     events?: RunEvents,
+    persistence: { resume?: ResumeSeed; writer?: BundleWriter } = {},
   ) {
     this.#events = events;
+    this.#resume = persistence.resume;
+    this.#writer = persistence.writer;
     this.#state = state;
     this.#cfg = cfg;
     this.#ranks = ranks;
@@ -147,18 +168,32 @@ export class Coordinator<M extends Module> {
       const slow = hints.indexOf(Math.min(...hints));
       this.#elche.withSpeedRatio(slow, Math.max(...hints) / hints[slow]);
     }
+    const resume = persistence.resume;
     this.#guard = resolveGuard({
       explicit: state.guard,
       noDivergenceGuard: e.noDivergenceGuard,
       divergenceThreshold: e.divergenceThreshold,
       easgdAlpha: cfg.easgdAlpha,
+      trendHistory: resume?.trendHistory,
     });
+    if (resume) {
+      this.#frontier = resume.startEpoch;
+      this.#ckptEpoch = resume.startEpoch;
+      this.#globalStep = resume.globalStep;
+      this.#round = resume.round;
+      this.#lastMultiple = cfg.checkpointEvery ? Math.floor(resume.startEpoch / cfg.checkpointEvery) : 0;
+      this.#atEpochDone = cfg.checkpointAtEpoch !== undefined && resume.startEpoch >= cfg.checkpointAtEpoch;
+      if (resume.elche) this.#elche.importState(resume.elche);
+    }
     if (e.metaController) this.#meta = new LrEventMeta();
     if (state.outerFactory) this.#outer = new OuterStepper(state.outerFactory());
     this.#flight = new Array(this.W).fill(null);
     this.#n = new Array(this.W).fill(0);
     this.#win = Array.from({ length: this.W }, () => ({ first: 0, ms: 0, count: 0, all: 0 }));
-    for (const r of ranks) r.onBatch = (ev) => this.#onBatch(ev);
+    for (const r of ranks) {
+      r.onBatch = (ev) => this.#onBatch(ev);
+      r.onDown = (err, fatal) => (fatal ? this.#fail(err) : this.#rankLost(r.rank, err));
+    }
   }
 
   /** Cooperative cancel: no new chunks; in-flight ones finish; a final reduce; then done. */
@@ -200,18 +235,25 @@ export class Coordinator<M extends Module> {
     let s = this.#sources.get(epoch);
     if (!s) {
       const alive = this.#ranks.map((r) => r.alive);
-      s = this.#cfg.progressive
-        ? new PoolSource(epoch, this.#P, this.#B, this.W, this.#elche.batchCounts, alive)
-        : new PartitionSource(
-          epoch,
-          this.#P,
-          this.#B,
-          this.#cfg.policy,
-          this.W,
-          alive,
-          this.#cfg.elche.partitionRatios,
-          this.#elche.calibrated ? this.#elche.smoothedMsPerBatch : undefined,
-        );
+      const cov = this.#resume?.coverage.get(epoch);
+      if (cov) {
+        s = this.#cfg.progressive
+          ? PoolSource.resumed(cov, this.#B, this.W, alive)
+          : PartitionSource.resumed(cov, this.#B, this.W, alive);
+      } else {
+        s = this.#cfg.progressive
+          ? PoolSource.fresh(epoch, this.#P, this.#B, this.W, this.#elche.batchCounts, alive)
+          : PartitionSource.plan(
+            epoch,
+            this.#P,
+            this.#B,
+            this.#cfg.policy,
+            this.W,
+            alive,
+            this.#cfg.elche.partitionRatios,
+            this.#elche.calibrated ? this.#elche.smoothedMsPerBatch : undefined,
+          );
+      }
       this.#sources.set(epoch, s);
       this.#aggs.set(epoch, new EpochAggregator(epoch, this.W));
       this.#epochStats.set(epoch, { reduces: 0, bytes: 0, ms: 0 });
@@ -294,12 +336,14 @@ export class Coordinator<M extends Module> {
         epochFn,
       })).then(
         (report) => this.#completed(r, chunk, source, report),
-        (e) => this.#fail(e),
+        () => this.#poke(), // the rank is down: onDown decided what that means
       );
   }
 
   #completed(r: number, chunk: Chunk, source: WorkSource, report: ChunkReport): void {
+    if (!this.#ranks[r].alive) return;
     this.#flight[r] = null;
+    this.#observer.chunk?.(chunk.epoch, r, chunk.offset, chunk.size);
     source.complete(r, chunk.id);
     this.#aggs.get(chunk.epoch)!.add(report);
     this.#poke();
@@ -331,11 +375,13 @@ export class Coordinator<M extends Module> {
 
   /** Run to the end; resolves with the consensus. */
   async run(): Promise<TrainedState> {
+    const stall = stallCeilingMs(this.#cfg.heartbeatTimeoutSecs);
     for (;;) {
+      if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
       if (this.#failure) throw this.#failure;
       this.#dispatch();
       if (this.#shouldReduce()) {
-        await this.#reduce(false);
+        await this.#reduce(false, stall);
         continue;
       }
       if (await this.#epochBoundary()) continue;
@@ -347,9 +393,110 @@ export class Coordinator<M extends Module> {
       }
       await new Promise<void>((resolve) => (this.#wake = resolve));
     }
-    if (this.#alive().some((c) => this.#n[c.rank] > 0) || this.#consensus === null) await this.#reduce(true);
+    if (this.#alive().some((c) => this.#n[c.rank] > 0) || this.#consensus === null) await this.#reduce(true, stall);
+    if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
+    if (this.#failure) throw this.#failure;
     await this.#finalEval();
+    if (this.#writer) await this.#save(this.#stop ? "graceful_shutdown" : "checkpoint");
     return this.#trainedState();
+  }
+
+  /** A rank was lost (worker died, device lost, silent): continue on the survivors (spec §8.4). */
+  #rankLost(r: number, err: Error): void {
+    this.#dead++;
+    this.#elche.markDead(r);
+    for (const s of this.#sources.values()) if (!s.isComplete()) s.forfeit(r);
+    this.#flight[r] = null;
+    this.#n[r] = 0;
+    this.#win[r] = { first: 0, ms: 0, count: 0, all: 0 };
+    if (this.#role === r) this.#role = null;
+    const reason = err.message;
+    console.warn(`flodl-webgpu: ${reason}; continuing on ${this.#alive().length} rank(s)`);
+    this.#events?.rankLost(r, this.#frontier, reason);
+    this.#observer.rankLost?.(r, reason);
+    const why = unrecoverableReason(this.#dead, this.W, "cpu", this.#cfg.maxFailure);
+    if (why) this.#stopReason ??= { reason: why, cause: err };
+    this.#poke();
+  }
+
+  /** Unrecoverable: write the bundle with the reason (when savePath is set) and stop with a clear error. */
+  async #abort(reason: SaveReason, cause: Error): Promise<never> {
+    let where = "";
+    if (this.#writer && this.#consensus) {
+      try {
+        await this.#save(reason);
+        where = `; the checkpoint bundle is at "${this.#writer.where}" (continue with .resumeFrom("${this.#writer.where}"))`;
+      } catch (e) {
+        where = `; writing the checkpoint bundle to "${this.#writer.where}" failed: ${describeError(e)}`;
+      }
+    } else if (!this.#writer) where = "; no bundle was written (set .savePath() to keep one)";
+    const alive = this.#alive().length;
+    const err = new Error(
+      `Training stopped (${reason}): ${this.#dead} of ${this.W} rank(s) lost, ${alive} alive` +
+        `${this.#cfg.maxFailure ? ` (maxFailure limit ${this.#cfg.maxFailure.limit(this.W)})` : ""}; last: ${cause.message}${where}`,
+      { cause },
+    );
+    (err as Error & { saveReason?: string }).saveReason = reason;
+    this.#failure = err;
+    throw err;
+  }
+
+  /** Everything a bundle holds, from the current consensus (spec §8.1). */
+  async #bundleParts(reason: SaveReason): Promise<BundleParts> {
+    const c = this.#consensus!, b = this.#consensusBuffers!;
+    const model = {
+      params: this.#layout.params.map((e) => ({ name: e.name, shape: e.shape, data: c.slice(e.offset, e.offset + e.numel) })),
+      buffers: this.#layout.buffers.map((e) => ({ name: e.name, shape: e.shape, data: b.slice(e.offset, e.offset + e.numel) })),
+    };
+    const holder = this.#alive()[0];
+    const optim = holder ? await holder.call("optimizerState", (api) => api.optimizerState()).catch(() => undefined) : undefined;
+    const outer = this.#outer ? this.#outer.optimizer.state() : undefined;
+    const trend = this.#guard.trendHistory();
+    return {
+      model,
+      optim,
+      outer,
+      meta: {
+        epoch: this.#ckptEpoch,
+        global_step: this.#globalStep,
+        sync_round: this.#round,
+        world_size_at_save: this.W,
+        save_reason: reason,
+        ...(this.#cfg.policy !== "sync"
+          ? { elche_state: { ...this.#elche.exportState(), ...(trend.length ? { trend_history: trend } : {}) } }
+          : {}),
+        coverage: { seed: this.#cfg.seed, epoch_splits: this.#cfg.epochSplits, batch_size: this.#B, per_epoch: this.#ckptCoverage },
+        seed: this.#cfg.seed,
+        batch_size: this.#B,
+      },
+    };
+  }
+
+  #save(reason: SaveReason): Promise<void> {
+    return this.#writer!.save(() => this.#bundleParts(reason));
+  }
+
+  /** Coverage of every epoch in progress (the reduce's trigger snapshot, spec §8.2). */
+  #coverage(): EpochCoverage[] {
+    const out: EpochCoverage[] = [];
+    for (const [epoch, s] of [...this.#sources].sort((a, b) => a[0] - b[0])) {
+      if (epoch >= this.#frontier) out.push(s.coverage());
+    }
+    return out;
+  }
+
+  /** Checkpoint triggers after a reduce (spec §8.2): every n epochs crossed, once at an epoch. */
+  async #maybeCheckpoint(): Promise<void> {
+    if (!this.#writer) return;
+    const every = this.#cfg.checkpointEvery;
+    const reached = Math.max(this.#frontier, ...this.#started);
+    if (every && Math.floor(this.#frontier / every) > this.#lastMultiple) {
+      this.#lastMultiple = Math.floor(this.#frontier / every);
+      await this.#save("checkpoint");
+    } else if (this.#cfg.checkpointAtEpoch !== undefined && !this.#atEpochDone && reached >= this.#cfg.checkpointAtEpoch) {
+      this.#atEpochDone = true;
+      await this.#save("checkpoint");
+    }
   }
 
   /** Close the frontier epoch when its work is complete (and, barrier-paced, reduced). */
@@ -412,13 +559,25 @@ export class Coordinator<M extends Module> {
   }
 
   /** One reduce cycle (spec §2.5), CPU backend. `exact`: f32 frames (the final consensus). */
-  async #reduce(exact: boolean): Promise<void> {
+  async #reduce(exact: boolean, stallMs: number): Promise<void> {
     this.#reducing = true;
     const t0 = performance.now();
     const round = ++this.#round;
-    const alive = this.#alive();
+    const coverage = this.#coverage();
+    const coverageEpoch = this.#frontier;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`reduce ${round} made no progress for ${(stallMs / 1000).toFixed(0)} s`)), stallMs);
+    });
+    stalled.catch(() => {});
+    // Survivors only: a rank lost mid-reduce drops out of this round (its call rejects).
+    const settled = async <T>(calls: Promise<T>[]): Promise<T[]> => {
+      const out = await Promise.race([Promise.allSettled(calls), stalled]);
+      return out.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    };
     try {
-      const frames = await Promise.all(alive.map((c) => c.call("snapshot", (api) => api.snapshot(round, exact))));
+      const frames = (await settled(this.#alive().map((c) => c.call("snapshot", (api) => api.snapshot(round, exact)))))
+        .filter((f) => this.#ranks[f.rank].alive);
       const steps = new Array(this.W).fill(0);
       for (const f of frames) steps[f.rank] = f.batches;
       const ta = performance.now();
@@ -441,7 +600,6 @@ export class Coordinator<M extends Module> {
         for (const f of movers) accumulate(buf, f.buffers, 1 / movers.length);
         const global = this.#outer ? this.#outer.apply(acc)! : acc;
         if (this.#observer.wantsFrames && this.#observer.frames) {
-          const { frameToFlat } = await import("./frames.ts");
           const per = new Array<Float32Array | null>(this.W).fill(null);
           for (const f of frames) per[f.rank] = frameToFlat(f, this.#layout).params;
           this.#observer.frames(round, per, global);
@@ -451,7 +609,7 @@ export class Coordinator<M extends Module> {
         averageMs = performance.now() - ta;
         const bf16 = this.#cfg.elche.bf16Wire && !exact;
         const globalStep = this.#globalStep + steps.reduce((a, b) => a + b, 0);
-        acks = await Promise.all(alive.map((c) => {
+        acks = await settled(this.#alive().filter((c) => frames.some((f) => f.rank === c.rank)).map((c) => {
           const params = bf16 ? packBf16(global) : new Float32Array(global);
           const buffers = new Float32Array(buf);
           bytesDown += params.byteLength + buffers.byteLength;
@@ -470,7 +628,16 @@ export class Coordinator<M extends Module> {
       }
       const ms = performance.now() - t0;
       this.#finishCycle(steps, acks, ms, weights === null, { round, bytesUp, bytesDown, averageMs });
+      if (weights) {
+        this.#ckptCoverage = coverage;
+        this.#ckptEpoch = coverageEpoch;
+        if (!exact) await this.#maybeCheckpoint();
+      }
+    } catch (e) {
+      if (!(e instanceof Error) || !/made no progress/.test(e.message)) throw e;
+      this.#stopReason ??= { reason: "reduce_stall", cause: e };
     } finally {
+      clearTimeout(timer);
       this.#reducing = false;
     }
   }

@@ -15,6 +15,13 @@ import { RankClient } from "./rank_client.ts";
 import { rankCallbacks } from "./rank_runtime.ts";
 import { programArgs, type RankRole } from "./reentry.ts";
 import { runMonitor } from "./run_monitor.ts";
+import { BundleWriter, loadResume, type ResumeSeed } from "./persistence.ts";
+
+/** Resume seed and bundle writer of a run. */
+export interface Persistence {
+  resume?: ResumeSeed;
+  writer?: BundleWriter;
+}
 import { runSingle } from "./single.ts";
 import { resolveConfig, type ResolvedRunConfig } from "./validate_config.ts";
 
@@ -94,11 +101,23 @@ export async function launch<M extends Module>(state: BuilderState<M>): Promise<
   }
   if (state.spec.evalFn && !state.spec.evalDataset) throw new TypeError("Trainer.run: evalFn needs evalDataset, got undefined");
   for (const w of cfg.warnings) console.warn(`Trainer.run: ${w}`);
-  if (W === 1) return runSingle(state, cfg, observerOf(state));
-  return launchRanks(state, cfg, { ...cluster, ranks: cluster.ranks });
+  if ((cfg.checkpointAtEpoch !== undefined || cfg.checkpointEvery !== undefined) && !cfg.savePath && !state.spec.checkpointFn) {
+    throw new RangeError(`Trainer.run: checkpointAtEpoch/checkpointEvery need savePath (or a checkpointFn), got savePath undefined`);
+  }
+  const persistence = {
+    resume: cfg.resumeFrom ? await loadResume(cfg.resumeFrom, cfg, W) : undefined,
+    writer: cfg.savePath ? new BundleWriter(cfg.savePath) : undefined,
+  };
+  if (W === 1) return runSingle(state, cfg, observerOf(state), persistence);
+  return launchRanks(state, cfg, { ...cluster, ranks: cluster.ranks }, persistence);
 }
 
-async function launchRanks<M extends Module>(state: BuilderState<M>, cfg: ResolvedRunConfig, cluster: ClusterSpec): Promise<DdpHandle> {
+async function launchRanks<M extends Module>(
+  state: BuilderState<M>,
+  cfg: ResolvedRunConfig,
+  cluster: ClusterSpec,
+  persistence: Persistence,
+): Promise<DdpHandle> {
   const W = cluster.ranks.length;
   const session = crypto.randomUUID();
   const entry = state.entry ?? state.site.url;
@@ -137,7 +156,10 @@ async function launchRanks<M extends Module>(state: BuilderState<M>, cfg: Resolv
     for (const c of clients) {
       const silent = performance.now() - c.lastSeen;
       if (c.alive && silent > limit) {
-        c.fail(new RankLostError(c.rank, `rank ${c.rank} was silent for ${(silent / 1000).toFixed(1)} s (heartbeatTimeoutSecs ${cfg.heartbeatTimeoutSecs})`));
+        c.fail(
+          new RankLostError(c.rank, `rank ${c.rank} was silent for ${(silent / 1000).toFixed(1)} s (heartbeatTimeoutSecs ${cfg.heartbeatTimeoutSecs})`),
+          false,
+        );
       }
     }
   }, 250);
@@ -145,12 +167,13 @@ async function launchRanks<M extends Module>(state: BuilderState<M>, cfg: Resolv
   const started = new Promise<DdpHandle>((r) => (begin = r));
   const result = (async () => {
     try {
-      coordinator = new Coordinator(state, cfg, clients, hellos[0].layout, await started, observer, monitor);
+      coordinator = new Coordinator(state, cfg, clients, hellos[0].layout, await started, observer, monitor, persistence);
       return await coordinator.run();
     } finally {
       clearInterval(watchdog);
       await close();
       await monitor?.close();
+      await persistence.writer?.flush().catch(() => {});
     }
   })();
   const handle = new DdpHandle(W, hellos.map((h) => h.adapter), result, () => coordinator?.shutdown());

@@ -7,6 +7,13 @@ import * as Comlink from "comlink";
 import { describeError, RankLostError } from "./errors.ts";
 import type { BatchEvent, CoordinatorSink, RankApi } from "./protocol.ts";
 
+/** A lost device (destroyed, driver reset, unrecoverable out-of-memory) as a rank reports it. */
+function deviceLost(e: unknown): boolean {
+  const name = (e as Error)?.name ?? "";
+  const message = (e as Error)?.message ?? "";
+  return name === "DeviceLostError" || (name === "GpuError" && /out of memory|lost|destroyed/i.test(message));
+}
+
 export class RankClient {
   readonly rank: number;
   readonly api: RankApi;
@@ -16,6 +23,11 @@ export class RankClient {
   lastSeen = performance.now();
   /** Batch events, forwarded by the coordinator. */
   onBatch?: (e: BatchEvent) => void;
+  /**
+   * The rank went down. `fatal`: it threw (user code, a shader bug) — the run must stop
+   * and say so; otherwise it was lost (worker died, device lost, silent) — survivable.
+   */
+  onDown?: (err: RankLostError, fatal: boolean) => void;
   #failed: Promise<never>;
   #reject!: (e: Error) => void;
   #cause?: Error;
@@ -28,10 +40,10 @@ export class RankClient {
     this.#failed.catch(() => {});
     worker?.addEventListener("error", (e: ErrorEvent) => {
       e.preventDefault();
-      this.fail(new RankLostError(rank, `rank ${rank}: its worker died: ${e.message}`));
+      this.fail(new RankLostError(rank, `rank ${rank}: its worker died: ${e.message}`), false);
     });
     worker?.addEventListener("messageerror", () => {
-      this.fail(new RankLostError(rank, `rank ${rank}: a message from its worker could not be deserialized`));
+      this.fail(new RankLostError(rank, `rank ${rank}: a message from its worker could not be deserialized`), false);
     });
   }
 
@@ -54,12 +66,13 @@ export class RankClient {
     return this.#cause;
   }
 
-  /** Declare the rank lost: every pending and later call rejects with `err`. */
-  fail(err: Error): void {
+  /** Declare the rank down: every pending and later call rejects with `err`. */
+  fail(err: RankLostError, fatal: boolean): void {
     if (!this.alive) return;
     this.alive = false;
     this.#cause = err;
     this.#reject(err);
+    this.onDown?.(err, fatal);
   }
 
   /** Call the rank; a failure names the rank, the call and the cause; a lost rank rejects at once. */
@@ -70,10 +83,17 @@ export class RankClient {
       this.lastSeen = performance.now();
       return out;
     } catch (e) {
-      const err = e instanceof RankLostError
-        ? e
-        : new RankLostError(this.rank, `rank ${this.rank} failed in ${what}: ${describeError(e)}`, { cause: e });
-      this.fail(err);
+      if (e instanceof RankLostError) {
+        this.fail(e, false);
+        throw e;
+      }
+      const lost = deviceLost(e);
+      const err = new RankLostError(
+        this.rank,
+        lost ? `rank ${this.rank} lost its GPU device in ${what}: ${describeError(e)}` : `rank ${this.rank} failed in ${what}: ${describeError(e)}`,
+        { cause: e },
+      );
+      this.fail(err, !lost);
       throw err;
     }
   }

@@ -159,13 +159,10 @@ export class RunMonitor implements RunEvents {
   #subEpoch(epoch: number, tick: number, e: ReduceEvent): void {
     const leaves = e.steps.map((steps, rank) => {
       const w = this.#window.get(rank);
-      return {
-        rank,
-        work: steps,
-        metrics: w && w.n > 0
-          ? { loss: w.loss / w.n, throughput: w.ms > 0 ? w.samples / w.ms : 0, compute_only_ms: w.ms }
-          : {},
-      };
+      const metrics: Record<string, number> = w && w.n > 0
+        ? { loss: w.loss / w.n, throughput: w.ms > 0 ? w.samples / w.ms : 0, compute_only_ms: w.ms }
+        : {};
+      return { rank, work: steps, metrics };
     });
     this.#records(this.#tree.rows({
       epoch,

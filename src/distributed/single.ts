@@ -15,6 +15,8 @@ import type { LayoutTable } from "./protocol.ts";
 import { frameToFlat } from "./frames.ts";
 import type { RankRuntime } from "./rank_runtime.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
+import type { Persistence } from "./launch.ts";
+import type { SaveReason } from "./max_failure.ts";
 import { runMonitor, type RunEvents } from "./run_monitor.ts";
 
 async function quietly(name: string, fn: () => unknown): Promise<void> {
@@ -30,6 +32,7 @@ export async function runSingle<M extends Module>(
   state: BuilderState<M>,
   cfg: ResolvedRunConfig,
   observer: RunObserver,
+  persistence: Persistence = {},
 ): Promise<DdpHandle> {
   const existing = (() => {
     try {
@@ -53,10 +56,11 @@ export async function runSingle<M extends Module>(
   const started = new Promise<DdpHandle>((r) => (begin = r));
   const result = (async () => {
     try {
-      return await trainSingle(state, cfg, runtime, hello.layout, await started, () => stop, monitor);
+      return await trainSingle(state, cfg, runtime, hello.layout, await started, () => stop, monitor, persistence);
     } finally {
       await runtime.stop();
       await monitor?.close();
+      await persistence.writer?.flush().catch(() => {});
     }
   })();
   const handle = new DdpHandle(1, [hello.adapter], result, () => (stop = true));
@@ -72,10 +76,34 @@ async function trainSingle<M extends Module>(
   handle: DdpHandle,
   stopped: () => boolean,
   monitor?: RunEvents,
+  persistence: Persistence = {},
 ): Promise<TrainedState> {
   const P = state.spec.dataset!.len() * cfg.augment;
   const full = Math.floor(P / cfg.batchSize) * cfg.batchSize;
-  let globalStep = 0;
+  const resume = persistence.resume;
+  let globalStep = resume?.globalStep ?? 0;
+  const save = async (epoch: number, reason: SaveReason) => {
+    const writer = persistence.writer;
+    if (!writer) return;
+    await writer.save(async () => {
+      const flat = frameToFlat(await runtime.finalState(), layout);
+      const slice = (e: LayoutTable["params"][number], a: Float32Array) => ({ name: e.name, shape: e.shape, data: a.slice(e.offset, e.offset + e.numel) });
+      return {
+        model: { params: layout.params.map((e) => slice(e, flat.params)), buffers: layout.buffers.map((e) => slice(e, flat.buffers)) },
+        optim: await runtime.optimizerState(),
+        meta: {
+          epoch,
+          global_step: globalStep,
+          sync_round: 0,
+          world_size_at_save: 1,
+          save_reason: reason,
+          coverage: { seed: cfg.seed, epoch_splits: cfg.epochSplits, batch_size: cfg.batchSize, per_epoch: [] },
+          seed: cfg.seed,
+          batch_size: cfg.batchSize,
+        },
+      };
+    });
+  };
   const evaluate = async (epoch: number) => {
     if (!state.spec.evalFn || !state.spec.evalDataset) return;
     const out = await runtime.evaluate(epoch);
@@ -86,11 +114,15 @@ async function trainSingle<M extends Module>(
       await quietly("evalResultFn", () => state.evalResultFn?.(epoch, out.value!));
     }
   };
-  for (let epoch = 0; epoch < cfg.numEpochs && !stopped(); epoch++) {
+  let epoch = resume?.startEpoch ?? 0;
+  for (; epoch < cfg.numEpochs && !stopped(); epoch++) {
     monitor?.epochStart(epoch);
+    // A resumed epoch runs only what its checkpoint left uncovered.
+    const cov = resume?.coverage.get(epoch);
+    const ranges: [number, number][] = cov ? cov.uncovered_ranges.map(([o, n]) => [o, n]) : [[0, full]];
     const report = await runtime.train({
       epoch,
-      ranges: [[0, full]],
+      ranges,
       globalStep,
       version: 0,
       epochFn: state.spec.epochFn !== undefined,
@@ -113,10 +145,14 @@ async function trainSingle<M extends Module>(
     if (k < cfg.numEpochs) {
       if (EvalCadence.due(cfg.evalEvery, k)) await evaluate(k);
       if (cfg.checkpointEvery && k % cfg.checkpointEvery === 0) {
-        await runtime.checkpoint(k).catch((e) => console.warn(`checkpointFn failed at epoch ${k}: ${describeError(e)}`));
+        if (state.spec.checkpointFn) {
+          await runtime.checkpoint(k).catch((e) => console.warn(`checkpointFn failed at epoch ${k}: ${describeError(e)}`));
+        }
+        await save(k, "checkpoint");
       }
     }
   }
+  await save(epoch, stopped() ? "graceful_shutdown" : "checkpoint");
   await evaluate(cfg.numEpochs);
   const frame = await runtime.finalState();
   const flat = frameToFlat(frame, layout);

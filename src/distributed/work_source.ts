@@ -3,7 +3,7 @@
  * (Cadence/Async default, spec §3.10) or static per-rank partitions (Sync default, or
  * `progressiveDispatch(false)`). The coordinator sees both through one interface.
  */
-import { type Chunk, ChunkPool, type NextChunkContext } from "./chunk_pool.ts";
+import { type Chunk, ChunkPool, type EpochCoverage, type NextChunkContext } from "./chunk_pool.ts";
 import { planPartitions, type Range } from "./partition.ts";
 import type { ApplyPolicy } from "./config.ts";
 
@@ -19,13 +19,28 @@ export interface WorkSource {
   isComplete(): boolean;
   /** A rank died: its uncompleted work goes back for survivors. */
   forfeit(rank: number): void;
+  /** Ranges not yet completed (in flight included: redone on resume, never lost). */
+  coverage(): EpochCoverage;
 }
 
 /** Progressive dispatch: the chunk pool. */
 export class PoolSource implements WorkSource {
   readonly pool: ChunkPool;
-  constructor(readonly epoch: number, samples: number, batchSize: number, worldSize: number, counts: readonly number[], alive: readonly boolean[]) {
-    this.pool = new ChunkPool({ epoch, samples, batchSize, worldSize, counts, alive });
+  readonly epoch: number;
+  constructor(pool: ChunkPool) {
+    this.pool = pool;
+    this.epoch = pool.epoch;
+  }
+  /** A fresh pool over the epoch. */
+  static fresh(epoch: number, samples: number, batchSize: number, worldSize: number, counts: readonly number[], alive: readonly boolean[]): PoolSource {
+    return new PoolSource(new ChunkPool({ epoch, samples, batchSize, worldSize, counts, alive }));
+  }
+  /** A pool holding only a checkpoint's uncovered ranges (resume). */
+  static resumed(cov: EpochCoverage, batchSize: number, worldSize: number, alive: readonly boolean[]): PoolSource {
+    return new PoolSource(ChunkPool.fromCoverage(cov, { batchSize, worldSize, alive }));
+  }
+  coverage(): EpochCoverage {
+    return this.pool.coverage();
   }
   next(rank: number, ctx: NextChunkContext): Chunk | null {
     return this.pool.nextChunk(rank, ctx);
@@ -60,23 +75,67 @@ export class PartitionSource implements WorkSource {
   #inFlight: Chunk[][];
   #alive: boolean[];
   #nextId = 0;
+  #all: Segment[];
+  #done: Segment[] = [];
   constructor(
     readonly epoch: number,
-    samples: number,
     readonly batchSize: number,
+    queues: Segment[][],
+    alive: readonly boolean[],
+  ) {
+    this.#alive = [...alive];
+    this.#queues = queues;
+    this.#inFlight = queues.map(() => []);
+    this.#all = queues.flat().map((q) => ({ ...q }));
+  }
+
+  /** Each alive rank's share of the epoch (equal, by partition ratios, or by speed). */
+  static plan(
+    epoch: number,
+    samples: number,
+    batchSize: number,
     policy: ApplyPolicy,
     worldSize: number,
     alive: readonly boolean[],
     partitionRatios?: readonly number[],
     msPerBatch?: readonly number[],
-  ) {
-    this.#alive = [...alive];
+  ): PartitionSource {
     const ranges = planPartitions({ policy, worldSize, total: samples, partitionRatios, msPerBatch, alive });
-    this.#queues = ranges.map((r: Range) => {
+    const queues = ranges.map((r: Range) => {
       const batches = Math.floor(r.size / batchSize);
       return batches > 0 ? [{ offset: r.offset, batches }] : [];
     });
-    this.#inFlight = ranges.map(() => []);
+    return new PartitionSource(epoch, batchSize, queues, alive);
+  }
+
+  /** A checkpoint's uncovered ranges, dealt round robin to the alive ranks (resume). */
+  static resumed(cov: EpochCoverage, batchSize: number, worldSize: number, alive: readonly boolean[]): PartitionSource {
+    const heirs = alive.flatMap((a, r) => (a ? [r] : []));
+    const queues: Segment[][] = Array.from({ length: worldSize }, () => []);
+    cov.uncovered_ranges.forEach(([offset, size], i) => {
+      const batches = Math.floor(size / batchSize);
+      if (batches > 0) queues[heirs[i % heirs.length]].push({ offset, batches });
+    });
+    return new PartitionSource(cov.epoch, batchSize, queues, alive);
+  }
+
+  coverage(): EpochCoverage {
+    const B = this.batchSize;
+    const done = this.#done.map((d) => [d.offset, d.offset + d.batches * B]).sort((a, b) => a[0] - b[0]);
+    const uncovered: [number, number][] = [];
+    for (const seg of this.#all) {
+      let at = seg.offset;
+      const end = seg.offset + seg.batches * B;
+      for (const [s, e] of done) {
+        if (e <= at || s >= end) continue;
+        if (s > at) uncovered.push([at, s - at]);
+        at = Math.max(at, e);
+      }
+      if (at < end) uncovered.push([at, end - at]);
+    }
+    uncovered.sort((a, b) => a[0] - b[0]);
+    const total = this.#all.reduce((a, q) => a + q.batches * B, 0);
+    return { epoch: this.epoch, total_samples: total, uncovered_ranges: uncovered };
   }
   next(rank: number, ctx: NextChunkContext): Chunk | null {
     const q = this.#queues[rank];
@@ -98,7 +157,8 @@ export class PartitionSource implements WorkSource {
     const f = this.#inFlight[rank];
     const i = f.findIndex((c) => c.id === id);
     if (i < 0) throw new RangeError(`PartitionSource.complete: rank ${rank} has no chunk ${id} in flight`);
-    f.splice(i, 1);
+    const [c] = f.splice(i, 1);
+    this.#done.push({ offset: c.offset, batches: c.batches });
   }
   exhaustedFor(rank: number): boolean {
     return this.#queues[rank].length === 0;

@@ -92,6 +92,7 @@ export class Device {
   #lost: GPUDeviceLostInfo | undefined;
   #error: GPUError | undefined;
   #submits = 0;
+  #destroyed = false;
 
   private constructor(gpu: GPUDevice, adapter: GPUAdapter, label: string, matmul?: MatmulTiling) {
     this.gpu = gpu;
@@ -177,9 +178,9 @@ export class Device {
     deviceGlobal[DEFAULT_KEY] = device;
   }
 
-  /** True once the device was lost. */
+  /** True once the device was lost (or destroyed). */
   get lost(): boolean {
-    return this.#lost !== undefined;
+    return this.#lost !== undefined || this.#destroyed;
   }
 
   /** Device limits (the adapter's maxima for buffer and binding sizes). */
@@ -190,6 +191,7 @@ export class Device {
   /** Throw the pending asynchronous error (device lost, validation, out of memory), if any. */
   check(): void {
     if (this.#lost) throw new DeviceLostError(this.label, this.#lost.reason, this.#lost.message);
+    if (this.#destroyed) throw new DeviceLostError(this.label, "destroyed", "destroy() was called");
     const e = this.#error;
     if (e) {
       this.#error = undefined;
@@ -414,6 +416,7 @@ export class Device {
 
   /** Destroy the device; later use throws {@link DeviceLostError}. */
   destroy(): void {
+    this.#destroyed = true;
     this.#encoder = undefined;
     this.#pass = undefined;
     this.gpu.destroy();

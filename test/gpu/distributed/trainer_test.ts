@@ -106,7 +106,7 @@ gpuTest("bf16 wire ships exactly half the bytes of f32 per reduce", async () => 
 
 gpuTest("a rank that throws mid-epoch makes join() reject naming the rank and the cause", async () => {
   const b = configure({ ranks: 2, policy: ApplyPolicy.Cadence, bf16: false, batch: 16, epochs: 3 });
-  setProgramArgs({ throwRank: 1, throwAt: 7 });
+  setProgramArgs({ faultRank: 1, faultAt: 7, fault: "throw" });
   const h = await b.run();
   const e = await assertRejects(() => h.join(), RankLostError, "rank 1", "injected failure at step 7");
   assertEquals((e as RankLostError).rank, 1, "error carries the rank");

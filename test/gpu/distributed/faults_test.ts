@@ -1,0 +1,111 @@
+/**
+ * Runs that survive (spec §8.4): a worker that vanishes or a GPU device destroyed
+ * mid-epoch costs a rank, not the run; the coordinator's coverage ledger shows every
+ * sample trained exactly once per epoch. maxFailure stops the run with a bundle that
+ * resumeFrom continues, and across both runs each sample is trained once per epoch.
+ */
+import {
+  ElCheConfig,
+  MaxFailureThreshold,
+  MemoryStorage,
+  permutation,
+  readBundleMeta,
+  setProgramArgs,
+} from "../../../src/index.ts";
+import { FsStorage } from "../../../src/io/mod.ts";
+import { SAMPLES, tiny } from "../../fixtures/programs/tiny.ts";
+import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
+import { gpuTest } from "../../util/gpu.ts";
+
+const B = 16, EPOCHS = 3;
+
+/** Counts per epoch and sample, from the coordinator's completed chunks. */
+class Ledger {
+  counts = Array.from({ length: EPOCHS }, () => new Uint8Array(SAMPLES));
+  chunk = (epoch: number, _rank: number, offset: number, size: number) => {
+    const perm = permutation(42, epoch, SAMPLES);
+    for (let i = offset; i < offset + size; i++) this.counts[epoch][perm[i]]++;
+  };
+  exactlyOnce(label: string): void {
+    this.counts.forEach((c, e) => {
+      const bad = [...c.keys()].filter((i) => c[i] !== 1);
+      assert(bad.length === 0, `${label}: epoch ${e}: ${bad.length} samples not trained exactly once (e.g. #${bad[0]} ×${c[bad[0]]})`);
+    });
+  }
+}
+
+function threeRanks() {
+  return tiny.elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(B).numEpochs(EPOCHS).lrScaleRatio(0)
+    .heartbeatTimeoutSecs(2).cluster({ ranks: [{}, {}, {}] });
+}
+
+async function lose(fault: "exit" | "destroy", reason: RegExp) {
+  setProgramArgs({ faultRank: 2, faultAt: 30, fault });
+  const ledger = new Ledger();
+  const lost: string[] = [];
+  const b = threeRanks();
+  const { observe } = await import("../../../src/distributed/launch.ts");
+  observe(b.state, { chunk: ledger.chunk, rankLost: (r, why) => lost.push(`${r}: ${why}`) });
+  const h = await b.run();
+  const state = await h.join();
+  setProgramArgs({});
+  assertEquals(lost.length, 1, "one rank lost");
+  assert(lost[0].startsWith("2: ") && reason.test(lost[0]), `loss reason: ${lost[0]}`);
+  assert(state.params.size === 2, "the run finished with a consensus");
+  ledger.exactlyOnce(fault);
+  const last = h.history[h.history.length - 1];
+  assertEquals(last.perRankSamples[2], 0, "the lost rank trained nothing in the last epoch");
+}
+
+gpuTest("a worker that vanishes mid-epoch 2 of 3 ranks: the run completes on 2, every sample once per epoch", async () => {
+  await lose("exit", /silent/);
+});
+
+gpuTest("a rank whose GPU device is destroyed leaves the run with reason 'device lost'; the run completes", async () => {
+  await lose("destroy", /lost its GPU device/);
+});
+
+gpuTest("maxFailure(absolute(1)) writes a max_failure_exceeded bundle; resumeFrom finishes; each sample once per epoch over both runs", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "flodl-faults-" });
+  const stem = `${dir}/ckpt`;
+  try {
+    const ledger = new Ledger();
+    const { observe } = await import("../../../src/distributed/launch.ts");
+    // Run 1: rank 2 vanishes; one dead rank is already too many.
+    setProgramArgs({ faultRank: 2, faultAt: 30, fault: "exit" });
+    let b = threeRanks().savePath(stem).maxFailure(MaxFailureThreshold.absolute(1));
+    const covered: [number, number, number][] = [];
+    observe(b.state, { chunk: (e, r, o, n) => covered.push([e, o, n]) });
+    const h1 = await b.run();
+    const e1 = await assertRejects(() => h1.join(), Error, "max_failure_exceeded", stem, "resumeFrom");
+    const meta = await readBundleMeta(new FsStorage(dir), "ckpt");
+    assertEquals(meta.save_reason, "max_failure_exceeded", "bundle reason");
+    // Count run 1's work that the bundle's consensus holds: everything outside its uncovered ranges.
+    for (let e = 0; e < EPOCHS; e++) {
+      const cov = meta.coverage?.per_epoch.find((c) => c.epoch === e);
+      if (e < meta.epoch && !cov) ledger.chunk(e, 0, 0, SAMPLES);
+      else if (cov) {
+        let at = 0;
+        for (const [o, n] of cov.uncovered_ranges) {
+          if (o > at) ledger.chunk(e, 0, at, o - at);
+          at = o + n;
+        }
+        if (at < SAMPLES) ledger.chunk(e, 0, at, SAMPLES - at);
+      }
+    }
+    void e1;
+    void covered;
+    // Run 2: resume with three healthy ranks.
+    setProgramArgs({});
+    b = threeRanks().savePath(stem).resumeFrom(stem).maxFailure(MaxFailureThreshold.absolute(1));
+    observe(b.state, { chunk: ledger.chunk });
+    const h2 = await b.run();
+    await h2.join();
+    ledger.exactlyOnce("stop + resume");
+    assertEquals((await readBundleMeta(new FsStorage(dir), "ckpt")).save_reason, "checkpoint", "final bundle after resume");
+  } finally {
+    setProgramArgs({});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+void MemoryStorage;
