@@ -15,6 +15,7 @@ export type { DdpRunConfig, ElCheFields } from "./config.ts";
 export { CoopWorker as Worker, CoopWorker } from "./coop.ts";
 export type { StepOutcome } from "./coop.ts";
 export type { ReduceEvent, RunEpochMetrics, RunObserver } from "./coordinator.ts";
+export type { BatchEvent, ChunkPlan } from "./protocol.ts";
 export type { RunEvents } from "./run_monitor.ts";
 export { RankLostError } from "./errors.ts";
 export { DdpHandle } from "./handle.ts";

@@ -1,0 +1,110 @@
+/**
+ * `npm start`: data-parallel MNIST training in Deno, several ranks (Web Workers, each its
+ * own WebGPU device), progress on the terminal, and at the end a dashboard, the record
+ * log, the timeline and the model under runs/<name>/. `npm start -- --help` lists flags.
+ *
+ * This module is also every rank's entry: ranks re-run its top level (same Deno.args),
+ * so the builder is created here, at top level; console output is coordinator-only.
+ */
+import {
+  Adam,
+  crossEntropy,
+  ElCheConfig,
+  encodeSafetensors,
+  EvalCadence,
+  isRank,
+  loadMnist,
+  observe,
+  type RunEpochMetrics,
+  Timeline,
+  Trainer,
+  Variable,
+} from "../src/index.ts";
+import { HELP, parseTrainArgs, type TrainArgs } from "./args.ts";
+import { accuracy, buildModel } from "./models.ts";
+import { Progress } from "./progress.ts";
+
+function parse(): TrainArgs {
+  try {
+    return parseTrainArgs(Deno.args);
+  } catch (e) {
+    if (!isRank()) {
+      console.error(`npm start: ${(e as Error).message}`);
+      Deno.exit(2);
+    }
+    throw e;
+  }
+}
+
+const args = parse();
+if (args.help && !isRank()) {
+  console.log(HELP);
+  Deno.exit(0);
+}
+
+const train = await loadMnist({ split: "train", limit: args.subset || undefined });
+const test = await loadMnist({ split: "test", limit: args.testSubset || undefined });
+
+export const builder = Trainer.builder(
+  (device) => buildModel(args.model, device),
+  (params) => new Adam(params, { lr: args.lr }),
+  (model, [x, y]) => crossEntropy(model.forward(new Variable(x)), y),
+)
+  .dataset(train)
+  .evalDataset(test)
+  .evalFn((model, data) => accuracy(model, data))
+  .evalEvery(EvalCadence.epochs(1));
+
+if (!isRank()) await main(args);
+
+async function main(a: TrainArgs): Promise<void> {
+  const dir = `${a.out}/${a.name}`;
+  await Deno.mkdir(dir, { recursive: true });
+  const timeline = new Timeline();
+  builder
+    .batchSize(a.batch)
+    .numEpochs(a.epochs)
+    .elche(ElCheConfig.defaultFor(a.mode))
+    .bf16Wire(a.bf16 && a.ranks > 1)
+    .cluster({ ranks: Array.from({ length: a.ranks }, (_, r) => ({ slowdown: r === a.slowRank ? a.slowdownFactor : 1 })) })
+    .timeline(timeline)
+    .recordLog(`${dir}/log`, 0)
+    .saveDashboard(`${dir}/dashboard.html`)
+    .reportsPerEpoch(4);
+
+  const progress = new Progress({
+    epochs: a.epochs,
+    samplesPerEpoch: Math.floor(train.len() / a.batch) * a.batch,
+    tty: Deno.stdout.isTerminal(),
+  });
+  observe(builder.state, { batch: (e) => progress.batch(e), reduce: (e) => progress.reduce(e) });
+  builder.evalResultFn((epoch, acc) => progress.eval(epoch, acc));
+
+  console.log(
+    `flodl-webgpu: ${a.model} on MNIST (${train.len()} train / ${test.len()} test), ${a.ranks} rank(s), ${a.mode}, ` +
+      `bf16 wire ${a.bf16 && a.ranks > 1 ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}` +
+      (a.slowRank >= 0 ? `, rank ${a.slowRank} ${a.slowdownFactor}× slower` : ""),
+  );
+  const t0 = performance.now();
+  const handle = await builder.run();
+  console.log(`ranks: ${handle.devices().map((d, r) => `${r}: ${d}`).join(", ")}`);
+  for await (const m of handle) progress.epoch(m as RunEpochMetrics);
+  const state = await handle.join();
+  const secs = (performance.now() - t0) / 1000;
+  progress.done();
+
+  const tensors: Parameters<typeof encodeSafetensors>[0] = {};
+  for (const [name, t] of [...state.params, ...state.buffers]) tensors[name] = { dtype: "F32", shape: t.shape, data: t.data };
+  await Deno.writeFile(`${dir}/model.safetensors`, encodeSafetensors(tensors, { model: a.model, format: "pt" }));
+  await Deno.writeTextFile(`${dir}/timeline.json`, JSON.stringify(timeline));
+  await Deno.writeTextFile(`${dir}/timeline.csv`, timeline.toCSV());
+
+  const final = handle.evals.filter((e) => e.value !== undefined).at(-1);
+  console.log(
+    `\nfinal test accuracy ${final ? (final.value! * 100).toFixed(2) + "%" : "n/a"} after ${a.epochs} epoch(s) in ${secs.toFixed(1)} s`,
+  );
+  console.log(`dashboard:  ${dir}/dashboard.html`);
+  console.log(`record log: ${dir}/log/ (root.log, root/<host>/rank<k>.log)`);
+  console.log(`timeline:   ${dir}/timeline.json, ${dir}/timeline.csv`);
+  console.log(`model:      ${dir}/model.safetensors`);
+}
