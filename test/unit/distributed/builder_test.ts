@@ -45,9 +45,14 @@ const CASES: [string, () => ReturnType<typeof base>, typeof RangeError | typeof 
   ["heartbeatTimeoutSecs", () => base().heartbeatTimeoutSecs(0), RangeError, ["heartbeatTimeoutSecs", "got 0"]],
   ["augment", () => base().augment(0), RangeError, ["augment", "got 0"]],
   ["cluster slowdown", () => base().cluster({ ranks: [{ slowdown: 0.5 }, {}] }), RangeError, ["slowdown", "0.5"]],
-  ["not supported yet: savePath", () => base().savePath("x"), RangeError, [".savePath()", "not supported yet"]],
   ["not supported yet: vramPool", () => base().vramPool(true), RangeError, [".vramPool()", "not supported yet"]],
-  ["not supported yet: recordLog", () => base().recordLog("logs", 0), RangeError, [".recordLog()", "not supported yet"]],
+  ["not supported yet: sampleCache", () => base().sampleCache(true), RangeError, [".sampleCache()", "not supported yet"]],
+  ["not supported yet: diskStage", () => base().diskStage(2), RangeError, [".diskStage()", "not supported yet"]],
+  ["not supported yet: ramMaxUsage", () => base().ramMaxUsage(0.3), RangeError, [".ramMaxUsage()", "not supported yet"]],
+  ["checkpointAtEpoch without savePath", () => base().checkpointAtEpoch(1), RangeError, ["checkpointAtEpoch", "savePath"]],
+  ["a missing resume bundle", () => base().resumeFrom("/nonexistent/flodl-ckpt"), Error, ["resumeFrom", "flodl-ckpt.meta.json"]],
+  ["scalarReduction on a core key", () => base().scalarReduction("loss", "sum"), RangeError, ["scalarReduction", "loss"]],
+  ["dashboardTheme", () => base().dashboardTheme("neon" as "dark"), RangeError, ["dashboardTheme", "neon"]],
 ];
 
 for (const [name, make, cls, fragments] of CASES) {
