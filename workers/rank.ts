@@ -49,6 +49,7 @@ const api: RankApi = {
   checkpoint: (version) => rt().checkpoint(version),
   finalState: async () => send(await rt().finalState()),
   optimizerState: () => rt().optimizerState(),
+  memory: () => rt().memory(),
   async stop() {
     clearInterval(beat);
     await runtime?.stop();

@@ -59,6 +59,8 @@ export interface RunObserver {
   chunk?(epoch: number, rank: number, offset: number, size: number): void;
   /** A rank was lost and the run continues without it. */
   rankLost?(rank: number, reason: string): void;
+  /** A checkpoint bundle was written (after its files are in place). */
+  saved?(reason: string, stem: string): void;
   wantsFrames?: boolean;
 }
 
@@ -472,8 +474,9 @@ export class Coordinator<M extends Module> {
     };
   }
 
-  #save(reason: SaveReason): Promise<void> {
-    return this.#writer!.save(() => this.#bundleParts(reason));
+  async #save(reason: SaveReason): Promise<void> {
+    await this.#writer!.save(() => this.#bundleParts(reason));
+    this.#observer.saved?.(reason, this.#writer!.where);
   }
 
   /** Coverage of every epoch in progress (the reduce's trigger snapshot, spec §8.2). */

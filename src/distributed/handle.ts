@@ -37,7 +37,17 @@ export class DdpHandle implements RunSink {
   /** Every epoch's metrics so far (the queue drains; this keeps them). */
   readonly history: EpochMetrics[] = [];
 
-  constructor(world: number, devices: string[], result: Promise<TrainedState>, shutdown: () => void) {
+  #memory: () => Promise<({ liveBytes: number; pooledBytes: number; totalBytes: number; created: number } | null)[]>;
+
+  constructor(
+    world: number,
+    devices: string[],
+    result: Promise<TrainedState>,
+    shutdown: () => void,
+    memory: () => Promise<({ liveBytes: number; pooledBytes: number; totalBytes: number; created: number } | null)[]> = () =>
+      Promise.resolve([]),
+  ) {
+    this.#memory = memory;
     this.#world = world;
     this.#devices = devices;
     this.#shutdown = shutdown;
@@ -103,5 +113,10 @@ export class DdpHandle implements RunSink {
   /** The adapter of each rank. */
   devices(): string[] {
     return [...this.#devices];
+  }
+
+  /** GPU memory of each alive rank's device (live + pooled bytes); a lost rank reads null. */
+  memory(): Promise<({ liveBytes: number; pooledBytes: number; totalBytes: number; created: number } | null)[]> {
+    return this.#memory();
   }
 }

@@ -176,7 +176,8 @@ async function launchRanks<M extends Module>(
       await persistence.writer?.flush().catch(() => {});
     }
   })();
-  const handle = new DdpHandle(W, hellos.map((h) => h.adapter), result, () => coordinator?.shutdown());
+  const memory = () => Promise.all(clients.map((c) => (c.alive ? c.call("memory", (api) => api.memory()).catch(() => null) : null)));
+  const handle = new DdpHandle(W, hellos.map((h) => h.adapter), result, () => coordinator?.shutdown(), memory);
   begin(handle);
   return handle;
 }

@@ -156,6 +156,8 @@ export interface RankApi {
   finalState(): Promise<Frame>;
   /** Optimizer state, for bundles. */
   optimizerState(): Promise<{ tensors: Record<string, Float32Array<ArrayBuffer>>; shapes: Record<string, number[]>; scalars: Record<string, number> }>;
+  /** GPU memory of the rank's device: live and pooled bytes, buffers created. */
+  memory(): Promise<{ liveBytes: number; pooledBytes: number; totalBytes: number; created: number }>;
   /** Stop training and release the device. */
   stop(): Promise<void>;
 }

@@ -230,6 +230,10 @@ export class RankRuntime<M extends Module> implements RankApi {
     });
   }
 
+  memory() {
+    return Promise.resolve(this.#device.memory());
+  }
+
   async stop(): Promise<void> {
     this.#stopped = true;
     this.onStop?.();

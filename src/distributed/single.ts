@@ -63,7 +63,7 @@ export async function runSingle<M extends Module>(
       await persistence.writer?.flush().catch(() => {});
     }
   })();
-  const handle = new DdpHandle(1, [hello.adapter], result, () => (stop = true));
+  const handle = new DdpHandle(1, [hello.adapter], result, () => (stop = true), async () => [await runtime.memory()]);
   begin(handle);
   return handle;
 }

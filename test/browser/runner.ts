@@ -21,7 +21,8 @@ const log = document.getElementById("log")!;
 async function main(): Promise<void> {
   const adapter = await navigator.gpu?.requestAdapter();
   state.adapter = adapter ? `${adapter.info.vendor} ${adapter.info.architecture} ${adapter.info.description}`.trim() : "none";
-  const paths = Object.keys(modules).filter((p) => !wanted || p.endsWith(`/gpu/${wanted}`));
+  // *_deno_test.ts modules use Deno's file system and run under deno test only.
+  const paths = Object.keys(modules).filter((p) => !p.endsWith("_deno_test.ts") && (!wanted || p.endsWith(`/gpu/${wanted}`)));
   if (paths.length === 0) state.results.push({ name: `no module matches ${wanted}`, ok: false, ms: 0 });
   for (const path of paths) {
     try {

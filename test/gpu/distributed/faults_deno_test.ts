@@ -109,3 +109,44 @@ gpuTest("maxFailure(absolute(1)) writes a max_failure_exceeded bundle; resumeFro
   }
 });
 void MemoryStorage;
+
+gpuTest("checkpointAtEpoch mid-epoch, then resumeFrom that bundle: no sample repeated, none skipped", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "flodl-ckpt-" });
+  try {
+    setProgramArgs({});
+    const { observe } = await import("../../../src/distributed/launch.ts");
+    // Run 1: keep a copy of the bundle written when a rank reaches epoch 1.
+    // Small windows (maxAnchor 4): epoch 1 takes several reduces, so the bundle is mid-epoch.
+    const b1 = threeRanks().cluster({ ranks: [{}, {}] }).anchor(4).maxAnchor(4).savePath(`${dir}/run`).checkpointAtEpoch(1);
+    let copied = false;
+    observe(b1.state, {
+      saved: () => {
+        if (copied) return;
+        copied = true;
+        for (const ext of [".fdl", ".optim", ".meta.json"]) Deno.copyFileSync(`${dir}/run${ext}`, `${dir}/mid${ext}`);
+      },
+    });
+    await (await b1.run()).join();
+    assert(copied, "the checkpointAtEpoch bundle was written");
+    const meta = await readBundleMeta(new FsStorage(dir), "mid");
+    assertEquals(meta.epoch, 1, "the bundle was taken in epoch 1");
+    const cov = meta.coverage!.per_epoch.find((c) => c.epoch === 1)!;
+    assert(cov.uncovered_ranges.length > 0 && cov.uncovered_ranges.reduce((a, r) => a + r[1], 0) < SAMPLES, "mid-epoch: part of epoch 1 covered");
+    // Count what the bundle holds: epoch 0, and epoch 1 outside its uncovered ranges.
+    const ledger = new Ledger();
+    ledger.chunk(0, 0, 0, SAMPLES);
+    let at = 0;
+    for (const [o, n] of cov.uncovered_ranges) {
+      if (o > at) ledger.chunk(1, 0, at, o - at);
+      at = o + n;
+    }
+    if (at < SAMPLES) ledger.chunk(1, 0, at, SAMPLES - at);
+    // Run 2 resumes from the copy.
+    const b2 = threeRanks().cluster({ ranks: [{}, {}] }).anchor(4).maxAnchor(4).resumeFrom(`${dir}/mid`);
+    observe(b2.state, { chunk: ledger.chunk });
+    await (await b2.run()).join();
+    ledger.exactlyOnce("checkpointAtEpoch + resume");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
