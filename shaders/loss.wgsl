@@ -34,7 +34,11 @@ var<workgroup> sv: array<f32, WG>;
 
 fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
 fn group_index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x + g.x; }
-fn nan() -> f32 { return bitcast<f32>(0x7fc00000u); }
+// NOTE: built from a var: Tint (Chromium) rejects a constant expression that is NaN.
+fn nan() -> f32 {
+  var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
 
 fn wg_max(t: u32, v: f32) -> f32 {
   sv[t] = v;
@@ -90,7 +94,7 @@ fn cross_entropy_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroup
   let r = group_index(g, nw);
   if (r >= p.n) { return; }  // uniform per workgroup
   let base = r * p.classes;
-  var m = -3.4028235e38;
+  var m = -0x1.fffffep+127f;  // -FLT_MAX, exact (Tint rejects decimals that round past it)
   for (var j = t; j < p.classes; j += WG) { m = max(m, a[base + j]); }
   m = wg_max(t, m);
   var s = 0.0;

@@ -44,7 +44,7 @@ fn wg_sum(t: u32, v: f32) -> f32 {
 // Row max and log of sum exp(x - max): subtracting the max keeps every exp in (0, 1],
 // so logits of any size (1e3 and beyond) neither overflow nor lose the largest term.
 fn row_stats(b: u32, t: u32) -> vec2f {
-  var m = -3.4028235e38;
+  var m = -0x1.fffffep+127f;  // -FLT_MAX, exact (Tint rejects decimals that round past it)
   for (var k = t; k < p.len; k += WG) { m = max(m, x[b + k * p.inner]); }
   m = wg_max(t, m);
   var s = 0.0;

@@ -4,18 +4,17 @@
  * bf16 or f32 frames), runs guards, ElChe and the meta-controller, schedules eval and
  * callbacks, aggregates epoch metrics. It never touches a GPU.
  */
-import { accumulateBf16, packBf16 } from "../tensor/mod.ts";
+import { packBf16 } from "../tensor/mod.ts";
 import type { Chunk, NextChunkContext } from "./chunk_pool.ts";
 import { EvalCadence } from "./config.ts";
-import { accumulate, consensusWeights } from "./consensus.ts";
-import { ElChe } from "./elche.ts";
-import { describeError, RankLostError } from "./errors.ts";
-import { type ConvergenceGuard, DivergenceReport, resolveGuard, type Verdict } from "./guards.ts";
+import { average } from "./averaging.ts";
+import { Cadence } from "./cadence.ts";
+import { describeError } from "./errors.ts";
+import type { Verdict } from "./guards.ts";
 import type { RunSink, TrainedState } from "./handle.ts";
-import { LrEventMeta } from "./meta.ts";
 import { EpochAggregator, type EpochMetrics } from "./metrics.ts";
 import { OuterStepper } from "./outer.ts";
-import type { BatchEvent, Frame, LayoutTable } from "./protocol.ts";
+import type { BatchEvent, Frame, LayoutTable, SyncAck } from "./protocol.ts";
 import type { RankClient } from "./rank_client.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
 import type { RunEvents } from "./run_monitor.ts";
@@ -91,9 +90,7 @@ export class Coordinator<M extends Module> {
   #layout: LayoutTable;
   #sink: RunSink;
   #observer: RunObserver;
-  #elche: ElChe;
-  #guard: ConvergenceGuard;
-  #meta?: LrEventMeta;
+  #cadence: Cadence;
   #outer?: OuterStepper;
   #P: number;
   #B: number;
@@ -101,13 +98,10 @@ export class Coordinator<M extends Module> {
   #aggs = new Map<number, EpochAggregator>();
   #flight: (Flight | null)[];
   #n: number[];
-  #win: { first: number; ms: number; count: number; all: number }[];
   #frontier = 0;
   #round = 0;
   #version = 0;
   #globalStep = 0;
-  #lastSyncMs = 0;
-  #lastLr?: number;
   #reducing = false;
   #stop = false;
   #failure?: Error;
@@ -151,33 +145,8 @@ export class Coordinator<M extends Module> {
     this.#observer = observer;
     this.#B = cfg.batchSize;
     this.#P = (state.spec.dataset?.len() ?? 0) * cfg.augment;
-    const e = cfg.elche;
-    this.#elche = new ElChe({
-      worldSize: this.W,
-      policy: cfg.policy,
-      anchor: cfg.anchor,
-      minAnchor: cfg.minAnchor,
-      maxAnchor: cfg.maxAnchor,
-      overheadTarget: cfg.overheadTarget,
-      maxBatchDiff: e.maxBatchDiff,
-      maxOvershoot: e.maxOvershoot,
-      relaxUp: e.relaxUp,
-      maxTotalBatches: Math.floor(this.#P / this.#B),
-      partitionRatios: cfg.policy === "sync" ? e.partitionRatios : undefined,
-    });
-    const hints = state.cluster?.ranks.map((r) => r.speedHint ?? 1);
-    if (hints && hints.some((h) => h !== hints[0])) {
-      const slow = hints.indexOf(Math.min(...hints));
-      this.#elche.withSpeedRatio(slow, Math.max(...hints) / hints[slow]);
-    }
     const resume = persistence.resume;
-    this.#guard = resolveGuard({
-      explicit: state.guard,
-      noDivergenceGuard: e.noDivergenceGuard,
-      divergenceThreshold: e.divergenceThreshold,
-      easgdAlpha: cfg.easgdAlpha,
-      trendHistory: resume?.trendHistory,
-    });
+    this.#cadence = new Cadence(state as unknown as BuilderState<Module>, cfg, this.W, this.#P, resume);
     if (resume) {
       this.#frontier = resume.startEpoch;
       this.#ckptEpoch = resume.startEpoch;
@@ -185,13 +154,10 @@ export class Coordinator<M extends Module> {
       this.#round = resume.round;
       this.#lastMultiple = cfg.checkpointEvery ? Math.floor(resume.startEpoch / cfg.checkpointEvery) : 0;
       this.#atEpochDone = cfg.checkpointAtEpoch !== undefined && resume.startEpoch >= cfg.checkpointAtEpoch;
-      if (resume.elche) this.#elche.importState(resume.elche);
     }
-    if (e.metaController) this.#meta = new LrEventMeta();
     if (state.outerFactory) this.#outer = new OuterStepper(state.outerFactory());
     this.#flight = new Array(this.W).fill(null);
     this.#n = new Array(this.W).fill(0);
-    this.#win = Array.from({ length: this.W }, () => ({ first: 0, ms: 0, count: 0, all: 0 }));
     for (const r of ranks) {
       r.onBatch = (ev) => this.#onBatch(ev);
       r.onDown = (err, fatal) => (fatal ? this.#fail(err) : this.#rankLost(r.rank, err));
@@ -222,12 +188,7 @@ export class Coordinator<M extends Module> {
   #onBatch(ev: BatchEvent): void {
     const r = ev.rank;
     this.#n[r]++;
-    const w = this.#win[r];
-    if (w.count === 0) w.first = ev.ms;
-    else w.ms += ev.ms;
-    w.count++;
-    w.all += ev.ms;
-    this.#lastLr = ev.lr;
+    this.#cadence.batch(ev);
     this.#observer.batch?.(ev);
     this.#events?.batch(ev);
     if (this.#cfg.policy === "async") this.#poke();
@@ -244,7 +205,7 @@ export class Coordinator<M extends Module> {
           : PartitionSource.resumed(cov, this.#B, this.W, alive);
       } else {
         s = this.#cfg.progressive
-          ? PoolSource.fresh(epoch, this.#P, this.#B, this.W, this.#elche.batchCounts, alive)
+          ? PoolSource.fresh(epoch, this.#P, this.#B, this.W, this.#cadence.elche.batchCounts, alive)
           : PartitionSource.plan(
             epoch,
             this.#P,
@@ -253,7 +214,7 @@ export class Coordinator<M extends Module> {
             this.W,
             alive,
             this.#cfg.elche.partitionRatios,
-            this.#elche.calibrated ? this.#elche.smoothedMsPerBatch : undefined,
+            this.#cadence.elche.calibrated ? this.#cadence.elche.smoothedMsPerBatch : undefined,
           );
       }
       this.#sources.set(epoch, s);
@@ -263,27 +224,20 @@ export class Coordinator<M extends Module> {
     return s;
   }
 
-  /**
-   * Window quotas c[r]: ElChe's counts, except under Sync with partitionRatios, where the
-   * static split disables throughput rebalancing (spec §3.10): every rank gets A per window.
-   */
   #counts(): number[] {
-    if (this.#cfg.policy === "sync" && this.#cfg.elche.partitionRatios) {
-      return this.#ranks.map((c) => (c.alive ? this.#elche.anchor : 0));
-    }
-    return this.#elche.batchCounts;
+    return this.#cadence.counts(this.#ranks.map((c) => c.alive));
   }
 
   #ctx(rank: number): NextChunkContext {
     return {
       policy: this.#cfg.policy,
       counts: this.#counts(),
-      calibrated: this.#elche.calibrated,
-      hinted: this.#elche.hinted,
+      calibrated: this.#cadence.elche.calibrated,
+      hinted: this.#cadence.elche.hinted,
       pickSpace: this.#P,
       batchSize: this.#B,
       stepsSinceAvg: this.#n[rank],
-      maxOvershoot: this.#cfg.policy === "async" ? this.#elche.maxOvershoot : 0,
+      maxOvershoot: this.#cfg.policy === "async" ? this.#cadence.elche.maxOvershoot : 0,
     };
   }
 
@@ -292,7 +246,7 @@ export class Coordinator<M extends Module> {
     const p = this.#cfg.epochCallbackPolicy;
     if (p.kind === "rank" && this.#ranks[p.rank]?.alive) return p.rank;
     if (this.#role !== null && this.#ranks[this.#role].alive) return this.#role;
-    this.#role = this.#elche.fastestRank() ?? this.#alive()[0].rank;
+    this.#role = this.#cadence.elche.fastestRank() ?? this.#alive()[0].rank;
     return this.#role;
   }
 
@@ -406,11 +360,10 @@ export class Coordinator<M extends Module> {
   /** A rank was lost (worker died, device lost, silent): continue on the survivors (spec §8.4). */
   #rankLost(r: number, err: Error): void {
     this.#dead++;
-    this.#elche.markDead(r);
+    this.#cadence.dead(r);
     for (const s of this.#sources.values()) if (!s.isComplete()) s.forfeit(r);
     this.#flight[r] = null;
     this.#n[r] = 0;
-    this.#win[r] = { first: 0, ms: 0, count: 0, all: 0 };
     if (this.#role === r) this.#role = null;
     const reason = err.message;
     console.warn(`flodl-webgpu: ${reason}; continuing on ${this.#alive().length} rank(s)`);
@@ -453,7 +406,7 @@ export class Coordinator<M extends Module> {
     const holder = this.#alive()[0];
     const optim = holder ? await holder.call("optimizerState", (api) => api.optimizerState()).catch(() => undefined) : undefined;
     const outer = this.#outer ? this.#outer.optimizer.state() : undefined;
-    const trend = this.#guard.trendHistory();
+    const trend = this.#cadence.guard.trendHistory();
     return {
       model,
       optim,
@@ -465,7 +418,7 @@ export class Coordinator<M extends Module> {
         world_size_at_save: this.W,
         save_reason: reason,
         ...(this.#cfg.policy !== "sync"
-          ? { elche_state: { ...this.#elche.exportState(), ...(trend.length ? { trend_history: trend } : {}) } }
+          ? { elche_state: { ...this.#cadence.elche.exportState(), ...(trend.length ? { trend_history: trend } : {}) } }
           : {}),
         coverage: { seed: this.#cfg.seed, epoch_splits: this.#cfg.epochSplits, batch_size: this.#B, per_epoch: this.#ckptCoverage },
         seed: this.#cfg.seed,
@@ -517,8 +470,8 @@ export class Coordinator<M extends Module> {
       reduces: st.reduces,
       wireBytesPerReduce: st.reduces ? st.bytes / st.reduces : 0,
       reduceMs: st.reduces ? st.ms / st.reduces : 0,
-      anchor: this.#elche.anchor,
-      batchCounts: this.#elche.batchCounts,
+      anchor: this.#cadence.elche.anchor,
+      batchCounts: this.#cadence.elche.batchCounts,
     };
     this.#sink.metrics(run);
     this.#events?.epochEnd(run);
@@ -584,24 +537,15 @@ export class Coordinator<M extends Module> {
       const steps = new Array(this.W).fill(0);
       for (const f of frames) steps[f.rank] = f.batches;
       const ta = performance.now();
-      const weights = consensusWeights(steps, this.#cfg.elche.gamma);
+      const avg = average(frames, steps, this.#cfg.elche.gamma, this.#layout);
       let bytesUp = 0;
       for (const f of frames) bytesUp += f.params.byteLength + f.buffers.byteLength;
       let bytesDown = 0;
       let averageMs = 0;
-      let acks: { rank: number; divergence: number; preNorm: number; postNorm: number }[] = [];
-      if (weights) {
-        const acc = new Float32Array(this.#layout.paramCount);
-        for (const f of frames) {
-          const w = weights[f.rank];
-          if (w === 0) continue;
-          if (f.dtype === "bf16") accumulateBf16(acc, f.params as Uint32Array, w);
-          else accumulate(acc, f.params as Float32Array, w);
-        }
-        const movers = frames.filter((f) => steps[f.rank] > 0);
-        const buf = new Float32Array(this.#layout.bufferCount);
-        for (const f of movers) accumulate(buf, f.buffers, 1 / movers.length);
-        const global = this.#outer ? this.#outer.apply(acc)! : acc;
+      let acks: SyncAck[] = [];
+      if (avg) {
+        const buf = avg.buffers;
+        const global = this.#outer ? this.#outer.apply(avg.params)! : avg.params;
         if (this.#observer.wantsFrames && this.#observer.frames) {
           const per = new Array<Float32Array | null>(this.W).fill(null);
           for (const f of frames) per[f.rank] = frameToFlat(f, this.#layout).params;
@@ -625,13 +569,13 @@ export class Coordinator<M extends Module> {
               easgdAlpha: this.#cfg.easgdAlpha,
               resetInner: this.#outer?.optimizer.resetsInner ?? false,
               globalStep,
-              withBuffers: movers.length > 0,
+              withBuffers: avg.movers > 0,
             }));
         }));
       }
       const ms = performance.now() - t0;
-      this.#finishCycle(steps, acks, ms, weights === null, { round, bytesUp, bytesDown, averageMs });
-      if (weights) {
+      this.#finishCycle(steps, acks, ms, avg === null, { round, bytesUp, bytesDown, averageMs });
+      if (avg) {
         this.#ckptCoverage = coverage;
         this.#ckptEpoch = coverageEpoch;
         if (!exact) await this.#maybeCheckpoint();
@@ -648,36 +592,18 @@ export class Coordinator<M extends Module> {
   /** The backend-independent head of a cycle: ElChe timing, guard, meta, counters. */
   #finishCycle(
     steps: number[],
-    acks: { rank: number; divergence: number; preNorm: number; postNorm: number }[],
+    acks: SyncAck[],
     ms: number,
     zeroMass: boolean,
     io: { round: number; bytesUp: number; bytesDown: number; averageMs: number },
   ): void {
-    // ElChe timing: the delivered (marginal) feed when every mover has one, else compute-only.
-    const movers = steps.map((n, r) => (n > 0 ? r : -1)).filter((r) => r >= 0);
-    const marginal = this.#cfg.policy !== "sync" && movers.every((r) => this.#win[r].count >= 2);
-    const msArr = this.#win.map((w) => (marginal ? w.ms : w.all));
-    const nArr = this.#win.map((w) => (marginal ? w.count - 1 : w.count));
-    if (marginal) {
-      this.#elche.stageFill(this.#win.map((w) => (w.count >= 2 ? Math.max(0, w.first - w.ms / (w.count - 1)) : 0)));
-    }
-    const anchorBefore = this.#elche.anchor;
-    this.#elche.reportTiming(msArr, nArr, this.#lastSyncMs);
-    const report = DivergenceReport.fromAcks(this.W, acks);
+    const { verdict, report, anchorBefore, telemetry } = this.#cadence.cycle(steps, acks, ms, zeroMass);
     const kUsed = steps.reduce((a, b) => a + b, 0);
-    const verdict = zeroMass ? { kind: "stable" as const } : this.#guard.report(report, kUsed, Math.max(...steps));
-    const f = this.#meta?.observe(this.#lastLr, this.#elche.anchor, verdict, this.#elche.phase) ?? null;
-    if (f !== null) this.#elche.applyVerdict({ kind: "nudgeDown", factor: f });
-    this.#elche.applyVerdict(verdict);
     if (!zeroMass) {
       this.#version++;
       this.#globalStep += kUsed;
     }
-    for (let r = 0; r < this.W; r++) {
-      this.#n[r] = Math.max(0, this.#n[r] - steps[r]);
-      this.#win[r] = { first: 0, ms: 0, count: 0, all: 0 };
-    }
-    this.#lastSyncMs = ms;
+    for (let r = 0; r < this.W; r++) this.#n[r] = Math.max(0, this.#n[r] - steps[r]);
     const epoch = Math.min(this.#frontier, this.#cfg.numEpochs - 1);
     const st = this.#epochStats.get(epoch) ?? { reduces: 0, bytes: 0, ms: 0 };
     st.reduces++;
@@ -692,7 +618,7 @@ export class Coordinator<M extends Module> {
       averageMs: io.averageMs,
       bytesUp: io.bytesUp,
       bytesDown: io.bytesDown,
-      anchor: this.#elche.anchor,
+      anchor: this.#cadence.elche.anchor,
       counts: this.#counts(),
       divergence: [...report.deltas],
       verdict: verdict.kind,
@@ -702,7 +628,7 @@ export class Coordinator<M extends Module> {
     this.#events?.reduce(event, {
       stepsPerEpoch: Math.floor(this.#P / this.#B),
       anchorBefore,
-      telemetry: this.#guard.telemetry(),
+      telemetry,
       globalStep: this.#globalStep,
     });
   }
@@ -715,10 +641,4 @@ export class Coordinator<M extends Module> {
     for (const e of this.#layout.buffers) buffers.set(e.name, { shape: e.shape, data: b.slice(e.offset, e.offset + e.numel) });
     return { params, buffers };
   }
-}
-
-/** Wrap a failure of rank `r` in `what` with the rank and the cause. */
-export function rankError(r: number, what: string, e: unknown): RankLostError {
-  if (e instanceof RankLostError) return e;
-  return new RankLostError(r, `rank ${r} failed in ${what}: ${describeError(e)}`, { cause: e });
 }
