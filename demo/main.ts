@@ -1,0 +1,307 @@
+/**
+ * The demo page: controls → a training run (session.ts) with live charts, the 3-D drift
+ * view, a digit pad that asks the trained model, and downloads of the dashboard and the
+ * model. Program modules are imported on demand; this module never runs in a rank.
+ */
+import "./style.css";
+import { Device, encodeSafetensors, setProgramArgs, type TrainedState } from "../src/index.ts";
+import { renderDashboardHtml } from "../src/monitor/mod.ts";
+import { DigitPad } from "./digit_pad.ts";
+import { download } from "./downloads.ts";
+import { DriftView } from "./drift_view.ts";
+import { HOW_TO_ENABLE, probeAdapter } from "./gpu_info.ts";
+import { Predictor } from "./predict.ts";
+import { PROGRAMS, Session } from "./session.ts";
+import { dataSizes, MAX_RANKS, presetFromQuery, readSettings, runName } from "./settings.ts";
+import { Bars } from "./bars.ts";
+import { RANK_COLORS } from "./drift_scene.ts";
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const form = $<HTMLFormElement>("controls");
+const startBtn = $<HTMLButtonElement>("start");
+const stopBtn = $<HTMLButtonElement>("stop");
+const statusEl = $("status");
+const errorEl = $("error");
+const dashboardEl = $("dashboard");
+const gpuEl = $("gpu");
+
+/** What tests and the curious read from the console: `__demo`. */
+const demo = {
+  state: "idle" as "idle" | "loading" | "running" | "done" | "stopped" | "error" | "no-webgpu",
+  runs: 0,
+  epochs: 0,
+  reduces: 0,
+  evals: [] as { epoch: number; value: number }[],
+  probabilities: null as number[] | null,
+  error: "",
+  /** Names and shapes of the last run's TrainedState, parameters then buffers. */
+  trained: [] as { name: string; shape: number[] }[],
+  drift: undefined as DriftView | undefined,
+  session: undefined as Session | undefined,
+};
+(globalThis as unknown as { __demo: typeof demo }).__demo = demo;
+
+let sizes: ReturnType<typeof dataSizes>;
+let drift: DriftView | undefined;
+let session: Session | undefined;
+let trained: TrainedState | undefined;
+let predictor: Predictor | undefined;
+let pageDevice: Promise<Device> | undefined;
+let stopRequested = false;
+
+function setStatus(text: string): void {
+  statusEl.textContent = text;
+}
+
+function showError(e: unknown): void {
+  const msg = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  console.error(e);
+  demo.error = msg;
+  errorEl.textContent = msg;
+  errorEl.hidden = false;
+}
+
+function setBusy(busy: boolean): void {
+  startBtn.disabled = busy;
+  stopBtn.disabled = !busy;
+  for (const el of form.querySelectorAll<HTMLInputElement | HTMLSelectElement>("fieldset input, fieldset select")) {
+    el.disabled = busy;
+  }
+  if (!busy) syncSlowRanks();
+}
+
+/** Only ranks that exist can be slowed down. */
+function syncSlowRanks(): void {
+  const ranks = Number(($<HTMLInputElement>("ranks")).value) || 1;
+  const sel = $<HTMLSelectElement>("slow-rank");
+  for (const opt of sel.options) if (opt.value !== "") opt.disabled = Number(opt.value) >= ranks;
+  if (sel.value !== "" && Number(sel.value) >= ranks) sel.value = "";
+  $<HTMLInputElement>("slow-factor").disabled = sel.value === "" || startBtn.disabled;
+}
+
+function legend(ranks: number): void {
+  const ul = $("drift-legend");
+  ul.replaceChildren();
+  for (let r = 0; r < ranks; r++) {
+    const li = document.createElement("li");
+    li.innerHTML = `<span class="swatch" style="background:${RANK_COLORS[r]}"></span>rank ${r}`;
+    ul.append(li);
+  }
+  const li = document.createElement("li");
+  li.innerHTML = `<span class="swatch consensus"></span>consensus`;
+  ul.append(li);
+}
+
+const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
+
+async function start(): Promise<void> {
+  errorEl.hidden = true;
+  demo.error = "";
+  let settings;
+  try {
+    settings = readSettings(form);
+  } catch (e) {
+    showError(e);
+    return;
+  }
+  setBusy(true);
+  demo.state = "loading";
+  stopRequested = false;
+  demo.runs++;
+  demo.epochs = 0;
+  demo.reduces = 0;
+  demo.evals = [];
+  demo.trained = [];
+  trained = undefined;
+  predictor = undefined;
+  setDownloads();
+  pad.clear();
+  bars.clear("Training…");
+  try {
+    setStatus(`Loading the ${settings.program} program and MNIST (${sizes.subset} train, ${sizes.test} test images)…`);
+    const program = await PROGRAMS[settings.program]();
+    session?.destroy();
+    session = new Session(settings, program, dashboardEl, drift, {
+      epoch: (m, s) => {
+        demo.epochs = s.epochs;
+        setStatus(
+          `Training ${runName(s.settings)}: epoch ${s.epochs}/${s.settings.epochs} done, loss ${
+            m.avgLoss.toFixed(4)
+          }, ${s.reduces} reduces`,
+        );
+      },
+      eval: (epoch, value, s) => {
+        demo.evals = [...s.evals];
+        $("accuracy").textContent = `Test accuracy after epoch ${epoch}: ${pct(value)}`;
+      },
+      reduce: (_round, s) => (demo.reduces = s.reduces),
+    });
+    demo.session = session;
+    legend(settings.ranks);
+    $("drift-empty").hidden = settings.ranks > 1;
+    setStatus(`Starting ${settings.ranks} rank${settings.ranks > 1 ? "s" : ""}…`);
+    const handle = await session.start();
+    demo.state = "running";
+    $("devices").textContent = `Ranks: ${handle.devices().map((d, r) => `${r}: ${d}`).join("; ")}`;
+    setStatus(`Training ${runName(settings)}: epoch 0/${settings.epochs}…`);
+    setDownloads();
+    const state = await session.result().finally(() => drift?.finish());
+    trained = state;
+    demo.trained = [...state.params, ...state.buffers].map(([name, t]) => ({ name, shape: t.shape }));
+    const secs = ((performance.now() - session.startedAt) / 1000).toFixed(1);
+    pageDevice ??= Device.request({ label: "page" });
+    predictor = new Predictor(await pageDevice, program.makeModel, state);
+    const last = session.evals.at(-1);
+    setStatus(
+      `${stopRequested ? "Stopped" : "Done"} after ${session.epochs} epoch${session.epochs === 1 ? "" : "s"} ` +
+        `in ${secs} s, ${session.reduces} reduces` + (last ? `; test accuracy ${pct(last.value)}` : "") +
+        ". Draw a digit to try the model.",
+    );
+    bars.clear("Draw a digit (or take a test image).");
+    setDownloads();
+    demo.state = stopRequested ? "stopped" : "done";
+  } catch (e) {
+    demo.state = "error";
+    setStatus("The run failed.");
+    showError(e);
+  } finally {
+    setBusy(false);
+  }
+}
+
+async function stop(): Promise<void> {
+  if (!session?.handle) return;
+  stopBtn.disabled = true;
+  stopRequested = true;
+  setStatus("Stopping after the current batches…");
+  await session.handle.shutdown().catch(() => {});
+}
+
+function setDownloads(): void {
+  $<HTMLButtonElement>("download-dashboard").disabled = !session?.handle;
+  $<HTMLButtonElement>("download-model").disabled = !trained;
+  $<HTMLButtonElement>("sample").disabled = !predictor;
+}
+
+function downloadDashboard(): void {
+  if (!session) return;
+  const html = renderDashboardHtml(session.dashboardData(), { title: session.title });
+  download(`${runName(session.settings)}-dashboard.html`, html, "text/html");
+}
+
+function downloadModel(): void {
+  if (!trained || !session) return;
+  const tensors: Parameters<typeof encodeSafetensors>[0] = {};
+  for (const [name, t] of [...trained.params, ...trained.buffers]) {
+    tensors[name] = { dtype: "F32", shape: t.shape, data: t.data };
+  }
+  const bytes = encodeSafetensors(tensors, {
+    model: session.settings.program,
+    format: "pt",
+    producer: "flodl-webgpu demo",
+  });
+  download(`${runName(session.settings)}.safetensors`, bytes, "application/octet-stream");
+}
+
+// ---- digit pad -------------------------------------------------------------------------
+
+const pad = new DigitPad($<HTMLCanvasElement>("pad"), $<HTMLCanvasElement>("pad-preview"));
+const bars = new Bars($("probs"));
+let asking = Promise.resolve();
+
+pad.onInput = (x) => {
+  asking = asking.then(async () => {
+    if (!predictor) return;
+    if (!x) {
+      bars.clear("Draw a digit (or take a test image).");
+      demo.probabilities = null;
+      return;
+    }
+    try {
+      const p = await predictor.probabilities(x);
+      demo.probabilities = [...p];
+      bars.show(p);
+    } catch (e) {
+      showError(e);
+    }
+  });
+};
+
+function sampleDigit(): void {
+  const test = session?.program.data.test;
+  if (!test) return;
+  const i = Math.floor(Math.random() * test.len());
+  const [image, label] = test.get(i);
+  pad.clear();
+  pad.showImage(image as Float32Array);
+  $("sample-label").textContent = `Test image #${i}, labelled ${label[0]}.`;
+}
+
+// ---- start-up -----------------------------------------------------------------------------
+
+async function init(): Promise<void> {
+  const query = new URLSearchParams(location.search);
+  presetFromQuery(form, query);
+  syncSlowRanks();
+  try {
+    sizes = dataSizes(query);
+  } catch (e) {
+    showError(e);
+    sizes = dataSizes(new URLSearchParams());
+  }
+  // The web's Deno.args: set before any program module is imported; every rank sees them.
+  setProgramArgs({ subset: sizes.subset, test: sizes.test });
+  $("data-note").textContent = `Data: the first ${sizes.subset} MNIST training images and ${sizes.test} test images ` +
+    `(change with ?subset=…&test=… in the address).`;
+  $<HTMLInputElement>("ranks").max = String(MAX_RANKS);
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void start();
+  });
+  stopBtn.addEventListener("click", () => void stop());
+  $("ranks").addEventListener("input", syncSlowRanks);
+  $("slow-rank").addEventListener("change", syncSlowRanks);
+  $("download-dashboard").addEventListener("click", downloadDashboard);
+  $("download-model").addEventListener("click", downloadModel);
+  $("clear").addEventListener("click", () => {
+    pad.clear();
+    $("sample-label").textContent = "";
+    pad.onInput(null);
+  });
+  $("sample").addEventListener("click", sampleDigit);
+  setDownloads();
+  bars.clear("Train a model first.");
+
+  const probe = await probeAdapter();
+  if ("error" in probe) {
+    demo.state = "no-webgpu";
+    gpuEl.classList.add("bad");
+    gpuEl.replaceChildren();
+    const p = document.createElement("p");
+    p.textContent = `${probe.error} This demo trains on WebGPU and cannot run here.`;
+    const ul = document.createElement("ul");
+    for (const line of HOW_TO_ENABLE) {
+      const li = document.createElement("li");
+      li.textContent = line;
+      ul.append(li);
+    }
+    gpuEl.append(p, ul);
+    startBtn.disabled = true;
+    setStatus("WebGPU is not available.");
+    return;
+  }
+  gpuEl.textContent = `GPU adapter: ${probe.summary.name}` +
+    (probe.summary.fallback ? " (a software adapter: expect slow training)" : "");
+  try {
+    drift = await DriftView.create($<HTMLCanvasElement>("drift"));
+    drift.onLost = (why) => {
+      $("drift-note").textContent = `The 3-D view lost its GPU device (${why}); reload the page to bring it back.`;
+    };
+    demo.drift = drift;
+  } catch (e) {
+    $("drift-note").textContent = `The 3-D view is unavailable: ${(e as Error).message}`;
+  }
+  setStatus("Ready. Choose the settings and start training.");
+}
+
+void init();

@@ -1,0 +1,175 @@
+/**
+ * One training run of the page: the program module (imported on demand: its top level is
+ * what rank workers re-run), the coordinator-side knobs from the controls, the observer
+ * feeding the live dashboard, the recorder behind the downloadable one and the drift view.
+ */
+import {
+  type DdpBuilder,
+  type DdpHandle,
+  type Device,
+  ElCheConfig,
+  type EpochMetrics,
+  type Module,
+  observe,
+  type RankSpecification,
+  type RunEpochMetrics,
+  type TrainedState,
+} from "../src/index.ts";
+import { DashboardView } from "../src/monitor/dashboard_live.ts";
+import { DashboardRecorder } from "../src/monitor/mod.ts";
+import type { DriftView } from "./drift_view.ts";
+import type { ProgramData } from "./programs/common.ts";
+import { type ProgramName, runName, type Settings } from "./settings.ts";
+
+/** What a program module exports. */
+export interface Program {
+  builder: DdpBuilder<Module>;
+  makeModel: (device: Device) => Module;
+  data: ProgramData;
+}
+
+/**
+ * The program modules, imported on demand. Each is its own chunk in a production build
+ * (src/vite_plugin.ts), so a rank worker can import it without this page's DOM code.
+ */
+export const PROGRAMS: Record<ProgramName, () => Promise<Program>> = {
+  logistic: () => import("./programs/logistic.ts"),
+  mlp: () => import("./programs/mlp.ts"),
+  lenet: () => import("./programs/lenet.ts"),
+};
+
+/** What a session tells the page as it goes. */
+export interface SessionEvents {
+  epoch(m: EpochMetrics, session: Session): void;
+  eval(epoch: number, value: number, session: Session): void;
+  reduce(round: number, session: Session): void;
+}
+
+/** A run: start it with {@link Session.start}; `result` settles when it ends. */
+export class Session {
+  readonly settings: Settings;
+  readonly program: Program;
+  readonly recorder: DashboardRecorder;
+  readonly view: DashboardView;
+  readonly title: string;
+  handle?: DdpHandle;
+  devices: string[] = [];
+  epochs = 0;
+  reduces = 0;
+  readonly evals: { epoch: number; value: number }[] = [];
+  startedAt = 0;
+  #following: Promise<void> = Promise.resolve();
+
+  constructor(
+    settings: Settings,
+    program: Program,
+    dashboard: HTMLElement,
+    readonly drift: DriftView | undefined,
+    readonly events: SessionEvents,
+  ) {
+    this.settings = settings;
+    this.program = program;
+    this.title = `MNIST ${runName(settings)}`;
+    const config = this.#config();
+    this.recorder = new DashboardRecorder({
+      worldSize: settings.ranks,
+      title: this.title,
+      config,
+      evalLabel: "accuracy",
+    });
+    this.view = new DashboardView(dashboard, { theme: "auto", title: this.title });
+    this.view.setData({ title: this.title, worldSize: settings.ranks, epochs: [], config, evalLabel: "accuracy" });
+  }
+
+  #config(): Record<string, string | number | boolean> {
+    const s = this.settings;
+    return {
+      model: s.program,
+      ranks: s.ranks,
+      mode: s.mode,
+      epochs: s.epochs,
+      batchSize: s.batch,
+      anchor: s.anchor,
+      bf16Wire: s.bf16,
+      slowdown: s.slowRank < 0 ? "none" : `rank ${s.slowRank} × ${s.slowFactor}`,
+      trainSamples: this.program.data.train.len(),
+      testSamples: this.program.data.test.len(),
+    };
+  }
+
+  /** Set the knobs, attach the observer and launch; resolves once the ranks are up. */
+  async start(): Promise<DdpHandle> {
+    const s = this.settings;
+    const elche = ElCheConfig.defaultFor(s.mode);
+    const ranks: RankSpecification[] = Array.from(
+      { length: s.ranks },
+      (_, r) => (r === s.slowRank ? { slowdown: s.slowFactor } : {}),
+    );
+    const b = this.program.builder
+      .batchSize(s.batch)
+      .numEpochs(s.epochs)
+      .elche(elche)
+      .bf16Wire(s.bf16)
+      .anchor(s.anchor)
+      .cluster({ ranks })
+      .evalResultFn((epoch, value) => {
+        this.evals.push({ epoch, value });
+        this.view.appendEval(epoch, value);
+        this.recorder.eval(epoch, value);
+        this.events.eval(epoch, value, this);
+      });
+    this.drift?.reset(s.ranks, s.mode === "cpu-async" ? elche.easgdAlpha ?? 1 : 1);
+    observe(b.state, {
+      batch: (e) => {
+        this.view.appendBatch(e);
+        this.recorder.batch(e);
+      },
+      reduce: (e) => {
+        this.reduces++;
+        this.view.appendReduce(e);
+        this.recorder.reduce(e);
+        this.events.reduce(e.round, this);
+      },
+      frames: (round, perRank, consensus) => this.drift?.addFrames(round, perRank, consensus),
+      wantsFrames: this.drift !== undefined,
+    });
+    this.startedAt = performance.now();
+    const handle = await b.run();
+    this.handle = handle;
+    this.devices = handle.devices();
+    this.view.setData({ ...this.view.data, devices: this.devices });
+    this.#following = this.#follow(handle);
+    return handle;
+  }
+
+  async #follow(handle: DdpHandle): Promise<void> {
+    for await (const m of handle) {
+      this.epochs++;
+      this.view.appendEpoch(m as RunEpochMetrics);
+      this.recorder.epoch(m as RunEpochMetrics);
+      this.events.epoch(m, this);
+    }
+  }
+
+  /** The consensus at the end (rejects with the error that stopped the run). */
+  async result(): Promise<TrainedState> {
+    if (!this.handle) throw new Error("Session.result: the run has not started");
+    try {
+      const state = await this.handle.join();
+      await this.#following; // every epoch's metrics shown and recorded
+      return state;
+    } finally {
+      this.recorder.finish();
+    }
+  }
+
+  /** The self-contained dashboard of this run, as it stands. */
+  dashboardData() {
+    return this.recorder.data({ devices: this.devices });
+  }
+
+  /** Remove this run's live dashboard from the page. */
+  destroy(): void {
+    this.view.destroy();
+  }
+}
