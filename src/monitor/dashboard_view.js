@@ -30,7 +30,7 @@ const CSS = `.fd{${LIGHT}background:var(--fd-bg);color:var(--fd-fg);font:14px/1.
   `.fd table{border-collapse:collapse;margin:4px 0}.fd th,.fd td{border:1px solid var(--fd-border);` +
   `padding:3px 8px;text-align:left;vertical-align:top}.fd th{background:var(--fd-panel);font-weight:600}` +
   `.fd td.num{text-align:right;font-variant-numeric:tabular-nums}` +
-  `.fd .fd-grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:12px}` +
+  `.fd .fd-grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(440px,100%),1fr));gap:12px}` +
   `.fd figure{margin:0;padding:8px;border:1px solid var(--fd-border);border-radius:6px;background:var(--fd-bg);min-width:0}` +
   `.fd figcaption{font-weight:600;margin-bottom:4px}.fd .fd-plot{width:100%}` +
   `.fd .u-legend{color:var(--fd-fg);font-size:12px}.fd .u-title{color:var(--fd-fg)}` +
