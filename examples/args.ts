@@ -24,6 +24,8 @@ export interface TrainArgs {
   slowdownFactor: number;
   out: string;
   name: string;
+  /** Per-node record-log cap in bytes (0 = 32 MiB). */
+  logBytes: number;
   help: boolean;
 }
 
@@ -44,6 +46,7 @@ Usage: npm start -- [flags]
   --slowdown <rank>:<factor>     make one rank's steps <factor> times slower (e.g. 1:3)
   --out <dir>                    output folder (default runs)
   --name <name>                  run name (default <model>-<mode>-<ranks>r)
+  --log-bytes <n>                cap of each node's record log in bytes (default 32 MiB)
   --help                         this text
 
 Writes <out>/<name>/dashboard.html, the record log under <out>/<name>/log/, and the
@@ -76,6 +79,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     slowdownFactor: 1,
     out: "runs",
     name: "",
+    logBytes: 0,
     help: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -142,6 +146,9 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
         a.name = v;
         break;
       }
+      case "--log-bytes":
+        a.logBytes = int("--log-bytes", value(), 1024);
+        break;
       case "--help":
       case "-h":
         a.help = true;

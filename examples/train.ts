@@ -68,7 +68,7 @@ async function main(a: TrainArgs): Promise<void> {
     .bf16Wire(a.bf16 && a.ranks > 1)
     .cluster({ ranks: Array.from({ length: a.ranks }, (_, r) => ({ slowdown: r === a.slowRank ? a.slowdownFactor : 1 })) })
     .timeline(timeline)
-    .recordLog(`${dir}/log`, 0)
+    .recordLog(`${dir}/log`, a.logBytes)
     .saveDashboard(`${dir}/dashboard.html`)
     .reportsPerEpoch(4);
 
