@@ -66,3 +66,24 @@ Deno.test("a builder the entry module does not reach: run() rejects naming the c
   const e = await assertRejects(() => base().run(), Error, "was not reached", "builder_test.ts:", "create the builder there");
   if (!/rank [01]/.test(e.message)) throw new Error(`message names no rank: ${e.message}`);
 });
+
+/** Every public method of flodl 0.7's DdpBuilder (seed/ddp_builder.rs), snake_case as written there. */
+const FLODL_METHODS = [
+  "dataset", "sample_dataset", "batch_size", "num_epochs", "policy", "backend", "outer_optimizer", "outer_optimizer_arc",
+  "elche", "overhead_target", "max_anchor", "min_anchor", "anchor", "divergence_threshold", "no_divergence_guard",
+  "convergence_guard", "max_batch_diff", "partition_ratios", "max_overshoot", "elche_relax_up", "easgd_alpha", "gamma",
+  "bf16_wire", "meta_controller", "checkpoint_every", "save_path", "resume_from", "checkpoint_at_epoch", "max_failure",
+  "heartbeat_timeout_secs", "progressive_dispatch", "max_grad_norm", "augment", "transform", "transform_fn", "vram_pool",
+  "vram_max_usage", "ram_max_usage", "sample_cache", "disk_stage", "disk_stage_dir", "timeline", "lr_scale_ratio",
+  "checkpoint_fn", "scheduler", "epoch_fn", "metrics_fn", "eval_dataset", "eval_every", "reports_per_epoch", "record_log",
+  "save_dashboard", "dashboard_theme", "scalar_reduction", "eval_fn", "eval_result_fn", "epoch_callback_policy", "cluster",
+  "run", "into_worker",
+];
+
+Deno.test("DdpBuilder has every public method of flodl's, camelCased, and each setter chains", () => {
+  const b = base() as unknown as Record<string, unknown>;
+  const missing = FLODL_METHODS.map((m) => m.replace(/_([a-z])/g, (_, c) => c.toUpperCase())).filter((m) => typeof b[m] !== "function");
+  if (missing.length) throw new Error(`missing builder methods: ${missing.join(", ")}`);
+  const chained = base().anchor(3).gamma(0.5).bf16Wire(true).metaController(false).maxGradNorm(1).augment(2);
+  if (!(chained instanceof Object) || chained.state.config.elche.gamma !== 0.5) throw new Error("setters chain and store");
+});
