@@ -26,7 +26,7 @@ export interface RankView {
   readonly params: readonly Variable[];
   readonly dataset: BatchDataSet;
   readonly transform?: TransformFn;
-  readonly stopped: boolean;
+  isStopped(): boolean;
   perm(epoch: number): Uint32Array;
   /** LR for the next step, or undefined to leave the optimizer's alone. */
   scheduledLr(): number | undefined;
@@ -80,7 +80,7 @@ export class ChunkRun {
   /** The next batch on the device, or null when the chunk is done (or the rank stopped). */
   async nextBatch(): Promise<Tensor[] | null> {
     const r = this.#rank;
-    if (this.#next >= this.#nBatches || r.stopped) return null;
+    if (this.#next >= this.#nBatches || r.isStopped()) return null;
     const t = performance.now();
     const B = r.setup.batchSize, augment = r.setup.augment;
     const rows = this.#picks.slice(this.#next * B, (this.#next + 1) * B);

@@ -37,9 +37,12 @@ export interface RankWorker<M extends Module> {
   readonly rank: number;
   readonly device: Device;
   readonly model: M;
-  readonly localStep: number;
-  readonly currentVersion: number;
-  readonly currentEpoch: number;
+  /** Optimizer steps this rank took. */
+  localStep(): number;
+  /** Consensus version the rank holds. */
+  currentVersion(): number;
+  /** The epoch being trained. */
+  currentEpoch(): number;
   currentLr(): number;
   setLr(lr: number): void;
   scaleLr(factor: number): void;
@@ -85,7 +88,6 @@ export class RankRuntime<M extends Module> implements RankApi {
   #params: Parameter[] = [];
   #buffers: Tensor[] = [];
   #controls: Control[] = [];
-  #wake?: () => void;
   #busy = false;
   #stopped = false;
   #globalStep = 0;
@@ -234,11 +236,11 @@ export class RankRuntime<M extends Module> implements RankApi {
     return Promise.resolve(this.#device.memory());
   }
 
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.#stopped = true;
     this.onStop?.();
-    this.#wake?.();
     if (this.#ownDevice && this.#device && !this.#device.lost) this.#device.destroy();
+    return Promise.resolve();
   }
 
   /** Exact f32 state (never the bf16 staging), for the broadcast and join(). */
@@ -337,7 +339,6 @@ export class RankRuntime<M extends Module> implements RankApi {
   }
 
   #view(): RankView {
-    const self = this;
     return {
       setup: this.#setup,
       sink: this.#sink,
@@ -346,9 +347,7 @@ export class RankRuntime<M extends Module> implements RankApi {
       params: this.#params,
       dataset: this.#spec.dataset!,
       transform: this.#spec.transform,
-      get stopped() {
-        return self.#stopped;
-      },
+      isStopped: () => this.#stopped,
       perm: (e) => this.#perm(e),
       scheduledLr: () => (this.#scheduler ? this.#lr() : undefined),
       stepped: () => {
@@ -360,20 +359,13 @@ export class RankRuntime<M extends Module> implements RankApi {
   }
 
   #worker(): RankWorker<M> {
-    const self = this;
     return {
       rank: this.#setup.rank,
       device: this.#device,
       model: this.#model,
-      get localStep() {
-        return self.#localStep;
-      },
-      get currentVersion() {
-        return self.#version;
-      },
-      get currentEpoch() {
-        return self.#epoch;
-      },
+      localStep: () => this.#localStep,
+      currentVersion: () => this.#version,
+      currentEpoch: () => this.#epoch,
       currentLr: () => this.#optim.lr,
       setLr: (lr) => this.#optim.setLr(lr),
       scaleLr: (f) => this.#optim.scaleLr(f),

@@ -42,15 +42,15 @@ export async function runSingle<M extends Module>(
     }
   })();
   const runtime = state.createRuntime(existing);
-  let monitor: RunEvents | undefined;
+  const events: { monitor?: RunEvents } = {};
   const hello = await runtime.init(setupFor(state, cfg, 0, 1), {
     batch: (e) => {
       observer.batch?.(e);
-      monitor?.batch(e);
+      events.monitor?.batch(e);
     },
     heartbeat: () => {},
   });
-  monitor = runMonitor(state, cfg, 1, [hello.adapter]);
+  const monitor = events.monitor = runMonitor(state, cfg, 1, [hello.adapter]);
   let stop = false;
   let begin!: (h: DdpHandle) => void;
   const started = new Promise<DdpHandle>((r) => (begin = r));

@@ -14,7 +14,9 @@ const train = Number(q.get("train") ?? 5000), test = Number(q.get("test") ?? 100
 const state: { done: boolean; accuracy?: number; error?: string; samplesPerSec?: number; adapter?: string } = { done: false };
 (globalThis as unknown as { __mnist: typeof state }).__mnist = state;
 const log = document.getElementById("log")!;
-const say = (s: string) => (log.textContent += `\n${s}`);
+const say = (s: string): void => {
+  log.textContent += `\n${s}`;
+};
 
 async function engine(): Promise<void> {
   const device = await Device.request();

@@ -74,8 +74,6 @@ gpuTest("maxFailure(absolute(1)) writes a max_failure_exceeded bundle; resumeFro
     // Run 1: rank 2 vanishes; one dead rank is already too many.
     setProgramArgs({ faultRank: 2, faultAt: 30, fault: "exit" });
     let b = threeRanks().savePath(stem).maxFailure(MaxFailureThreshold.absolute(1));
-    const covered: [number, number, number][] = [];
-    observe(b.state, { chunk: (e, r, o, n) => covered.push([e, o, n]) });
     const h1 = await b.run();
     const e1 = await assertRejects(() => h1.join(), Error, "max_failure_exceeded", stem, "resumeFrom");
     const meta = await readBundleMeta(new FsStorage(dir), "ckpt");
@@ -94,7 +92,6 @@ gpuTest("maxFailure(absolute(1)) writes a max_failure_exceeded bundle; resumeFro
       }
     }
     void e1;
-    void covered;
     // Run 2: resume with three healthy ranks.
     setProgramArgs({});
     b = threeRanks().savePath(stem).resumeFrom(stem).maxFailure(MaxFailureThreshold.absolute(1));
