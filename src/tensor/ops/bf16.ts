@@ -17,7 +17,8 @@ export const BF16_PARAMS = layout("bf16", "Params", { n: "u32", words: "u32", sc
  * @throws {RangeError} When `scale` is not a finite f32.
  * @example
  * ```ts
- * import { Device, fromArray, packBf16Tensor } from "../../index.ts";
+ * import { Device, fromArray, ops } from "../../index.ts";
+ * const { packBf16Tensor } = ops;
  * await Device.request();
  * const words = packBf16Tensor(fromArray(Float32Array.of(1, -2, 0.5)));
  * console.log(await words.toArray()); // Uint32Array [0xc0003f80, 0x3f00]
@@ -48,7 +49,8 @@ export function packBf16Tensor(x: Tensor, scale = 1): Tensor {
  * @throws {RangeError} When `words` does not hold ceil(numel(shape) / 2) words (both named).
  * @example
  * ```ts
- * import { Device, fromArray, unpackBf16Tensor } from "../../index.ts";
+ * import { Device, fromArray, ops } from "../../index.ts";
+ * const { unpackBf16Tensor } = ops;
  * await Device.request();
  * const y = unpackBf16Tensor(fromArray(Uint32Array.of(0xc0003f80)), [2]);
  * console.log(await y.toArray()); // Float32Array [1, -2]
