@@ -79,6 +79,7 @@ export class Device {
 
   #pool: BufferPool;
   #pipelines = new Map<string, GPUComputePipeline>();
+  #modules = new Map<string, GPUShaderModule>();
   #encoder: GPUCommandEncoder | undefined;
   #pass: GPUComputePassEncoder | undefined;
   #dispatches = 0;
@@ -265,7 +266,12 @@ export class Device {
     const key = `${shader}/${entry}` + keys.map((k) => `/${k}=${overrides![k]}`).join("");
     let p = this.#pipelines.get(key);
     if (!p) {
-      const module = this.gpu.createShaderModule({ label: `${shader}.wgsl`, code: shaderSource(shader) });
+      // One module per shader file: each override variant reuses its parse and validation.
+      let module = this.#modules.get(shader);
+      if (!module) {
+        module = this.gpu.createShaderModule({ label: `${shader}.wgsl`, code: shaderSource(shader) });
+        this.#modules.set(shader, module);
+      }
       p = this.gpu.createComputePipeline({
         label: key,
         layout: "auto",

@@ -20,26 +20,45 @@ export const CONV_WG = 64;
 export const MAX_GROUPS_PER_DIM = 65535;
 
 /**
- * Matmul tiling. Each thread computes a TM×TN block of C with vec4 loads along N;
- * a workgroup is WGX×WGY threads. CPU adapters (lavapipe, SwiftShader) reward
- * register blocking and punish shared-memory tiles (TOOLCHAIN.md: 8×4 blocks 1.5 GFLOP/s,
- * 16×16 shared tiles 0.17); real GPUs want shared tiles too, so both are kept tunable.
+ * Matmul tiling (shaders/matmul.wgsl). Each thread computes a tm×tn block of C; a workgroup
+ * is wgx×wgy threads. `bk` picks the kernel: 0 keeps the block in registers and never uses
+ * workgroup memory (CPU adapters), bk > 0 stages bk-deep tiles of A and B in workgroup
+ * memory (hardware GPUs). The op shrinks tm/tn for matrices smaller than one workgroup's tile.
  */
 export interface MatmulTiling {
-  /** Rows of C per thread. */
+  /** Rows of C per thread: a multiple of 4, at most 32 (8 with bk > 0). */
   tm: number;
-  /** Columns of C per thread; a multiple of 4 (vec4). */
+  /** Columns of C per thread: a multiple of 4, at most 32 (8 with bk > 0). */
   tn: number;
   /** Threads per workgroup along N. */
   wgx: number;
   /** Threads per workgroup along M. */
   wgy: number;
+  /** K-depth of the workgroup-memory tiles; 0 = register kernel. bk·wgy·tm and bk·wgx·tn at most 2048. */
+  bk: number;
 }
 
-/** Register-blocked tiling for CPU adapters (see bench/README.md for the sweep that chose it). */
-export const MATMUL_CPU: MatmulTiling = { tm: 8, tn: 4, wgx: 8, wgy: 8 };
-/** Tiling for hardware GPUs: more threads per workgroup, same per-thread block. */
-export const MATMUL_GPU: MatmulTiling = { tm: 4, tn: 4, wgx: 16, wgy: 16 };
+/**
+ * Register tiling for CPU adapters (lavapipe, SwiftShader). There every storage load is a
+ * loop over the 8 SIMD lanes and dominates, so the kernel wants the most FMAs per load,
+ * tm·tn/(tm+tn): 32×32 blocks. wgx = 8 fills one SIMD batch along N. bench/matmul_sweep.ts
+ * (lavapipe, 1024³): 32×32 3.3 GFLOP/s, 16×32 2.5, 16×16 1.9, 8×8 1.0, 8×4 0.5; the cost is
+ * compile time, about 6 s per pipeline variant on first use (cached on disk by Mesa).
+ */
+export const MATMUL_CPU: MatmulTiling = { tm: 32, tn: 32, wgx: 8, wgy: 1, bk: 0 };
+/**
+ * Largest register block when an operand is not vec4-aligned or N % 4 != 0 (element stores).
+ * Compile time on CPU adapters grows steeply with the block (lavapipe: 32×32 with element
+ * stores over 20 s, 16×8 about 1 s; 32×32 vec4 about 6 s), and such shapes are small ones.
+ */
+export const MATMUL_UNALIGNED = { tm: 16, tn: 8 };
+/**
+ * Tiling for hardware GPUs: 16×16 threads of 4×4 blocks, 64×64 tiles of C, k-slices of 16 in
+ * workgroup memory. Checked on an NVIDIA H200 (Deno/wgpu on Vulkan): the matmul tests pass and
+ * 1024³ runs at 166 GFLOP/s, but dispatch + sync has a ~12 ms floor there, so the sweep cannot
+ * rank GPU tilings yet (it would need many dispatches per sync).
+ */
+export const MATMUL_GPU: MatmulTiling = { tm: 4, tn: 4, wgx: 16, wgy: 16, bk: 16 };
 
 /**
  * Buffer pool size classes: each power of two is split into this many steps, so a

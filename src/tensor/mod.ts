@@ -17,3 +17,4 @@ export * from "./bf16.ts";
 export * from "./ops/bf16.ts";
 export * from "./ops/conv.ts";
 export * from "./ops/pool.ts";
+export * from "./ops/matmul.ts";

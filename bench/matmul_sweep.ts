@@ -1,0 +1,127 @@
+/**
+ * Matmul tiling sweep: GFLOP/s of `matmul` for several register/shared tilings on n×n
+ * products (n = 256, 512, 1024) and the MNIST-MLP shapes, to choose MATMUL_CPU in
+ * src/gpu/tuning.ts. One run = dispatch + `await device.sync()`; median of 7 runs after 2
+ * warm-ups (the first warm-up compiles the pipeline; its time is printed as "first ms").
+ * n×n also prints the peers' W1 figure, which includes reading C back (`toArray`).
+ *
+ *   XDG_RUNTIME_DIR=/tmp/xdg npx deno run -A bench/matmul_sweep.ts [--quick]
+ *
+ * --quick runs only the default tiling. Expect ±10–30% between runs on a shared machine;
+ * compare tilings within one run. "GFLOP/CPU-s" divides by the CPU time of this process
+ * (every lavapipe thread): on a CPU adapter it measures the kernel's efficiency even when
+ * other processes take cores; wall GFLOP/s is at most cores × that.
+ *
+ * Deno + lavapipe (LLVM 15, 2 shared cores, load average 2–4), GFLOP/s at 256 / 512 / 1024,
+ * dispatch + sync (incl. readback) [GFLOP/CPU-s]:
+ *   32×32 (MATMUL_CPU)   1.52 (1.66) / 3.03 (3.11) / 3.31 (3.27)   [3.0 / 3.5 / 3.5]
+ *   16×32                1.46 (1.53) / 2.21 (2.32) / 2.53 (2.53)   [2.5 / 2.6 / 2.6]
+ *   16×16                1.22 (1.43) / 1.99 (1.91) / 1.92 (1.84)   [2.0 / 2.2 / 2.0]
+ *   8×8                  0.78 (0.76) / 0.96 (0.91) / 0.96 (0.95)   [1.0 / 1.0 / 1.0]
+ *   8×4, wg 8×8          0.55 (0.42) / 0.72 (0.67) / 0.47 (0.45)   [0.7 / 0.7 / 0.7]
+ *   shared 4×4 (GPU)     0.27 (0.27) / 0.29 (0.29) / —             [0.3 / 0.3 / —]
+ * MLP shapes with 32×32: x·w1ᵀ 64×784×256 1.08, dyᵀ·x 256×64×784 1.26 (GFLOP/CPU-s 3.0, 2.8;
+ * a 25 MFLOP op is mostly the ~10 ms submit-and-wait, which a training step pays once).
+ * Peers, same machine, incl. readback: jax-js 0.76 / 1.02 / 1.09, TF.js 0.67 / 0.85 / 0.87.
+ * Cold compile (MESA_SHADER_CACHE_DISABLE=true) of one 32×32 vec4 pipeline is about 6 s,
+ * 16×16 about 1 s; Mesa's disk cache makes later runs fast ("first ms" above is warm).
+ */
+import process from "node:process";
+import { Device } from "../src/gpu/mod.ts";
+import { MATMUL_CPU, MATMUL_GPU, type MatmulTiling } from "../src/gpu/tuning.ts";
+import { rand } from "../src/tensor/creation.ts";
+import { matmul } from "../src/tensor/ops/matmul.ts";
+
+interface Shape {
+  name: string;
+  /** Operand shapes and transposes; flops = 2·m·k·n. */
+  a: number[];
+  b: number[];
+  transA?: boolean;
+  transB?: boolean;
+  flops: number;
+  /** Also time with the readback the peers' W1 includes. */
+  readback?: boolean;
+}
+
+const square = (n: number): Shape => ({
+  name: `${n}×${n}×${n}`,
+  a: [n, n],
+  b: [n, n],
+  flops: 2 * n ** 3,
+  readback: true,
+});
+const SHAPES: Shape[] = [
+  square(256),
+  square(512),
+  square(1024),
+  // MLP 784-256-10, batch 64, nn.Linear layout (w [out, in]).
+  { name: "mlp fwd x·w1ᵀ 64×784×256", a: [64, 784], b: [256, 784], transB: true, flops: 2 * 64 * 784 * 256 },
+  { name: "mlp dW1 dyᵀ·x 256×64×784", a: [64, 256], b: [64, 784], transA: true, flops: 2 * 256 * 64 * 784 },
+  { name: "[64,784]ᵀ·[64,256] 784×64×256", a: [64, 784], b: [64, 256], transA: true, flops: 2 * 784 * 64 * 256 },
+  { name: "mlp dX2 dy·w2 64×10×256", a: [64, 10], b: [10, 256], flops: 2 * 64 * 10 * 256 },
+];
+
+const TILINGS: Record<string, MatmulTiling> = {
+  "32×32 (MATMUL_CPU)": MATMUL_CPU,
+  "16×32": { tm: 16, tn: 32, wgx: 8, wgy: 1, bk: 0 },
+  "16×16": { tm: 16, tn: 16, wgx: 8, wgy: 1, bk: 0 },
+  "8×8": { tm: 8, tn: 8, wgx: 8, wgy: 1, bk: 0 },
+  "8×4 wg 8×8": { tm: 8, tn: 4, wgx: 8, wgy: 8, bk: 0 },
+  "shared 4×4 (MATMUL_GPU)": MATMUL_GPU,
+};
+
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
+
+/** GFLOP/s of the median run, GFLOP per CPU-second of this process (all threads: robust to other load), first run's ms. */
+async function timeShape(
+  device: Device,
+  s: Shape,
+  readback: boolean,
+): Promise<{ gflops: number; perCpu: number; firstMs: number }> {
+  const a = rand(s.a, { device, lo: -0.5, hi: 0.5, seed: 1 }).keep();
+  const b = rand(s.b, { device, lo: -0.5, hi: 0.5, seed: 2 }).keep();
+  await device.sync();
+  const cpu: number[] = [];
+  const once = async () => {
+    const u0 = process.cpuUsage();
+    const t0 = performance.now();
+    const c = matmul(a, b, { transA: s.transA, transB: s.transB });
+    if (readback) await c.toArray();
+    else await device.sync();
+    const ms = performance.now() - t0;
+    const u = process.cpuUsage(u0);
+    cpu.push((u.user + u.system) / 1000);
+    device.endStep();
+    return ms;
+  };
+  const firstMs = await once();
+  await once();
+  cpu.length = 0;
+  const runs: number[] = [];
+  for (let i = 0; i < 7; i++) runs.push(await once());
+  a.dispose();
+  b.dispose();
+  return { gflops: s.flops / median(runs) / 1e6, perCpu: s.flops / median(cpu) / 1e6, firstMs };
+}
+
+const quick = Deno.args.includes("--quick");
+const names = quick ? [Object.keys(TILINGS)[0]] : Object.keys(TILINGS);
+const rows: string[][] = [];
+for (const name of names) {
+  const device = await Device.request({ label: `sweep ${name}`, matmul: TILINGS[name] });
+  for (const s of SHAPES) {
+    // The shared-memory kernel is for hardware GPUs; on a CPU adapter only the small shapes are worth the wait.
+    if (TILINGS[name].bk > 0 && device.isFallback && s.flops > 2 * 512 ** 3) continue;
+    const r = await timeShape(device, s, false);
+    const rb = s.readback ? (await timeShape(device, s, true)).gflops.toFixed(2) : "";
+    rows.push([name, s.name, r.gflops.toFixed(2), rb, r.perCpu.toFixed(2), r.firstMs.toFixed(0)]);
+    console.log(rows[rows.length - 1].join(" | "));
+  }
+  device.destroy();
+}
+
+const header = ["tiling", "shape (m×k×n)", "GFLOP/s", "incl. readback", "GFLOP/CPU-s", "first ms"];
+const width = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(width[i])).join(" | ")} |`;
+console.log(`\n${line(header)}\n|${width.map((w) => "-".repeat(w + 2)).join("|")}|\n${rows.map(line).join("\n")}`);

@@ -1,0 +1,360 @@
+import { type Device, layout, tuning } from "../../gpu/mod.ts";
+import type { OpDef } from "../op.ts";
+import { broadcastShapes, fmt, numel, type Shape, stridesOf } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+import { sum, sumTo } from "./reduce.ts";
+
+/** Mirrors `struct Params` in shaders/matmul.wgsl. */
+export const MATMUL_PARAMS = layout("matmul", "Params", {
+  m: "u32",
+  n: "u32",
+  k: "u32",
+  d1: "u32",
+  d2: "u32",
+  sa0: "u32",
+  sa1: "u32",
+  sa2: "u32",
+  sb0: "u32",
+  sb1: "u32",
+  sb2: "u32",
+});
+
+/** Attributes of {@link matmulOp}: transpose the last two dims of A and/or B (read in place, no copy). */
+export interface MatmulAttrs {
+  transA?: boolean;
+  transB?: boolean;
+}
+
+const describe = (a: Shape, b: Shape, transA: boolean, transB: boolean) =>
+  `a=${fmt(a)}${transA ? "ᵀ" : ""} b=${fmt(b)}${transB ? "ᵀ" : ""}`;
+
+/**
+ * Output shape of op(A)·op(B): [..., m, k]·[..., k, n] (the last two dims swapped when
+ * transposed) with the batch dims broadcast as NumPy does.
+ * @throws {TypeError} When an operand has fewer than 2 dims.
+ * @throws {RangeError} When the inner dims differ or the batch dims do not broadcast (both shapes shown).
+ * @example
+ * ```ts
+ * import { matmulShape } from "./matmul.ts";
+ * matmulShape([4, 1, 7, 5], [3, 5, 9]); // [4, 3, 7, 9]
+ * matmulShape([64, 784], [64, 256], true); // [784, 256]
+ * ```
+ */
+export function matmulShape(a: Shape, b: Shape, transA = false, transB = false): number[] {
+  if (a.length < 2 || b.length < 2) {
+    throw new TypeError(`matmul: operands need at least 2 dims, got ${describe(a, b, transA, transB)}`);
+  }
+  const [m, ka] = transA ? [a[a.length - 1], a[a.length - 2]] : [a[a.length - 2], a[a.length - 1]];
+  const [kb, n] = transB ? [b[b.length - 1], b[b.length - 2]] : [b[b.length - 2], b[b.length - 1]];
+  if (ka !== kb) {
+    throw new RangeError(
+      `matmul: inner dims differ (${ka} vs ${kb}), need [..,m,k]·[..,k,n], got ${describe(a, b, transA, transB)}`,
+    );
+  }
+  let batch: number[];
+  try {
+    batch = broadcastShapes(a.slice(0, -2), b.slice(0, -2), "matmul");
+  } catch {
+    throw new RangeError(`matmul: batch dims do not broadcast, got ${describe(a, b, transA, transB)}`);
+  }
+  return [...batch, m, n];
+}
+
+/**
+ * Output shape of `linear(x, w, b)`: x [..., in], w [out, in], b [out] → [..., out].
+ * @throws {TypeError} When x has no dims, w is not 2-D or b is not 1-D.
+ * @throws {RangeError} When the sizes disagree (all shapes shown).
+ */
+export function linearShape(x: Shape, w: Shape, b?: Shape): number[] {
+  const got = `x=${fmt(x)} w=${fmt(w)}${b ? ` b=${fmt(b)}` : ""}`;
+  if (x.length < 1 || w.length !== 2 || (b && b.length !== 1)) {
+    throw new TypeError(`linear: need x [..,in], w [out,in], b [out], got ${got}`);
+  }
+  if (x[x.length - 1] !== w[1] || (b && b[0] !== w[0])) {
+    throw new RangeError(`linear: need x [..,in], w [out,in], b [out] with matching in and out, got ${got}`);
+  }
+  return [...x.slice(0, -1), w[0]];
+}
+
+/** How one batched product walks memory (pure; unit-tested). */
+export interface MatmulPlan {
+  m: number;
+  n: number;
+  k: number;
+  /** Output shape, batch dims included. */
+  out: number[];
+  /** Output matrices (the grid's z). */
+  batch: number;
+  /** Params of the batch walk: sizes of the two inner merged batch dims, element strides in A and B. */
+  d1: number;
+  d2: number;
+  sa: [number, number, number];
+  sb: [number, number, number];
+}
+
+/**
+ * Plan op(A)·op(B) for contiguous A and B: broadcast batch dims (stride 0 in the operand
+ * that broadcasts) merged into at most 3 groups. When B has no batch and A's batch is
+ * the output's, A's rows are folded into m (one matrix, better tiles).
+ * @throws {RangeError} As {@link matmulShape}, or when the batch dims need more than 3 groups.
+ */
+export function matmulPlan(a: Shape, b: Shape, transA = false, transB = false): MatmulPlan {
+  const out = matmulShape(a, b, transA, transB);
+  const m = out[out.length - 2], n = out[out.length - 1];
+  const k = transA ? a[a.length - 2] : a[a.length - 1];
+  const bo = out.slice(0, -2);
+  const stridesIn = (s: Shape) => {
+    const st = stridesOf(s).slice(0, -2), bs = s.slice(0, -2);
+    return bo.map((_, i) => {
+      const j = i - (bo.length - bs.length);
+      return j >= 0 && bs[j] !== 1 ? st[j] : 0;
+    });
+  };
+  const sa = stridesIn(a), sb = stridesIn(b);
+  // Drop size-1 dims, then merge neighbours that step through both operands as one dim.
+  const dims: { size: number; sa: number; sb: number }[] = [];
+  bo.forEach((size, i) => {
+    if (size === 1) return;
+    const last = dims[dims.length - 1];
+    if (last && last.sa === sa[i] * size && last.sb === sb[i] * size) {
+      last.size *= size;
+      last.sa = sa[i];
+      last.sb = sb[i];
+    } else dims.push({ size, sa: sa[i], sb: sb[i] });
+  });
+  const batch = numel(bo);
+  if (dims.length === 1 && dims[0].sb === 0 && dims[0].sa === m * k && !transA) {
+    return { m: m * batch, n, k, out, batch: 1, d1: 1, d2: 1, sa: [0, 0, 0], sb: [0, 0, 0] };
+  }
+  if (dims.length > 3) {
+    throw new RangeError(
+      `matmul: batch dims of ${
+        describe(a, b, transA, transB)
+      } need ${dims.length} separate strides, at most 3 are supported`,
+    );
+  }
+  while (dims.length < 3) dims.unshift({ size: 1, sa: 0, sb: 0 });
+  return {
+    m,
+    n,
+    k,
+    out,
+    batch,
+    d1: dims[1].size,
+    d2: dims[2].size,
+    sa: [dims[0].sa, dims[1].sa, dims[2].sa],
+    sb: [dims[0].sb, dims[1].sb, dims[2].sb],
+  };
+}
+
+/** Floats of each workgroup tile of the shared kernel (`TILE` in shaders/matmul.wgsl). */
+const SHARED_TILE = 2048;
+const checked = new WeakSet<Device>();
+
+/** The device's tiling, validated once (a user may pass their own to `Device.request`). */
+function tilingOf(device: Device): tuning.MatmulTiling {
+  const t = device.matmul;
+  if (checked.has(device)) return t;
+  const shared = t.bk > 0;
+  const maxBlock = shared ? 8 : 32;
+  const fail = (what: string) => {
+    throw new RangeError(`Device "${device.label}" matmul tiling: ${what}, got ${JSON.stringify(t)}`);
+  };
+  for (const key of ["tm", "tn"] as const) {
+    if (!(Number.isInteger(t[key]) && t[key] % 4 === 0 && t[key] >= 4 && t[key] <= maxBlock)) {
+      fail(`${key} must be a multiple of 4 in [4, ${maxBlock}]${shared ? " with bk > 0" : ""}`);
+    }
+  }
+  const l = device.limits;
+  if (!(Number.isInteger(t.wgx) && t.wgx >= 1 && t.wgx <= l.maxComputeWorkgroupSizeX)) {
+    fail(`wgx must be an integer in [1, ${l.maxComputeWorkgroupSizeX}]`);
+  }
+  if (!(Number.isInteger(t.wgy) && t.wgy >= 1 && t.wgy <= l.maxComputeWorkgroupSizeY)) {
+    fail(`wgy must be an integer in [1, ${l.maxComputeWorkgroupSizeY}]`);
+  }
+  if (t.wgx * t.wgy > l.maxComputeInvocationsPerWorkgroup) {
+    fail(`wgx·wgy must be at most ${l.maxComputeInvocationsPerWorkgroup}`);
+  }
+  if (!(Number.isInteger(t.bk) && t.bk >= 0)) fail("bk must be a non-negative integer");
+  if (shared && (t.bk * t.wgy * t.tm > SHARED_TILE || t.bk * t.wgx * t.tn > SHARED_TILE)) {
+    fail(`bk·wgy·tm and bk·wgx·tn must be at most ${SHARED_TILE}`);
+  }
+  checked.add(device);
+  return t;
+}
+
+/**
+ * A block edge no larger than the matrix needs (idle lanes cost as much as busy ones), a power
+ * of two so that few pipeline variants get compiled.
+ */
+function fit(block: number, size: number, threads: number): number {
+  const need = Math.max(4, 2 ** Math.ceil(Math.log2(Math.max(1, size / threads))));
+  return Math.min(block, need);
+}
+
+/**
+ * C = op(A)·op(B) (+ bias along the last dim) in one dispatch, for contiguous f32 A and B.
+ * The output has the broadcast batch shape.
+ */
+function gemm(a: Tensor, b: Tensor, transA: boolean, transB: boolean, bias?: Tensor, origin = "matmul"): Tensor {
+  const device = a.device;
+  const plan = matmulPlan(a.shape, b.shape, transA, transB);
+  const c = Tensor.empty(plan.out, { device }, origin);
+  const { m, n, k } = plan;
+  if (c.numel === 0) return c;
+  const t = tilingOf(device);
+  const shared = t.bk > 0;
+  const vec4 = !shared && n % 4 === 0;
+  // vec4 loads need the operand's contiguous dim to be a multiple of 4 (batch strides follow).
+  const va = (transA ? m : k) % 4 === 0, vb = (transB ? k : n) % 4 === 0;
+  const [bm, bn] = shared || (vec4 && va && vb)
+    ? [t.tm, t.tn]
+    : [Math.min(t.tm, tuning.MATMUL_UNALIGNED.tm), Math.min(t.tn, tuning.MATMUL_UNALIGNED.tn)];
+  const tm = fit(bm, m, t.wgy), tn = fit(bn, n, t.wgx);
+  const entry = `${bias ? "linear" : "matmul"}_forward${shared ? "_shared" : vec4 ? "_vec4" : ""}`;
+  const overrides: Record<string, number> = { TA: +transA, TB: +transB, TM: tm, TN: tn, WGX: t.wgx, WGY: t.wgy };
+  if (shared) overrides.BK = t.bk;
+  else {
+    overrides.VA = +va;
+    overrides.VB = +vb;
+  }
+  const buffers: Record<number, GPUBuffer> = { 1: a.buffer, 2: b.buffer, [vec4 ? 4 : 3]: c.buffer };
+  if (bias) buffers[5] = bias.buffer;
+  device.dispatch({
+    shader: "matmul",
+    entry,
+    overrides,
+    params: {
+      layout: MATMUL_PARAMS,
+      values: {
+        m,
+        n,
+        k,
+        d1: plan.d1,
+        d2: plan.d2,
+        sa0: plan.sa[0],
+        sa1: plan.sa[1],
+        sa2: plan.sa[2],
+        sb0: plan.sb[0],
+        sb1: plan.sb[1],
+        sb2: plan.sb[2],
+      },
+    },
+    buffers,
+    groups: [Math.ceil(n / (tn * t.wgx)), Math.ceil(m / (tm * t.wgy)), plan.batch],
+  });
+  return c;
+}
+
+function checkOperands(op: string, ...ts: Tensor[]): void {
+  for (const t of ts) {
+    t.sameDevice(ts[0], op);
+    if (t.dtype !== "f32") {
+      throw new TypeError(`${op}: expects f32 tensors, got ${ts.map((x) => x.dtype).join(" and ")}`);
+    }
+  }
+}
+
+const batchSize = (s: Shape) => numel(s.slice(0, -2));
+/** A shape [..., c] viewed as the 2-D matrix [rows, c]. */
+const rows = (s: Shape) => [numel(s.slice(0, -1)), s[s.length - 1]];
+
+/**
+ * Batched matrix product C = op(A)·op(B), op an optional transpose of the last two dims that
+ * the kernel reads in place. Batch dims broadcast. Gradients (the same kernel, transposed):
+ * dA = dC·op(B)ᵀ and dB = op(A)ᵀ·dC (transposed back when A or B was), summed over the
+ * batch dims an operand was broadcast along.
+ */
+export const matmulOp: OpDef<MatmulAttrs> = {
+  name: "matmul",
+  forward([a, b], attrs) {
+    checkOperands("matmul", a, b);
+    return { output: gemm(a, b, !!attrs.transA, !!attrs.transB), saved: [a, b] };
+  },
+  backward(dc, ctx) {
+    const [a, b] = ctx.saved;
+    const ta = !!ctx.attrs.transA, tb = !!ctx.attrs.transB;
+    let da: Tensor | null = null, db: Tensor | null = null;
+    if (ctx.needs[0]) {
+      const g = ta
+        ? gemm(b, dc, tb, true, undefined, "matmul.backward")
+        : gemm(dc, b, false, !tb, undefined, "matmul.backward");
+      da = sumTo(g, a.shape);
+    }
+    if (ctx.needs[1]) {
+      if (batchSize(b.shape) === 1 && batchSize(a.shape) === batchSize(dc.shape) && batchSize(a.shape) > 1 && !ta) {
+        // B was shared by every matrix of A: Σ_i A_iᵀ·dC_i is one product over the stacked rows.
+        const a2 = a.reshape(rows(a.shape)), dc2 = dc.reshape(rows(dc.shape));
+        const g = tb
+          ? gemm(dc2, a2, true, false, undefined, "matmul.backward")
+          : gemm(a2, dc2, true, false, undefined, "matmul.backward");
+        db = g.reshape(b.shape);
+      } else {
+        const g = tb
+          ? gemm(dc, a, true, ta, undefined, "matmul.backward")
+          : gemm(a, dc, !ta, false, undefined, "matmul.backward");
+        db = sumTo(g, b.shape);
+      }
+    }
+    return [da, db];
+  },
+};
+
+/**
+ * Matrix product of the last two dims with broadcast batch dims, as `torch.matmul` on
+ * operands of at least 2 dims; `transA` / `transB` transpose an operand in place.
+ * @throws {TypeError} For operands under 2 dims or not f32.
+ * @throws {RangeError} When the shapes do not fit (both shapes shown).
+ * @example
+ * ```ts
+ * import { Device, fromArray, ops } from "../../index.ts";
+ * await Device.request();
+ * const c = ops.matmul(fromArray([1, 2, 3, 4], [2, 2]), fromArray([1, 0, 0, 1], [2, 2]));
+ * console.log(await c.toArray()); // [1, 2, 3, 4]
+ * ```
+ */
+export function matmul(a: Tensor, b: Tensor, opts: MatmulAttrs = {}): Tensor {
+  return matmulOp.forward([a, b], opts).output;
+}
+
+/**
+ * Fully connected layer y = x·wᵀ + b with PyTorch's `nn.Linear` layout: x [..., in],
+ * w [out, in], b [out] (optional). One dispatch forward (the bias is added by the matmul
+ * kernel). Gradients: dx = dy·w, dw = dyᵀ·x over all leading dims, db = Σ dy.
+ */
+export const linearOp: OpDef<undefined> = {
+  name: "linear",
+  forward(inputs) {
+    const [x, w, b] = inputs;
+    checkOperands("linear", ...inputs);
+    const out = linearShape(x.shape, w.shape, b?.shape);
+    const x2 = x.reshape(rows(x.shape));
+    const y = gemm(x2, w, false, true, b, "linear");
+    return { output: y.reshape(out), saved: [x, w] };
+  },
+  backward(dy, ctx) {
+    const [x, w] = ctx.saved;
+    const dy2 = dy.reshape(rows(dy.shape));
+    const dx = ctx.needs[0] ? gemm(dy2, w, false, false, undefined, "linear.backward").reshape(x.shape) : null;
+    const dw = ctx.needs[1] ? gemm(dy2, x.reshape(rows(x.shape)), true, false, undefined, "linear.backward") : null;
+    const grads = [dx, dw];
+    if (ctx.shapes.length > 2) grads.push(ctx.needs[2] ? sum(dy2, 0) : null);
+    return grads;
+  },
+};
+
+/**
+ * `nn.Linear`'s forward: y = x·wᵀ + b for x [..., in], w [out, in], b [out].
+ * @throws {TypeError} For wrong ranks or dtypes.
+ * @throws {RangeError} When in or out disagree (all shapes shown).
+ * @example
+ * ```ts
+ * import { Device, fromArray, ops } from "../../index.ts";
+ * await Device.request();
+ * const y = ops.linear(fromArray([1, 2], [1, 2]), fromArray([1, 1, 0, 1], [2, 2]), fromArray([10, 20]));
+ * console.log(await y.toArray()); // [13, 22]
+ * ```
+ */
+export function linear(x: Tensor, w: Tensor, b?: Tensor): Tensor {
+  return linearOp.forward(b ? [x, w, b] : [x, w], undefined).output;
+}
