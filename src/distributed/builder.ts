@@ -455,6 +455,28 @@ export class DdpBuilder<M extends Module> {
     return await intoWorker(this.#s);
   }
 
+  /**
+   * An independent copy: same call site and closures (so rank workers still find it), its
+   * own knobs. Configure one copy per run when a module's builder serves several runs.
+   */
+  clone(): DdpBuilder<M> {
+    const s = this.#s;
+    const copy = new DdpBuilder<M>(s.site, s.spec.modelFactory, s.spec.optimFactory, s.spec.trainFn);
+    const c = copy.#s;
+    c.spec = { ...s.spec };
+    c.config = { ...s.config, elche: s.config.elche.clone(), scalarReductions: { ...s.config.scalarReductions } };
+    c.explicit = new Set(s.explicit);
+    c.metricsFn = s.metricsFn;
+    c.evalResultFn = s.evalResultFn;
+    c.outerFactory = s.outerFactory;
+    c.guard = s.guard;
+    c.cluster = s.cluster ? { ranks: s.cluster.ranks.map((r) => ({ ...r })) } : undefined;
+    c.entry = s.entry;
+    c.entryTimeoutSecs = s.entryTimeoutSecs;
+    c.timeline = s.timeline;
+    return copy;
+  }
+
   /** The builder's state (launch and tests). */
   get state(): BuilderState<M> {
     return this.#s;

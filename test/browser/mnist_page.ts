@@ -54,7 +54,7 @@ async function trainer(): Promise<void> {
   setProgramArgs({ train, test, baseUrl: "/mnist/" });
   const { mnist } = await import("../fixtures/programs/mnist.ts");
   const t0 = performance.now();
-  const h = await mnist.elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(64).numEpochs(epochs)
+  const h = await mnist.clone().elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(64).numEpochs(epochs)
     .cluster({ ranks: Array.from({ length: ranks }, () => ({})) })
     .evalResultFn((e, acc) => say(`eval ${e}: ${(acc * 100).toFixed(1)}%`))
     .run();

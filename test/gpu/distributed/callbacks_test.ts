@@ -20,7 +20,7 @@ gpuTest("evalFn runs every epoch and once more at the end, in eval mode; epochFn
   setProgramArgs({});
   const results: [number, number][] = [];
   const metrics: EpochMetrics[] = [];
-  const h = await tinyCallbacks.elche(ElCheConfig.cpuCadence()).batchSize(16).numEpochs(3).lrScaleRatio(0)
+  const h = await tinyCallbacks.clone().elche(ElCheConfig.cpuCadence()).batchSize(16).numEpochs(3).lrScaleRatio(0)
     .cluster({ ranks: [{}, {}] })
     .evalEvery(EvalCadence.epochs(1))
     .evalResultFn((epoch, acc) => void results.push([epoch, acc]))
@@ -41,7 +41,7 @@ gpuTest("evalFn runs every epoch and once more at the end, in eval mode; epochFn
 
 gpuTest("cpu-async with EASGD streams ranks through epochs and still converges; SlowMo and DiLoCo outer optimizers train", async () => {
   setProgramArgs({});
-  const base = (b = tiny) => b.elche(ElCheConfig.cpuAsync()).batchSize(16).numEpochs(3).lrScaleRatio(0).cluster({ ranks: [{}, {}] });
+  const base = (b = tiny) => b.clone().elche(ElCheConfig.cpuAsync()).batchSize(16).numEpochs(3).lrScaleRatio(0).cluster({ ranks: [{}, {}] });
   for (const [name, b] of [
     ["async", base()],
     ["slowmo", base(tinyOuter).elche(ElCheConfig.cpuCadence()).outerOptimizer(() => new SlowMo({ lr: 1, momentum: 0.5 }))],
@@ -58,7 +58,7 @@ gpuTest("cpu-async with EASGD streams ranks through epochs and still converges; 
 
 gpuTest("the cooperative tier (intoWorker) trains a single device to the same kind of result", async () => {
   setProgramArgs({});
-  const w = await tiny.elche(ElCheConfig.cpuCadence()).batchSize(16).numEpochs(2).cluster({ ranks: [{}] }).intoWorker();
+  const w = await tiny.clone().elche(ElCheConfig.cpuCadence()).batchSize(16).numEpochs(2).cluster({ ranks: [{}] }).intoWorker();
   let plans = 0, steps = 0;
   const { crossEntropy, Variable } = await import("../../../src/index.ts");
   for (let plan = await w.nextPlan(); plan; plan = await w.nextPlan()) {

@@ -35,7 +35,7 @@ class Ledger {
 }
 
 function threeRanks() {
-  return tiny.elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(B).numEpochs(EPOCHS).lrScaleRatio(0)
+  return tiny.clone().elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(B).numEpochs(EPOCHS).lrScaleRatio(0)
     .heartbeatTimeoutSecs(2).cluster({ ranks: [{}, {}, {}] });
 }
 

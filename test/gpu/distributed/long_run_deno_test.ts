@@ -12,7 +12,7 @@ gpuTest("MNIST MLP, 2 ranks, 20 epochs: GPU memory and the coordinator's heap ar
   const { mnist } = await import("../../fixtures/programs/mnist.ts");
   const gc = (globalThis as { gc?: () => void }).gc;
   const samples: { gpu: number[]; heap: number }[] = [];
-  const h = await mnist.elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(64).numEpochs(20)
+  const h = await mnist.clone().elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(64).numEpochs(20)
     .cluster({ ranks: [{}, {}] })
     .metricsFn(async (m) => {
       if (m.epoch !== 1 && m.epoch !== 19) return;

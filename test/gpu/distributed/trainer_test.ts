@@ -38,7 +38,7 @@ function configure(
   program = tiny,
 ) {
   setProgramArgs({});
-  return program
+  return program.clone()
     .elche(o.policy === "sync" ? ElCheConfig.cpuSync() : o.policy === "async" ? ElCheConfig.cpuAsync() : ElCheConfig.cpuCadence())
     .policy(o.policy)
     .backend(AverageBackend.Cpu)
