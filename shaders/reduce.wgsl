@@ -10,6 +10,7 @@ struct Params {  // mirrored in src/tensor/ops/reduce.ts
   ks0: u32, ks1: u32, ks2: u32, ks3: u32,
   r0: u32, r1: u32, r2: u32, r3: u32,
   rs0: u32, rs1: u32, rs2: u32, rs3: u32,
+  chunks: u32,
 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -40,22 +41,30 @@ fn off(r: u32) -> u32 {
   return q * p.rs0 + i1 * p.rs1 + i2 * p.rs2 + i3 * p.rs3;
 }
 
-// y[o] = scale * sum_r x  (sum: scale 1; mean: scale 1/len)
+// y[o·chunks + c] = scale · Σ x over the c-th of `chunks` slices of output o's reduced
+// range (sum: scale 1; mean: scale 1/len). chunks > 1 spreads a long reduction over many
+// workgroups (one workgroup looping over 200k elements is slow on any adapter); the op
+// then sums the partials in a second pass.
 @compute @workgroup_size(WG)
 fn sum_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                @builtin(local_invocation_index) t: u32) {
-  let o = out_index(g, nw);
-  if (o >= p.n_out) { return; }  // uniform per workgroup
+  let w = out_index(g, nw);
+  if (w >= p.n_out * p.chunks) { return; }  // uniform per workgroup
+  let o = w / p.chunks;
+  let c = w - o * p.chunks;
+  let span = (p.len + p.chunks - 1u) / p.chunks;
+  let lo = c * span;
+  let hi = min(p.len, lo + span);
   let b = base(o);
   var acc = 0.0;
-  for (var r = t; r < p.len; r += WG) { acc += x[b + off(r)]; }
+  for (var r = lo + t; r < hi; r += WG) { acc += x[b + off(r)]; }
   sv[t] = acc;
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s = s >> 1u) {
     if (t < s) { sv[t] += sv[t + s]; }
     workgroupBarrier();
   }
-  if (t == 0u) { y[o] = sv[0] * p.scale; }
+  if (t == 0u) { y[w] = sv[0] * p.scale; }
 }
 
 // dx[base(o) + off(r)] = scale * dy[o]: the gradient of sum/mean, broadcast back.

@@ -4,18 +4,7 @@
  * written back — overwritten or EASGD-blended — with its divergence measured (spec §4).
  */
 import type { Device } from "../gpu/mod.ts";
-import {
-  add,
-  affine,
-  cat,
-  fromArray,
-  mul,
-  packBf16Tensor,
-  sub,
-  sum,
-  Tensor,
-  unpackBf16Tensor,
-} from "../tensor/mod.ts";
+import { fromArray, lerpWithNorms, packBf16Tensor, Tensor, unpackBf16Tensor } from "../tensor/mod.ts";
 import { unpackBf16 } from "../tensor/mod.ts";
 import type { Adoption, Frame, LayoutTable, SyncAck } from "./protocol.ts";
 
@@ -110,10 +99,7 @@ export async function adoptConsensus(
   const post = c.dtype === "bf16"
     ? unpackBf16Tensor(fromArray(c.params as Uint32Array<ArrayBuffer>, [c.params.length], { device, dtype: "u32" }), [layout.paramCount])
     : fromArray(c.params as Float32Array<ArrayBuffer>, [layout.paramCount], { device });
-  const d = sub(pre, post);
-  const norms = cat([sum(mul(d, d)).reshape([1]), sum(mul(pre, pre)).reshape([1]), sum(mul(post, post)).reshape([1])], 0);
-  const alpha = a.easgdAlpha;
-  const next = alpha === undefined || alpha === 1 ? post : add(affine(pre, 1 - alpha), affine(post, alpha));
+  const { out: next, norms } = lerpWithNorms(pre, post, a.easgdAlpha ?? 1);
   scatter(device, next, params);
   if (a.withBuffers && layout.bufferCount > 0) {
     if (c.buffers.length !== layout.bufferCount) {

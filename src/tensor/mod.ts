@@ -18,3 +18,4 @@ export * from "./ops/bf16.ts";
 export * from "./ops/conv.ts";
 export * from "./ops/pool.ts";
 export * from "./ops/matmul.ts";
+export * from "./ops/lerp.ts";

@@ -25,7 +25,16 @@ export const REDUCE_PARAMS = layout("reduce", "Params", {
   rs1: "u32",
   rs2: "u32",
   rs3: "u32",
+  chunks: "u32",
 });
+
+/**
+ * A reduction longer than this with few outputs is split over several workgroups per
+ * output, then the partial sums are added in a second pass (elements).
+ */
+const SPLIT_LEN = 16384;
+/** Elements each partial sum covers when split. */
+const SPLIT_SPAN = 4096;
 
 /** Which dims to reduce: one dim, several, or all (undefined). */
 export type Dims = number | readonly number[] | undefined;
@@ -94,6 +103,7 @@ function launch(
   buffers: Record<number, GPUBuffer>,
   scale = 1,
   correction = 0,
+  chunks = 1,
 ): void {
   const [k0, k1, k2, k3] = plan.kept.sizes;
   const [ks0, ks1, ks2, ks3] = plan.kept.strides;
@@ -126,10 +136,11 @@ function launch(
         rs1,
         rs2,
         rs3,
+        chunks,
       },
     },
     buffers,
-    groups: Device.grid(plan.nOut, 1),
+    groups: Device.grid(plan.nOut * chunks, 1),
   });
 }
 
@@ -158,7 +169,13 @@ function defineSum(name: "sum" | "mean"): OpDef<ReduceAttrs> {
       const plan = reducePlan(x.shape, attrs.dims, name);
       const y = Tensor.empty(outShape(plan, attrs), { device: x.device }, name);
       if (plan.len === 0) x.device.clear(y.buffer);
-      else launch("sum_forward", plan, x.device, { 1: x.buffer, 2: y.buffer }, scaleOf(plan));
+      else if (plan.len > SPLIT_LEN && plan.nOut < 64) {
+        // Two passes: partial sums over slices of each output's range, then their sum.
+        const chunks = Math.ceil(plan.len / SPLIT_SPAN);
+        const part = Tensor.empty([plan.nOut, chunks], { device: x.device }, `${name}.partial`);
+        launch("sum_forward", plan, x.device, { 1: x.buffer, 2: part.buffer }, scaleOf(plan), 0, chunks);
+        launch("sum_forward", reducePlan(part.shape, 1, name), x.device, { 1: part.buffer, 2: y.buffer });
+      } else launch("sum_forward", plan, x.device, { 1: x.buffer, 2: y.buffer }, scaleOf(plan));
       return { output: y };
     },
     backward(dy, ctx) {

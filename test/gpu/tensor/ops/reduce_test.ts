@@ -57,3 +57,15 @@ gpuTest("reductions name the bad dim", () => {
   assertThrows(() => R.sum(fromArray([1, 2]), 2), RangeError, "sum", "dim 2");
   assertThrows(() => R.sum(fromArray([1, 2]), [0, 0]), RangeError, "repeat");
 });
+
+gpuTest("long reductions split over workgroups (sum, mean of 200,003 and of [3, 70001] over dim 1) match f64", async () => {
+  const rng = mulberry32(404);
+  for (const [shape, dims] of [[[200003], [0]], [[3, 70001], [1]], [[70001, 3], [0]]] as [number[], number[]][]) {
+    const x = randn(count(shape), rng);
+    for (const kind of ["sum", "mean"] as const) {
+      const want = reduceRef(kind, x, shape, dims, new Float64Array(count(shape)));
+      const got = await (kind === "sum" ? R.sum : R.mean)(fromArray(x, shape), dims).toArray();
+      assertRelClose(got, want.y, 1e-4, `${kind} [${shape}] over [${dims}]`);
+    }
+  }
+});

@@ -1,0 +1,46 @@
+import { Device, layout, tuning } from "../../gpu/mod.ts";
+import { fmt, sameShape } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+
+/** Mirrors `struct Params` in shaders/lerp.wgsl. */
+export const LERP_PARAMS = layout("lerp", "Params", { n: "u32", alpha: "f32", chunks: "u32" });
+
+/** Elements each workgroup of the first pass covers. */
+const SPAN = 4096;
+
+/**
+ * `(1 − alpha)·pre + alpha·post` (alpha = 1 copies `post` exactly), and in the same pass
+ * the squared norms Σ(pre − post)², Σpre², Σpost² as a 3-element tensor: adopting a
+ * consensus and measuring the divergence (spec §4.6) in two dispatches.
+ * @throws {RangeError} When shapes differ or alpha is outside [0, 1].
+ */
+export function lerpWithNorms(pre: Tensor, post: Tensor, alpha: number): { out: Tensor; norms: Tensor } {
+  pre.sameDevice(post, "lerpWithNorms");
+  if (!sameShape(pre.shape, post.shape)) {
+    throw new RangeError(`lerpWithNorms: pre ${fmt(pre.shape)} and post ${fmt(post.shape)} must have the same shape`);
+  }
+  if (!(alpha >= 0 && alpha <= 1)) throw new RangeError(`lerpWithNorms: alpha must be in [0, 1], got ${alpha}`);
+  const device = pre.device, n = pre.numel;
+  const chunks = Math.max(1, Math.ceil(n / SPAN));
+  const out = Tensor.empty(pre.shape, { device }, "lerp");
+  const partial = Tensor.empty([3 * chunks], { device }, "lerp.partial");
+  const norms = Tensor.empty([3], { device }, "lerp.norms");
+  const values = { n, alpha, chunks };
+  device.dispatch({
+    shader: "lerp",
+    entry: "lerp_norms_forward",
+    overrides: { WG: tuning.REDUCE_WG },
+    params: { layout: LERP_PARAMS, values },
+    buffers: { 1: pre.buffer, 2: post.buffer, 3: out.buffer, 4: partial.buffer },
+    groups: Device.grid(chunks, 1),
+  });
+  device.dispatch({
+    shader: "lerp",
+    entry: "norms_total_forward",
+    overrides: { WG: tuning.REDUCE_WG },
+    params: { layout: LERP_PARAMS, values },
+    buffers: { 4: partial.buffer, 5: norms.buffer },
+    groups: [1],
+  });
+  return { out, norms };
+}
