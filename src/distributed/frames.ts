@@ -84,10 +84,12 @@ export function writeFlat(
 }
 
 /**
- * Adopt a consensus: measure ‖pre − post‖ / ‖post‖ on the GPU (one 3-value readback),
- * then overwrite the parameters (or blend them, EASGD) and overwrite the buffers.
+ * Adopt a consensus: overwrite the parameters (or blend them, EASGD) and the buffers, and
+ * measure ‖pre − post‖ / ‖post‖ in the same pass. Everything is recorded and submitted at
+ * once; the returned promise resolves with the divergence when its 3-value read-back lands
+ * (the caller need not wait for it before training on).
  */
-export async function adoptConsensus(
+export function adoptConsensus(
   device: Device,
   params: readonly Tensor[],
   buffers: readonly Tensor[],
@@ -107,8 +109,10 @@ export async function adoptConsensus(
     }
     scatter(device, fromArray(c.buffers, [layout.bufferCount], { device }), buffers);
   }
-  const [dd, pp, qq] = await norms.toArray();
+  const read = norms.toArray(); // records the copy and submits everything recorded
   device.endStep();
-  const postNorm = Math.sqrt(qq);
-  return { divergence: postNorm > 1e-10 ? Math.sqrt(dd) / postNorm : 0, preNorm: Math.sqrt(pp), postNorm };
+  return read.then(([dd, pp, qq]) => {
+    const postNorm = Math.sqrt(qq);
+    return { divergence: postNorm > 1e-10 ? Math.sqrt(dd) / postNorm : 0, preNorm: Math.sqrt(pp), postNorm };
+  });
 }

@@ -97,6 +97,7 @@ export class RankRuntime<M extends Module> implements RankApi {
   #epoch = -1;
   #perms = new Map<number, Uint32Array>();
   #snapshotSteps = new Map<number, number>();
+  #lastAck: Promise<Omit<SyncAck, "rank">> = Promise.resolve({ divergence: 0, preNorm: 0, postNorm: 0 });
   #ownDevice: boolean;
 
   constructor(spec: RankSpec<M>, device?: Device) {
@@ -179,9 +180,17 @@ export class RankRuntime<M extends Module> implements RankApi {
     });
   }
 
+  /**
+   * Adopt a consensus. The acknowledgement carries the divergence measured at the PREVIOUS
+   * adoption (one reduce late, as flodl's collective path): the read-back of this one's
+   * norms lands while the rank trains on, so a reduce never waits for it.
+   */
   adopt(a: Adoption): Promise<SyncAck> {
     return this.#control(async () => {
-      const ack = await adoptConsensus(this.#device, this.#params.map((p) => p.data), this.#buffers, this.#layout, a);
+      const measured = adoptConsensus(this.#device, this.#params.map((p) => p.data), this.#buffers, this.#layout, a);
+      measured.catch(() => {}); // a lost device surfaces at the next step
+      const ack = await this.#lastAck;
+      this.#lastAck = measured;
       if (a.resetInner) this.#optim.resetState();
       this.#version = a.version;
       this.#globalStep = a.globalStep;
