@@ -18,7 +18,9 @@ import config from "../../playwright.config.ts";
 const root = join(import.meta.dirname, "..", "..");
 const outDir = join(root, "test-results", "demo");
 const distDir = join(outDir, "dist");
-const shotsDir = join(root, "docs", "screenshots");
+// The README's screenshots are refreshed with UPDATE_SCREENSHOTS=1; a normal run keeps its
+// shots under test-results/ so `npm test` leaves the tree clean.
+const shotsDir = process.env.UPDATE_SCREENSHOTS ? join(root, "docs", "screenshots") : join(root, "test-results", "screenshots");
 /**
  * A dev server of our own (the project's vite.config.ts) without file watching: the
  * shared one on 5173 reloads the page whenever someone edits a file under src/, which
