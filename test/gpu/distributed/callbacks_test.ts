@@ -77,3 +77,15 @@ gpuTest("the cooperative tier (intoWorker) trains a single device to the same ki
   assertEquals(m.length, 2, "two epochs of metrics");
   assert(m[1].avgLoss < m[0].avgLoss, "loss falls");
 });
+
+gpuTest("shutdown() stops a run cooperatively: join resolves with the consensus of what was trained", async () => {
+  setProgramArgs({});
+  const h = await tiny.clone().elche(ElCheConfig.cpuCadence()).batchSize(16).numEpochs(50).cluster({ ranks: [{}, {}] }).run();
+  const first = await h.nextMetrics();
+  assert(first !== null && first.epoch === 0, "one epoch ran");
+  const state = await h.shutdown();
+  assert(state.params.has("weight") && state.params.get("weight")!.data.every(Number.isFinite), "a finite consensus");
+  assert(h.history.length < 50, `stopped early (${h.history.length} epochs)`);
+  h.pollMetrics();
+  assertEquals(await h.nextMetrics(), null, "nextMetrics() is null once the run is over and the queue drained");
+});
