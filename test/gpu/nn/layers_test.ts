@@ -43,7 +43,7 @@ gpuTest("Linear: PyTorch default init bounds, y = x·Wᵀ + b against f64, named
   assertThrows(() => lin.forward(new Variable(fromArray(new Float32Array(8), [2, 4]))), RangeError, "Linear(33, 7)", "4 features");
 });
 
-gpuTest("Sequential and FlowBuilder name children in order and chain forward", async () => {
+gpuTest("Sequential and FlowBuilder name children in order and chain forward", () => {
   const seq = new Sequential(new Flatten(), new Linear(12, 4), new ReLU(), new Linear(4, 2));
   assertEquals(seq.namedParameters().map(([n]) => n), ["1.weight", "1.bias", "3.weight", "3.bias"], "sequential names");
   const out = seq.forward(new Variable(fromArray(new Float32Array(2 * 3 * 4).fill(0.5), [2, 3, 4])));
