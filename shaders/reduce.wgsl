@@ -67,6 +67,19 @@ fn sum_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec
   if (t == 0u) { y[w] = sv[0] * p.scale; }
 }
 
+// The same sum, one thread per output looping over its whole range: for many outputs with
+// short ranges (a bias gradient: 256 outputs of 64 rows), where a workgroup per output
+// would spend its time in barriers (slow on software adapters) for a few additions.
+@compute @workgroup_size(WG)
+fn sum_serial(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let o = gid.y * nw.x * WG + gid.x;
+  if (o >= p.n_out) { return; }
+  let b = base(o);
+  var acc = 0.0;
+  for (var r = 0u; r < p.len; r++) { acc += x[b + off(r)]; }
+  y[o] = acc * p.scale;
+}
+
 // dx[base(o) + off(r)] = scale * dy[o]: the gradient of sum/mean, broadcast back.
 @compute @workgroup_size(WG)
 fn sum_backward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,

@@ -35,6 +35,14 @@ export const REDUCE_PARAMS = layout("reduce", "Params", {
 const SPLIT_LEN = 16384;
 /** Elements each partial sum covers when split. */
 const SPLIT_SPAN = 4096;
+/**
+ * Sums at most this long, with at least {@link SERIAL_MIN_OUT} outputs, run one thread per
+ * output (`sum_serial`) instead of one workgroup per output.
+ */
+const SERIAL_LEN = 256;
+const SERIAL_MIN_OUT = 64;
+/** Threads per workgroup of `sum_serial`. */
+const SERIAL_WG = 64;
 
 /** Which dims to reduce: one dim, several, or all (undefined). */
 export type Dims = number | readonly number[] | undefined;
@@ -105,6 +113,7 @@ function launch(
   correction = 0,
   chunks = 1,
 ): void {
+  const serial = entry === "sum_serial";
   const [k0, k1, k2, k3] = plan.kept.sizes;
   const [ks0, ks1, ks2, ks3] = plan.kept.strides;
   const [r0, r1, r2, r3] = plan.reduced.sizes;
@@ -112,7 +121,7 @@ function launch(
   device.dispatch({
     shader: "reduce",
     entry,
-    overrides: { WG: wgFor(plan.len) },
+    overrides: { WG: serial ? SERIAL_WG : wgFor(plan.len) },
     params: {
       layout: REDUCE_PARAMS,
       values: {
@@ -140,7 +149,7 @@ function launch(
       },
     },
     buffers,
-    groups: Device.grid(plan.nOut * chunks, 1),
+    groups: serial ? Device.grid(plan.nOut, SERIAL_WG) : Device.grid(plan.nOut * chunks, 1),
   });
 }
 
@@ -175,7 +184,10 @@ function defineSum(name: "sum" | "mean"): OpDef<ReduceAttrs> {
         const part = Tensor.empty([plan.nOut, chunks], { device: x.device }, `${name}.partial`);
         launch("sum_forward", plan, x.device, { 1: x.buffer, 2: part.buffer }, scaleOf(plan), 0, chunks);
         launch("sum_forward", reducePlan(part.shape, 1, name), x.device, { 1: part.buffer, 2: y.buffer });
-      } else launch("sum_forward", plan, x.device, { 1: x.buffer, 2: y.buffer }, scaleOf(plan));
+      } else {
+        const serial = plan.len <= SERIAL_LEN && plan.nOut >= SERIAL_MIN_OUT;
+        launch(serial ? "sum_serial" : "sum_forward", plan, x.device, { 1: x.buffer, 2: y.buffer }, scaleOf(plan));
+      }
       return { output: y };
     },
     backward(dy, ctx) {

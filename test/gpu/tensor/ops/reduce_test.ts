@@ -15,6 +15,9 @@ const CASES: [number[], number[]][] = [
   [[2, 3, 4, 5, 3], [1, 3]],
   [[1, 257], [1]],
   [[5, 1, 3], [1]],
+  // Many outputs, short ranges: sum/mean take the one-thread-per-output kernel.
+  [[64, 257], [0]],
+  [[3, 129, 7], [0, 2]],
 ];
 
 const OPS = { sum: R.sumOp, mean: R.meanOp, var: R.varOp, max: R.maxOp, min: R.minOp };
