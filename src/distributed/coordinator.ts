@@ -66,7 +66,12 @@ export interface RunObserver {
 interface Flight {
   chunk: Chunk;
   source: WorkSource;
+  /** performance.now() when the chunk was sent. */
+  since: number;
 }
+
+/** With nothing happening for this long, the coordinator says what it is waiting for (stderr). */
+const WAIT_REPORT_MS = 60_000;
 
 /** Epoch metrics plus the averaging plane's counters. */
 export interface RunEpochMetrics extends EpochMetrics {
@@ -106,6 +111,8 @@ export class Coordinator<M extends Module> {
   #stop = false;
   #failure?: Error;
   #wake?: () => void;
+  /** Something happened since the loop last looked (a poke that found no waiter is not lost). */
+  #pending = false;
   #role: number | null = null;
   #epochFnFired = new Set<number>();
   #epochStats = new Map<number, { reduces: number; bytes: number; ms: number }>();
@@ -171,6 +178,7 @@ export class Coordinator<M extends Module> {
   }
 
   #poke(): void {
+    this.#pending = true;
     const w = this.#wake;
     this.#wake = undefined;
     w?.();
@@ -280,7 +288,7 @@ export class Coordinator<M extends Module> {
       this.#started.add(chunk.epoch);
       this.#events?.epochStart(chunk.epoch);
     }
-    this.#flight[r] = { chunk, source };
+    this.#flight[r] = { chunk, source, since: performance.now() };
     const epochFn = this.#state.spec.epochFn !== undefined && !this.#epochFnFired.has(chunk.epoch) && r === this.#roleRank();
     if (epochFn) this.#epochFnFired.add(chunk.epoch);
     client.call("train", (api) =>
@@ -333,6 +341,7 @@ export class Coordinator<M extends Module> {
   async run(): Promise<TrainedState> {
     const stall = stallCeilingMs(this.#cfg.heartbeatTimeoutSecs);
     for (;;) {
+      this.#pending = false;
       if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
       if (this.#failure) throw this.#failure;
       this.#dispatch();
@@ -347,7 +356,9 @@ export class Coordinator<M extends Module> {
         // Nobody can move and no reduce is due: the epoch's remaining work belongs to no one.
         throw new Error(`coordinator: epoch ${this.#frontier} cannot complete (no rank can take its remaining batches)`);
       }
-      await new Promise<void>((resolve) => (this.#wake = resolve));
+      // A completion that landed while this pass awaited (an epoch boundary) poked no one:
+      // look again instead of sleeping through it.
+      if (!this.#pending) await this.#idle();
     }
     if (this.#alive().some((c) => this.#n[c.rank] > 0) || this.#consensus === null) await this.#reduce(true, stall);
     if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
@@ -355,6 +366,36 @@ export class Coordinator<M extends Module> {
     await this.#finalEval();
     if (this.#writer) await this.#save(this.#stop ? "graceful_shutdown" : "checkpoint");
     return this.#trainedState();
+  }
+
+  /** Sleep until poked; every {@link WAIT_REPORT_MS} without one, say on stderr what is awaited. */
+  async #idle(): Promise<void> {
+    const t0 = performance.now();
+    let timer: ReturnType<typeof setInterval> | undefined;
+    try {
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+        timer = setInterval(() => console.warn(this.#waitReport(performance.now() - t0)), WAIT_REPORT_MS);
+      });
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  /** One line: what the coordinator waits for, per rank. */
+  #waitReport(waitedMs: number): string {
+    const now = performance.now(), counts = this.#counts();
+    const ranks = this.#ranks.map((c) => {
+      const f = this.#flight[c.rank];
+      const state = !c.alive
+        ? "lost"
+        : f
+        ? `training epoch ${f.chunk.epoch} samples ${f.chunk.offset}+${f.chunk.size} for ${((now - f.since) / 1000).toFixed(0)} s`
+        : "idle";
+      return `rank ${c.rank} ${state}, ${this.#n[c.rank]}/${Math.max(1, counts[c.rank])} batches of the window`;
+    });
+    return `coordinator: nothing happened for ${(waitedMs / 1000).toFixed(0)} s (epoch ${this.#frontier + 1}/` +
+      `${this.#cfg.numEpochs}, reduce due: ${this.#shouldReduce() ? "yes" : "no"}): ${ranks.join("; ")}`;
   }
 
   /** A rank was lost (worker died, device lost, silent): continue on the survivors (spec §8.4). */
