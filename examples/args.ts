@@ -13,6 +13,8 @@ export interface TrainArgs {
   mode: Mode;
   epochs: number;
   bf16: boolean;
+  /** Standardize pixels with MNIST's mean and std (torchvision's Normalize). */
+  normalize: boolean;
   /** Training samples to use (0 = all 60,000). */
   subset: number;
   /** Test samples to evaluate on (0 = all 10,000). */
@@ -26,6 +28,8 @@ export interface TrainArgs {
   name: string;
   /** Per-node record-log cap in bytes (0 = 32 MiB). */
   logBytes: number;
+  /** ElChe's maxAnchor (0 = flodl's default, 1000). */
+  maxAnchor: number;
   help: boolean;
 }
 
@@ -39,6 +43,8 @@ Usage: npm start -- [flags]
                                  averaging mode (default cpu-cadence)
   --epochs <n>                   epochs (default 3)
   --bf16 / --no-bf16             bf16 wire for the averaging plane (default on)
+  --normalize / --no-normalize   standardize pixels, (x/255 - 0.1307) / 0.3081 as torchvision's
+                                 MNIST examples (default on; off: pixels in [0, 1])
   --subset <n>                   train on the first n samples (default all 60000)
   --test-subset <n>              evaluate on the first n test samples (default all 10000)
   --batch <n>                    per-rank batch size (default 64)
@@ -47,10 +53,13 @@ Usage: npm start -- [flags]
   --out <dir>                    output folder (default runs)
   --name <name>                  run name (default <model>-<mode>-<ranks>r)
   --log-bytes <n>                cap of each node's record log in bytes (default 32 MiB)
+  --max-anchor <n>               cap ElChe's reduce window, in batches of the slowest rank
+                                 (default 0: the trainer's default, 1000)
   --help                         this text
 
 Writes <out>/<name>/dashboard.html, the record log under <out>/<name>/log/, and the
-trained model as <out>/<name>/model.safetensors.`;
+trained model as <out>/<name>/model.safetensors (its inputs: images [n, 1, 28, 28],
+standardized unless --no-normalize).`;
 
 function int(flag: string, v: string | undefined, min: number): number {
   const n = Number(v);
@@ -71,6 +80,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     mode: "cpu-cadence",
     epochs: 3,
     bf16: true,
+    normalize: true,
     subset: 0,
     testSubset: 0,
     batch: 64,
@@ -80,6 +90,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     out: "runs",
     name: "",
     logBytes: 0,
+    maxAnchor: 0,
     help: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -134,6 +145,12 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
       case "--no-bf16":
         a.bf16 = false;
         break;
+      case "--normalize":
+        a.normalize = true;
+        break;
+      case "--no-normalize":
+        a.normalize = false;
+        break;
       case "--out": {
         const v = value();
         if (!v) throw new RangeError(`--out must be a folder path, got nothing`);
@@ -148,6 +165,9 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
       }
       case "--log-bytes":
         a.logBytes = int("--log-bytes", value(), 1024);
+        break;
+      case "--max-anchor":
+        a.maxAnchor = int("--max-anchor", value(), 0);
         break;
       case "--help":
       case "-h":

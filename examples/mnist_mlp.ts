@@ -26,8 +26,9 @@ const B = 64;
 const device = await Device.request();
 console.log(`adapter: ${device.info.description || device.info.architecture}`);
 manualSeed(1);
-const train = await loadMnist({ split: "train", limit });
-const test = await loadMnist({ split: "test" });
+// Pixels standardized with MNIST's mean and std, as torchvision's MNIST examples.
+const train = await loadMnist({ split: "train", limit, normalize: true });
+const test = await loadMnist({ split: "test", normalize: true });
 const model = mlp(device);
 const opt = new Adam(model.parameters(), { lr: 1e-3 });
 

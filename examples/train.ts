@@ -42,8 +42,8 @@ if (args.help && !isRank()) {
   Deno.exit(0);
 }
 
-const train = await loadMnist({ split: "train", limit: args.subset || undefined });
-const test = await loadMnist({ split: "test", limit: args.testSubset || undefined });
+const train = await loadMnist({ split: "train", limit: args.subset || undefined, normalize: args.normalize });
+const test = await loadMnist({ split: "test", limit: args.testSubset || undefined, normalize: args.normalize });
 
 export const builder = Trainer.builder(
   (device) => buildModel(args.model, device),
@@ -55,7 +55,12 @@ export const builder = Trainer.builder(
   .evalFn((model, data) => accuracy(model, data))
   .evalEvery(EvalCadence.epochs(1));
 
-if (!isRank()) await main(args);
+if (!isRank()) {
+  await main(args);
+  // NOTE: exit explicitly: Deno 2.9 sometimes segfaults tearing down after the ranks' WebGPU
+  // devices (seen once in ~10 runs; the run's files are all written by then).
+  Deno.exit(0);
+}
 
 async function main(a: TrainArgs): Promise<void> {
   const dir = `${a.out}/${a.name}`;
@@ -71,6 +76,7 @@ async function main(a: TrainArgs): Promise<void> {
     .recordLog(`${dir}/log`, a.logBytes)
     .saveDashboard(`${dir}/dashboard.html`)
     .reportsPerEpoch(4);
+  if (a.maxAnchor) builder.maxAnchor(a.maxAnchor);
 
   const progress = new Progress({
     epochs: a.epochs,
@@ -83,6 +89,7 @@ async function main(a: TrainArgs): Promise<void> {
   console.log(
     `flodl-webgpu: ${a.model} on MNIST (${train.len()} train / ${test.len()} test), ${a.ranks} rank(s), ${a.mode}, ` +
       `bf16 wire ${a.bf16 && a.ranks > 1 ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}` +
+      (a.normalize ? "" : ", pixels not standardized") +
       (a.slowRank >= 0 ? `, rank ${a.slowRank} ${a.slowdownFactor}× slower` : ""),
   );
   const t0 = performance.now();
@@ -95,7 +102,11 @@ async function main(a: TrainArgs): Promise<void> {
 
   const tensors: Parameters<typeof encodeSafetensors>[0] = {};
   for (const [name, t] of [...state.params, ...state.buffers]) tensors[name] = { dtype: "F32", shape: t.shape, data: t.data };
-  await Deno.writeFile(`${dir}/model.safetensors`, encodeSafetensors(tensors, { model: a.model, format: "pt" }));
+  await Deno.writeFile(`${dir}/model.safetensors`, encodeSafetensors(tensors, {
+    model: a.model,
+    format: "pt",
+    input: a.normalize ? `(x/255 - ${train.normalization.mean}) / ${train.normalization.std}` : "x/255",
+  }));
   await Deno.writeTextFile(`${dir}/timeline.json`, JSON.stringify(timeline));
   await Deno.writeTextFile(`${dir}/timeline.csv`, timeline.toCSV());
 

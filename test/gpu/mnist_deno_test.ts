@@ -2,7 +2,9 @@
  * Accuracy on the full MNIST test set (60,000 train / 10,000 test, 3 epochs, batch 64,
  * Adam 1e-3, the 784-256-10 MLP): the engine alone (examples/mnist_mlp.ts) and the
  * data-parallel trainer with 2 ranks, cpu-cadence and the bf16 wire (the default
- * `npm start`) both reach ≥ 97.5%.
+ * `npm start`) both reach ≥ 97.5%. Both standardize pixels as torchvision's MNIST examples do:
+ * PyTorch itself (this model and optimizer, 2-rank local SGD with bf16 averaging simulated, 3
+ * seeds) averages 97.3% / 97.4% on raw [0, 1] pixels and 97.6% / 97.6% standardized.
  */
 import { assert } from "../util/assert.ts";
 import { gpuTest } from "../util/gpu.ts";

@@ -105,3 +105,35 @@ Deno.test("loadMnist and MnistDataSet.fromIdx refuse bad files, limits and count
   );
   await assertRejects(() => loadMnist({ split: "val" as "test" }), RangeError, "split", `"val"`);
 });
+
+Deno.test("loadMnist normalize: (x/255 - 0.1307) / 0.3081 per pixel; the training set comes out with mean 0 and std 1", async () => {
+  const train = await loadMnist({ split: "train", normalize: true });
+  const raw = Deno.readFileSync(new URL("train-images-idx3-ubyte", DATA));
+  let sum = 0, sq = 0, n = 0;
+  for (let i = 0; i < train.len(); i += 7) {
+    const [image] = train.get(i);
+    for (let k = 0; k < 784; k++) {
+      const want = (raw[16 + i * 784 + k] / 255 - 0.1307) / 0.3081;
+      if (Math.abs(image[k] - want) > 1e-6 * Math.max(1, Math.abs(want))) {
+        throw new Error(`image ${i} pixel ${k}: got ${image[k]}, want ${want}`);
+      }
+      sum += image[k];
+      sq += image[k] * image[k];
+      n++;
+    }
+  }
+  const mean = sum / n, std = Math.sqrt(sq / n - mean * mean);
+  assert(Math.abs(mean) < 2e-3, `standardized mean ${mean}`);
+  assert(Math.abs(std - 1) < 2e-3, `standardized std ${std}`);
+  const custom = await loadMnist({ split: "test", limit: 2, normalize: { mean: 0.5, std: 0.25 } });
+  const plain = await loadMnist({ split: "test", limit: 2 });
+  const [a, b] = [custom.get(1)[0], plain.get(1)[0]];
+  for (let k = 0; k < 784; k++) {
+    if (Math.abs(a[k] - (b[k] - 0.5) / 0.25) > 1e-6) throw new Error(`custom pixel ${k}: ${a[k]} vs ${(b[k] - 0.5) / 0.25}`);
+  }
+  assertEquals(plain.normalization, { mean: 0, std: 1 }, "off by default");
+  const imgs = idx([1, 1, 1], [0]), lbls = idx([1], [0]);
+  assertThrows(() => MnistDataSet.fromIdx(imgs, lbls, { normalize: { mean: 0, std: 0 } }), RangeError, "normalize.std", "> 0", "got 0");
+  assertThrows(() => MnistDataSet.fromIdx(imgs, lbls, { normalize: { mean: NaN, std: 1 } }), RangeError, "normalize.mean", "got NaN");
+  assertThrows(() => MnistDataSet.fromIdx(imgs, lbls, { normalize: "yes" as unknown as boolean }), TypeError, "normalize", `"yes"`);
+});

@@ -3,12 +3,17 @@ import { assertEquals, assertThrows } from "../../util/assert.ts";
 
 Deno.test("npm start flags: defaults, every flag, and a derived run name", () => {
   const d = parseTrainArgs([]);
-  assertEquals([d.model, d.ranks, d.mode, d.epochs, d.bf16, d.batch, d.name], ["mlp", 2, "cpu-cadence", 3, true, 64, "mlp-cpu-cadence-2r"]);
-  const a = parseTrainArgs(["--model", "lenet", "--ranks", "3", "--mode", "cpu-async", "--epochs", "1", "--no-bf16", "--subset", "500",
-    "--slowdown", "2:3", "--out", "/tmp/x", "--name", "t1", "--lr", "0.01", "--batch", "32", "--test-subset", "100"]);
   assertEquals(
-    [a.model, a.ranks, a.mode, a.epochs, a.bf16, a.subset, a.slowRank, a.slowdownFactor, a.out, a.name, a.lr, a.batch, a.testSubset],
-    ["lenet", 3, "cpu-async", 1, false, 500, 2, 3, "/tmp/x", "t1", 0.01, 32, 100],
+    [d.model, d.ranks, d.mode, d.epochs, d.bf16, d.normalize, d.batch, d.maxAnchor, d.name],
+    ["mlp", 2, "cpu-cadence", 3, true, true, 64, 0, "mlp-cpu-cadence-2r"],
+  );
+  const a = parseTrainArgs(["--model", "lenet", "--ranks", "3", "--mode", "cpu-async", "--epochs", "1", "--no-bf16", "--subset", "500",
+    "--slowdown", "2:3", "--out", "/tmp/x", "--name", "t1", "--lr", "0.01", "--batch", "32", "--test-subset", "100",
+    "--no-normalize", "--max-anchor", "40"]);
+  assertEquals(
+    [a.model, a.ranks, a.mode, a.epochs, a.bf16, a.subset, a.slowRank, a.slowdownFactor, a.out, a.name, a.lr, a.batch, a.testSubset,
+      a.normalize, a.maxAnchor],
+    ["lenet", 3, "cpu-async", 1, false, 500, 2, 3, "/tmp/x", "t1", 0.01, 32, 100, false, 40],
   );
 });
 
