@@ -1,8 +1,8 @@
 // Loss functions with PyTorch semantics (reduction "none" | "sum" | "mean").
 //
 // Class losses read logits or log-probabilities x [N, C] and i32 targets [N]:
-// - cross_entropy_forward: one workgroup per row, fused log-softmax + NLL (+ label
-//   smoothing); writes the row loss to `el` and the row's max and log-sum-exp to
+// - cross_entropy_forward: one workgroup per row (one thread per row with few classes:
+//   cross_entropy_forward_rows), fused log-softmax + NLL (+ label smoothing); writes the row loss to `el` and the row's max and log-sum-exp to
 //   stats[2r], stats[2r+1] for the backward.
 // - nll_forward: one thread per row.
 // - class_mean_forward: one workgroup sums the row losses and divides by the number of
@@ -102,7 +102,26 @@ fn cross_entropy_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroup
   for (var j = t; j < p.classes; j += WG) { let v = a[base + j]; s += exp(v - m); d += m - v; }
   s = wg_sum(t, s);
   d = wg_sum(t, d);
-  if (t != 0u) { return; }
+  if (t == 0u) { cross_entropy_row(r, m, s, d); }
+}
+
+// The same, one thread per row: for few classes, where a workgroup per row would spend its
+// time in barriers (slow on software adapters) for a handful of logits.
+@compute @workgroup_size(WG)
+fn cross_entropy_forward_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let r = index(gid, nw);
+  if (r >= p.n) { return; }
+  let base = r * p.classes;
+  var m = -0x1.fffffep+127f;
+  for (var j = 0u; j < p.classes; j++) { m = max(m, a[base + j]); }
+  var s = 0.0;
+  var d = 0.0;
+  for (var j = 0u; j < p.classes; j++) { let v = a[base + j]; s += exp(v - m); d += m - v; }
+  cross_entropy_row(r, m, s, d);
+}
+
+// Row r's loss from its max m, Σ exp(x - m) and Σ (m - x); saves m and the log-sum-exp.
+fn cross_entropy_row(r: u32, m: f32, s: f32, d: f32) {
   let ls = log(s);
   let tg = tgt[r];
   var loss = 0.0;
@@ -110,7 +129,7 @@ fn cross_entropy_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroup
     if (tg < 0 || u32(tg) >= p.classes) {
       loss = nan();  // NOTE: a target outside [0, C) cannot be reported from the GPU; NaN makes it visible
     } else {
-      loss = ls + (1.0 - p.smoothing) * (m - a[base + u32(tg)]) + p.smoothing / f32(p.classes) * d;
+      loss = ls + (1.0 - p.smoothing) * (m - a[r * p.classes + u32(tg)]) + p.smoothing / f32(p.classes) * d;
     }
   }
   el[r] = loss;

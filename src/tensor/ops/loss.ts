@@ -62,6 +62,11 @@ type Values = Partial<Record<keyof typeof LOSS_PARAMS.fields, number>>;
 const NO_PARAMS = { n: 0, classes: 0, ignore_index: 0, smoothing: 0, mode: 0, scale: 1, den_at: 0, beta: 0, pw_n: 1 };
 
 /** Threads per workgroup for a reduction over `len` values: a power of two from 32 to tuning.REDUCE_WG. */
+/** Cross-entropy over at most this many classes runs one thread per row. */
+const ROW_CLASSES = 64;
+/** Threads per workgroup of the one-thread-per-row kernel. */
+const ROWS_WG = 64;
+
 function wgFor(len: number): number {
   let wg = 32;
   while (wg < len && wg < tuning.REDUCE_WG) wg *= 2;
@@ -169,7 +174,8 @@ export const crossEntropyOp: OpDef<ClassLossAttrs> = {
     const stats = Tensor.empty([2 * n + 1], { device: x.device }, "crossEntropy.stats");
     const el = Tensor.empty([n], { device: x.device }, op);
     const bufs = { 1: x.buffer, 3: target.buffer, 4: el.buffer, 6: stats.buffer };
-    launch(x.device, "cross_entropy_forward", v, bufs, Device.grid(n, 1), wgFor(c));
+    if (c <= ROW_CLASSES) launch(x.device, "cross_entropy_forward_rows", v, bufs, Device.grid(n, ROWS_WG), ROWS_WG);
+    else launch(x.device, "cross_entropy_forward", v, bufs, Device.grid(n, 1), wgFor(c));
     return { output: reduceRows(x.device, reduction, el, target, stats, v, 2 * n), saved: [x, target, stats] };
   },
   backward(dy, ctx) {

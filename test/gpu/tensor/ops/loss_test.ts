@@ -7,7 +7,7 @@ import { gpuTest } from "../../../util/gpu.ts";
 import { count, mulberry32, randint, randn, uniform } from "../../../util/random.ts";
 
 const REDUCTIONS: Reduction[] = ["mean", "sum", "none"];
-const CLASS_SHAPES: [number, number][] = [[1, 3], [7, 10], [33, 129], [7, 3], [33, 10]];
+const CLASS_SHAPES: [number, number][] = [[1, 3], [7, 10], [33, 129], [7, 3], [33, 10], [129, 7]];
 
 /** Targets in [0, c) with every third row (from the second) set to `ignore` when given. */
 function targets(n: number, c: number, rng: () => number, ignore?: number): Int32Array<ArrayBuffer> {
