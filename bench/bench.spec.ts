@@ -1,0 +1,41 @@
+/**
+ * Runs the bench page (bench/engine.html) in Chromium (WebGPU on SwiftShader without a GPU)
+ * and writes bench/results/<date>-chromium[-<BENCH_TAG>].json; prints the tables.
+ * BENCH_SIZES=256,512 limits W1; BENCH_ONLY=ours,tf limits the contenders.
+ */
+import { expect, test } from "@playwright/test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { ratios, reportLines } from "./report.ts";
+import type { SuiteOptions, SuiteResult } from "./suite.ts";
+
+test("flodl-webgpu vs TF.js webgpu vs jax-js in Chromium", async ({ page, browser }) => {
+  page.on("console", (m) => console.log(m.text()));
+  page.on("pageerror", (e) => console.log("pageerror", e.message));
+  const loadBefore = loadavg();
+  await page.goto("/bench/engine.html");
+  await expect(page.locator("#status")).toHaveText("ready", { timeout: 180_000 });
+  const options: SuiteOptions = {
+    sizes: process.env.BENCH_SIZES?.split(",").map(Number),
+    only: process.env.BENCH_ONLY?.split(",") as SuiteOptions["only"],
+  };
+  const result = await page.evaluate((o) => (globalThis as unknown as { bench: { run(o: unknown): Promise<SuiteResult> } }).bench.run(o), options);
+  const date = new Date().toISOString();
+  const adapter = await page.evaluate(async () => {
+    const a = await navigator.gpu?.requestAdapter();
+    return a ? `${a.info.vendor}|${a.info.architecture}|${a.info.description}` : "none";
+  });
+  const out = { runtime: `chromium ${browser.version()}`, ua: await page.evaluate(() => navigator.userAgent), adapter, date, load: { before: loadBefore, after: loadavg() }, ...result, ratios: ratios(result) };
+  console.log("\n" + reportLines(result, `Chromium ${browser.version()} (${adapter}), ${date.slice(0, 16)}Z`).join("\n"));
+  const dir = new URL("./results/", import.meta.url);
+  mkdirSync(dir, { recursive: true });
+  const tag = process.env.BENCH_TAG;
+  const file = new URL(`${date.slice(0, 10)}-chromium${tag ? `-${tag}` : ""}.json`, dir);
+  writeFileSync(file, JSON.stringify(out, null, 2) + "\n");
+  console.log(`wrote ${file.pathname} (${result.totalS} s)`);
+  for (const c of Object.values(result.contenders)) {
+    expect(c!.error, `${c!.name} failed`).toBeUndefined();
+    for (const w of c!.w1) expect(w.ok, `${c!.name} W1 n=${w.n}: C differs from the f64 reference`).toBe(true);
+    for (const w of c!.w2) expect(w.ok, `${c!.name} W2 ${w.mode}: loss ${w.firstLoss} → ${w.lastLoss} off the reference`).toBe(true);
+  }
+});

@@ -1,0 +1,128 @@
+/**
+ * Our engine as a contender, through its public API only: `matmul` for W1, and for W2 the
+ * MNIST MLP of examples/models.ts (Flatten → Linear(784,256) → ReLU → Linear(256,10)) with
+ * `crossEntropy` and `Adam`, one submit per step (`device.endStep()`), as
+ * examples/mnist_mlp.ts trains it.
+ *
+ * NOTE: our Linear stores W as [out, in] (PyTorch's layout); the shared initial weights are
+ * [in, out], so they are transposed on upload. The math is the same workload.
+ */
+import { Adam, crossEntropy, Device, fromArray, type Module, ops, type Tensor, Variable } from "../src/index.ts";
+import { mlp } from "../examples/models.ts";
+import { checkMatmul, timeMatmul, W2, w1Data, w2Data, type W1Result, type W2Mode, type W2Result, w2Result } from "./workloads.ts";
+
+/** Our device for the whole sitting (the first device requested becomes `Device.default`). */
+export async function setupOurs(): Promise<{ device: Device; adapter: string; tiling: string }> {
+  const device = await Device.request({ label: "bench" });
+  Device.setDefault(device);
+  const i = device.info;
+  return { device, adapter: `${i.vendor}|${i.architecture}|${i.description}`, tiling: JSON.stringify(device.matmul) };
+}
+
+/** W1: C = matmul(A, B), completion = await C.toArray() (full readback). */
+export async function oursMatmul(device: Device, n: number): Promise<W1Result> {
+  const d = w1Data(n);
+  const a = fromArray(d.a, [n, n], { device }).keep(), b = fromArray(d.b, [n, n], { device }).keep();
+  let last: ArrayLike<number> = [];
+  try {
+    const t = await timeMatmul(n, async () => {
+      const t0 = performance.now();
+      const c = ops.matmul(a, b);
+      last = await c.toArray();
+      const ms = performance.now() - t0;
+      device.endStep();
+      return ms;
+    });
+    return { n, ...t, ...checkMatmul(n, d.a, d.b, last) };
+  } finally {
+    a.dispose();
+    b.dispose();
+  }
+}
+
+/** [rows, cols] row-major → its transpose. */
+function transpose(x: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(x.length);
+  for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[j * rows + i] = x[i * cols + j];
+  return out;
+}
+
+/** The W2 model, optimizer and batch in the shared initial state. */
+export interface Mlp {
+  model: Module;
+  opt: Adam;
+  x: Tensor;
+  y: Tensor;
+  /** Record one training step (nothing submitted); returns the loss tensor (step-scoped). */
+  record(): Tensor;
+  dispose(): void;
+}
+
+export function buildMlp(device: Device): Mlp {
+  const { batch: B, inDim: D, hidden: H, classes: C } = W2;
+  const d = w2Data();
+  const model = mlp(device);
+  const params = new Map(model.namedParameters());
+  const set = (name: string, values: ArrayLike<number>) => {
+    const p = params.get(name);
+    if (!p) throw new Error(`bench: examples/models.ts mlp has no parameter "${name}", it has ${[...params.keys()]}`);
+    p.set(values);
+  };
+  set("1.weight", transpose(d.w1, D, H));
+  set("1.bias", new Float32Array(H));
+  set("3.weight", transpose(d.w2, H, C));
+  set("3.bias", new Float32Array(C));
+  const opt = new Adam(model.parameters(), { lr: W2.lr, betas: [W2.beta1, W2.beta2], eps: W2.eps });
+  const x = fromArray(d.x, [B, D], { device }).keep();
+  const y = fromArray(d.y, [B], { device }).keep();
+  return {
+    model,
+    opt,
+    x,
+    y,
+    record() {
+      const loss = crossEntropy(model.forward(new Variable(x)), y);
+      loss.backward();
+      opt.step();
+      opt.zeroGrad();
+      return loss.data;
+    },
+    dispose() {
+      opt.resetState();
+      for (const p of model.parameters()) {
+        p.zeroGrad();
+        p.data.dispose();
+      }
+      x.dispose();
+      y.dispose();
+    },
+  };
+}
+
+/** W2 in one mode, a fresh training from the shared initial state. */
+export async function oursMlp(device: Device, mode: W2Mode): Promise<W2Result> {
+  const m = buildMlp(device);
+  try {
+    let firstLoss = NaN;
+    for (let i = 0; i < W2.warmup; i++) {
+      const read = m.record().toArray();
+      device.endStep();
+      const l = (await read)[0];
+      if (i === 0) firstLoss = l;
+    }
+    let last = NaN;
+    const t0 = performance.now();
+    for (let i = 0; i < W2.steps; i++) {
+      const loss = m.record();
+      // toArray records the copy and submits before its first await, so endStep may follow at once.
+      const read = mode === "loss-every-step" || i === W2.steps - 1 ? loss.toArray() : undefined;
+      device.endStep();
+      if (read) last = (await read)[0];
+    }
+    const ms = performance.now() - t0;
+    return w2Result(mode, ms, firstLoss, last);
+  } finally {
+    m.dispose();
+    device.endStep();
+  }
+}

@@ -1,0 +1,17 @@
+/**
+ * The Chromium bench page (bench/engine.html): exposes `globalThis.bench.run(options)`,
+ * which runs the suite of bench/suite.ts in this page and resolves with its result.
+ * bench/bench.spec.ts drives it; opened by hand it also shows the log.
+ */
+import { runSuite, type SuiteOptions, type SuiteResult } from "./suite.ts";
+
+const logEl = document.getElementById("log")!;
+const log = (line: string) => {
+  console.log(line);
+  logEl.textContent += line + "\n";
+};
+
+(globalThis as unknown as { bench: { run(o?: SuiteOptions): Promise<SuiteResult> } }).bench = {
+  run: (options = {}) => runSuite({ ...options, log }),
+};
+document.getElementById("status")!.textContent = "ready";
