@@ -167,7 +167,7 @@ const CHARTS = [
         });
       }
       series.push({ label: "consensus", col: rows.map((e) => gap(e.avgLoss)), main: true });
-      return { x: rows.map((e) => e.epoch), series };
+      return { x: rows.map((e) => e.epoch + 1), series }; // epochs counted from 1, as evals and the terminal
     },
   },
   {
@@ -233,7 +233,7 @@ const CHARTS = [
       for (let r = 0; r < d.worldSize; r++) {
         series.push({ label: rankName(d, r), col: rows.map((e) => gap((e.perRankThroughput?.[r] ?? NaN) * 1000)) });
       }
-      return { x: rows.map((e) => e.epoch), series };
+      return { x: rows.map((e) => e.epoch + 1), series }; // epochs counted from 1, as evals and the terminal
     },
   },
   {
@@ -252,7 +252,7 @@ const CHARTS = [
           col: rows.map((e) => gap(e.perRankBatchShare?.[r])),
         });
       }
-      return { x: rows.map((e) => e.epoch), series };
+      return { x: rows.map((e) => e.epoch + 1), series }; // epochs counted from 1, as evals and the terminal
     },
   },
   {
@@ -345,7 +345,7 @@ function drawSwimlane(canvas, data, colors, cssWidth) {
         g.fillRect(a, top, Math.max(1, b - a), lanes.length * laneH);
       }
       g.fillStyle = colors.muted;
-      g.fillText(`epoch ${e.epoch}`, a + 2, top - 4);
+      g.fillText(`epoch ${e.epoch + 1}`, a + 2, top - 4);
     }
   }
   // lane labels and separators
