@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { resolve } from "node:path";
 import { trainerProgramChunks } from "./src/vite_plugin.ts";
 
-const root = import.meta.dirname;
+const root = decodeURIComponent(new URL(".", import.meta.url).pathname).replace(/\/$/, "");
 
 /** Pages of the dev server and the production build. */
 const pages = {

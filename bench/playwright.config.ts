@@ -2,15 +2,16 @@ import { defineConfig } from "@playwright/test";
 import main from "../playwright.config.ts";
 
 /**
- * The Chromium bench (bench/bench.spec.ts), kept out of `npm test`: its own config, its own
+ * The Chromium benches (bench/bench.spec.ts: the engine; bench/ddp.spec.ts: the trainer), kept out of `npm test`: its own config, its own
  * Vite dev server (bench/vite.config.ts, port 5190), the Chromium binary and WebGPU flags of
  * the repository's playwright.config.ts (SwiftShader without a GPU).
  *
- *   npx playwright test -c bench/playwright.config.ts     (BENCH_TAG=run1, BENCH_SIZES=256,512)
+ *   npx playwright test -c bench/playwright.config.ts [bench.spec.ts | ddp.spec.ts]
+ *   (BENCH_TAG=run1, BENCH_SIZES=256,512, BENCH_DDP_SUBSET=3200, BENCH_DDP_RANKS=2,4)
  */
 export default defineConfig({
   testDir: ".",
-  testMatch: /bench\.spec\.ts$/,
+  testMatch: /(bench|ddp)\.spec\.ts$/,
   timeout: 3_600_000,
   workers: 1,
   reporter: "list",

@@ -2,7 +2,7 @@
  * Tables and ratios of a suite result (markdown), shared by the Deno runner, the
  * Playwright driver and bench/summarize.ts. Pure: no runtime APIs.
  */
-import type { DdpRun } from "./ddp.ts";
+import type { DdpRun } from "./ddp_measure.ts";
 import type { StepProfile } from "./profile.ts";
 import type { SuiteResult } from "./suite.ts";
 import { type Contender, LABELS } from "./contenders.ts";

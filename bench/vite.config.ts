@@ -1,9 +1,11 @@
 import { defineConfig } from "vite";
+import main from "../vite.config.ts";
 
 /**
- * Dev server of the bench page only (bench/engine.html), on its own port so it never
+ * Dev server of the bench pages only (bench/engine.html, bench/ddp.html), on its own port so it never
  * collides with the test runner's server (5173). Root is the repository, so the page
- * imports src/ and node_modules as the tests do.
+ * imports src/ and node_modules as the tests do; the project's plugins serve MNIST at
+ * /mnist/ (bench/ddp.html) and its worker format starts the ranks.
  *
  * NOTE: no file watching and no HMR: an edit anywhere in the tree during a run (other
  * work in progress) would otherwise reload the page and lose the sitting.
@@ -14,8 +16,10 @@ export default defineConfig({
   root,
   server: { port: 5190, strictPort: true, host: "127.0.0.1", fs: { allow: [root] }, hmr: false, watch: null },
   optimizeDeps: {
-    entries: ["bench/engine.html"],
+    entries: ["bench/engine.html", "bench/ddp.html"],
     include: ["comlink", "@tensorflow/tfjs", "@tensorflow/tfjs-backend-webgpu", "@jax-js/jax"],
   },
+  worker: main.worker,
+  plugins: main.plugins,
   logLevel: "warn",
 });

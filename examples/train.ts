@@ -21,6 +21,7 @@ import {
   Variable,
 } from "../src/index.ts";
 import { HELP, parseTrainArgs, type TrainArgs } from "./args.ts";
+import { exitNow } from "./exit.ts";
 import { accuracy, buildModel } from "./models.ts";
 import { Progress } from "./progress.ts";
 
@@ -57,9 +58,7 @@ export const builder = Trainer.builder(
 
 if (!isRank()) {
   await main(args);
-  // NOTE: exit explicitly: Deno 2.9 sometimes segfaults tearing down after the ranks' WebGPU
-  // devices (seen once in ~10 runs; the run's files are all written by then).
-  Deno.exit(0);
+  exitNow(0); // every file is written: skip a teardown that can crash (examples/exit.ts)
 }
 
 async function main(a: TrainArgs): Promise<void> {
