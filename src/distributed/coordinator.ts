@@ -113,6 +113,8 @@ export class Coordinator<M extends Module> {
   #wake?: () => void;
   /** Something happened since the loop last looked (a poke that found no waiter is not lost). */
   #pending = false;
+  /** performance.now() of the last batch, chunk or reduce: what the stall ceiling measures from. */
+  #lastProgress = performance.now();
   #role: number | null = null;
   #epochFnFired = new Set<number>();
   #epochStats = new Map<number, { reduces: number; bytes: number; ms: number }>();
@@ -194,6 +196,7 @@ export class Coordinator<M extends Module> {
   }
 
   #onBatch(ev: BatchEvent): void {
+    this.#lastProgress = performance.now();
     const r = ev.rank;
     this.#n[r]++;
     this.#cadence.batch(ev);
@@ -306,6 +309,7 @@ export class Coordinator<M extends Module> {
 
   #completed(r: number, chunk: Chunk, source: WorkSource, report: ChunkReport): void {
     if (!this.#ranks[r].alive) return;
+    this.#lastProgress = performance.now();
     this.#flight[r] = null;
     this.#observer.chunk?.(chunk.epoch, r, chunk.offset, chunk.size);
     source.complete(r, chunk.id);
@@ -358,7 +362,7 @@ export class Coordinator<M extends Module> {
       }
       // A completion that landed while this pass awaited (an epoch boundary) poked no one:
       // look again instead of sleeping through it.
-      if (!this.#pending) await this.#idle();
+      if (!this.#pending) await this.#idle(stall);
     }
     if (this.#alive().some((c) => this.#n[c.rank] > 0) || this.#consensus === null) await this.#reduce(true, stall);
     if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
@@ -368,17 +372,30 @@ export class Coordinator<M extends Module> {
     return this.#trainedState();
   }
 
-  /** Sleep until poked; every {@link WAIT_REPORT_MS} without one, say on stderr what is awaited. */
-  async #idle(): Promise<void> {
+  /**
+   * Sleep until poked; every {@link WAIT_REPORT_MS} without one, say on stderr what is
+   * awaited. A window that makes no progress for `stallMs` (ranks alive and beating, their
+   * chunks never ending) stops the run as a stalled reduce would (`reduce_stall`, spec §8.4).
+   */
+  async #idle(stallMs: number): Promise<void> {
     const t0 = performance.now();
-    let timer: ReturnType<typeof setInterval> | undefined;
+    let report: ReturnType<typeof setInterval> | undefined;
+    let stall: ReturnType<typeof setTimeout> | undefined;
     try {
       await new Promise<void>((resolve) => {
         this.#wake = resolve;
-        timer = setInterval(() => console.warn(this.#waitReport(performance.now() - t0)), WAIT_REPORT_MS);
+        report = setInterval(() => console.warn(this.#waitReport(performance.now() - t0)), WAIT_REPORT_MS);
+        const busy = this.#flight.some((f, r) => f !== null && this.#ranks[r].alive);
+        if (!busy) return;
+        stall = setTimeout(() => {
+          const secs = (stallMs / 1000).toFixed(0);
+          this.#stopReason ??= { reason: "reduce_stall", cause: new Error(`the window made no progress for ${secs} s: ${this.#waitReport(stallMs)}`) };
+          this.#poke();
+        }, Math.max(0, stallMs - (performance.now() - this.#lastProgress)));
       });
     } finally {
-      clearInterval(timer);
+      clearInterval(report);
+      clearTimeout(stall);
     }
   }
 
@@ -627,6 +644,7 @@ export class Coordinator<M extends Module> {
     } finally {
       clearTimeout(timer);
       this.#reducing = false;
+      this.#lastProgress = performance.now();
     }
   }
 

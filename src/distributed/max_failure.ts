@@ -90,8 +90,20 @@ export function unrecoverableReason(
 
 /** Floor of the reduce-stall ceiling, seconds (spec §8.4: `max(10 × heartbeat, 300 s)`). */
 export const STALL_CEILING_FLOOR_SECS = 300;
+let stallFloorSecs = STALL_CEILING_FLOOR_SECS;
 
-/** Milliseconds a reduce may stay pending, with the cohort alive, before `reduce_stall` shutdown. */
+/**
+ * Milliseconds a reduce, or a window the reduce waits on, may make no progress with the
+ * cohort alive before `reduce_stall` shutdown.
+ */
 export function stallCeilingMs(heartbeatTimeoutSecs: number): number {
-  return 1000 * Math.max(10 * heartbeatTimeoutSecs, STALL_CEILING_FLOOR_SECS);
+  return 1000 * Math.max(10 * heartbeatTimeoutSecs, stallFloorSecs);
+}
+
+/**
+ * Tests only: lower the 300 s floor so a stall can be provoked in seconds; `undefined`
+ * restores the spec's floor. Not exported from the package.
+ */
+export function overrideStallFloorSecsForTests(secs: number | undefined): void {
+  stallFloorSecs = secs ?? STALL_CEILING_FLOOR_SECS;
 }

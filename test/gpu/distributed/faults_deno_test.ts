@@ -2,7 +2,8 @@
  * Runs that survive (spec §8.4): a worker that vanishes or a GPU device destroyed
  * mid-epoch costs a rank, not the run; the coordinator's coverage ledger shows every
  * sample trained exactly once per epoch. maxFailure stops the run with a bundle that
- * resumeFrom continues, and across both runs each sample is trained once per epoch.
+ * resumeFrom continues, and across both runs each sample is trained once per epoch. A
+ * rank stuck in a step while its worker lives ends the run with reduce_stall.
  */
 import {
   ElCheConfig,
@@ -106,6 +107,35 @@ gpuTest("maxFailure(absolute(1)) writes a max_failure_exceeded bundle; resumeFro
   }
 });
 void MemoryStorage;
+
+gpuTest("a rank stuck in its step while alive (heartbeats on): reduce_stall after the stall ceiling, bundle written, join rejects", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "flodl-stall-" });
+  const stem = `${dir}/ckpt`;
+  const { overrideStallFloorSecsForTests } = await import("../../../src/distributed/max_failure.ts");
+  // The spec's ceiling is max(10 × heartbeat, 300 s): without the 300 s floor, 20 s here
+  // (heartbeatTimeoutSecs 2), while rank 1's worker keeps beating every second.
+  overrideStallFloorSecsForTests(0);
+  try {
+    setProgramArgs({ faultRank: 1, faultAt: 30, fault: "hang" });
+    const b = threeRanks().savePath(stem);
+    const t0 = performance.now();
+    const h = await b.run();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bounded = () =>
+      Promise.race([
+        h.join(),
+        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("no reduce_stall within 120 s")), 120_000))),
+      ]).finally(() => clearTimeout(timer));
+    await assertRejects(bounded, Error, "reduce_stall", "no progress for 20 s", "rank 1 training", "0 of 3 rank(s) lost", stem);
+    const waited = (performance.now() - t0) / 1000;
+    assert(waited >= 20, `stopped after ${waited.toFixed(1)} s, before the 20 s ceiling`);
+    assertEquals((await readBundleMeta(new FsStorage(dir), "ckpt")).save_reason, "reduce_stall", "bundle reason");
+  } finally {
+    overrideStallFloorSecsForTests(undefined);
+    setProgramArgs({});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
 
 gpuTest("checkpointAtEpoch mid-epoch, then resumeFrom that bundle: no sample repeated, none skipped", async () => {
   const dir = await Deno.makeTempDir({ prefix: "flodl-ckpt-" });
