@@ -407,7 +407,7 @@ export class Coordinator<M extends Module> {
       const state = !c.alive
         ? "lost"
         : f
-        ? `training epoch ${f.chunk.epoch} samples ${f.chunk.offset}+${f.chunk.size} for ${((now - f.since) / 1000).toFixed(0)} s`
+        ? `training epoch ${f.chunk.epoch + 1} samples ${f.chunk.offset}+${f.chunk.size} for ${((now - f.since) / 1000).toFixed(0)} s`
         : "idle";
       return `rank ${c.rank} ${state}, ${this.#n[c.rank]}/${Math.max(1, counts[c.rank])} batches of the window`;
     });
