@@ -273,7 +273,18 @@ fn bce_forward(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroup
   if (i >= p.n) { return; }
   let x = a[i];
   let t = b[i];
-  el[i] = -(t * max(log(x), -100.0) + (1.0 - t) * max(log1p(-x), -100.0));
+  el[i] = -(t * clamped_log(x) + (1.0 - t) * clamped_log1p(-x));
+}
+
+// max(log(x), -100) and max(log1p(u), -100), with log(0) taken as -100 itself:
+// SwiftShader's log(0) is -127·ln 2 ≈ -88.03, not -inf.
+fn clamped_log(x: f32) -> f32 {
+  if (x <= 0.0) { return -100.0; }
+  return max(log(x), -100.0);
+}
+fn clamped_log1p(u: f32) -> f32 {
+  if (u <= -1.0) { return -100.0; }
+  return max(log1p(u), -100.0);
 }
 @compute @workgroup_size(WG)
 fn bce_backward_a(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {

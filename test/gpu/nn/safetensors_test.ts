@@ -7,7 +7,10 @@ import { assert, assertEquals, assertThrows } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 import { mulberry32, randn } from "../../util/random.ts";
 
-const FIXTURES = new URL("../../fixtures/safetensors/", import.meta.url);
+// NOTE: through a variable: Vite rewrites `new URL("<literal>", import.meta.url)` as an
+// asset reference, and a folder's URL came back without its trailing slash.
+const HERE = import.meta.url;
+const FIXTURES = new URL("../../fixtures/safetensors/", HERE);
 
 class Leaf extends Module {
   constructor(entries: [string, Tensor, "param" | "buffer"][]) {
