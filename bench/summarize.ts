@@ -1,6 +1,6 @@
 /**
  * Tables of one sitting from bench/results/: the Deno and Chromium engine results and the
- * trainer result with the same tag (the newest date that has it), as markdown.
+ * Deno and Chromium trainer results with the same tag (the newest date that has it), as markdown.
  *
  *   npx deno run -A bench/summarize.ts [--tag run1]
  */
@@ -29,6 +29,8 @@ for (const kind of ["deno", "chromium"]) {
   const load = r.load ? `, load average ${r.load.before.map((x) => x.toFixed(1)).join(" ")} → ${r.load.after.map((x) => x.toFixed(1)).join(" ")}` : "";
   console.log(reportLines(r, `${r.runtime}, ${r.date.slice(0, 16)}Z (${f.name}${load}, ${r.totalS} s)`).join("\n") + "\n");
 }
-const d = newest("ddp");
-if (d) console.log(ddpLines(d.data as DdpResult, `Trainer, ${(d.data as DdpResult).date.slice(0, 16)}Z (${d.name})`).join("\n"));
-else console.log(`(no ddp result${tag ? ` tagged ${tag}` : ""})`);
+for (const [kind, runtime] of [["ddp", "Deno"], ["chromium-ddp", "Chromium"]]) {
+  const d = newest(kind);
+  if (d) console.log(ddpLines(d.data as DdpResult, `Trainer, ${runtime}, ${(d.data as DdpResult).date.slice(0, 16)}Z (${d.name})`).join("\n") + "\n");
+  else console.log(`(no ${kind} result${tag ? ` tagged ${tag}` : ""})\n`);
+}
