@@ -37,6 +37,8 @@ export interface RankView {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** Ranks (by setup) past their first settled step: that one compiles pipelines, it is not GPU work. */
+const warmed = new WeakSet<RankSetup>();
 
 export class ChunkRun {
   readonly plan: ChunkPlan;
@@ -128,7 +130,8 @@ export class ChunkRun {
    * keeps a step queued. When a cluster simulates a slow rank (`slowdown`), every rank
    * settles each step at once (no overlap, so steps are comparable across ranks) and the
    * slow rank then sleeps (slowdown − 1) × the step's time, idle like a slower device;
-   * the batch's delivered ms includes the sleep.
+   * the batch's delivered ms includes the sleep. The rank's very first step is not
+   * stretched: its time is shader compilation, which a slower GPU would not multiply.
    */
   async #settle(): Promise<void> {
     const p = this.#pending;
@@ -136,7 +139,10 @@ export class ChunkRun {
     this.#pending = undefined;
     const loss = (await p.loss)[0];
     const r = this.#rank;
-    if (r.setup.slowdown > 1) await sleep((r.setup.slowdown - 1) * (performance.now() - this.#last));
+    if (r.setup.slowdown > 1) {
+      if (warmed.has(r.setup)) await sleep((r.setup.slowdown - 1) * (performance.now() - this.#last));
+      else warmed.add(r.setup);
+    }
     const now = performance.now();
     const ms = now - this.#last;
     this.#last = now;
