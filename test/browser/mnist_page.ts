@@ -22,8 +22,8 @@ async function engine(): Promise<void> {
   const device = await Device.request();
   state.adapter = device.info.architecture || device.info.description;
   manualSeed(3);
-  const data = await loadMnist({ split: "train", limit: train, baseUrl: "/mnist/" });
-  const held = await loadMnist({ split: "test", limit: test, baseUrl: "/mnist/" });
+  const data = await loadMnist({ split: "train", limit: train, baseUrl: "/mnist/", normalize: true });
+  const held = await loadMnist({ split: "test", limit: test, baseUrl: "/mnist/", normalize: true });
   const model = mlp(device);
   const opt = new Adam(model.parameters(), { lr: 1e-3 });
   const B = 64, steps = Math.floor(data.len() / B);
