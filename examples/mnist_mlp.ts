@@ -7,8 +7,8 @@
  * Prints loss and test accuracy per epoch; exits non-zero below --target (default 0.975
  * for the full 3 epochs).
  */
-import { Adam, crossEntropy, Device, loadMnist, manualSeed, permutation, toDevice, Variable } from "../src/index.ts";
-import { accuracy, mlp } from "./models.ts";
+import { Adam, Device, loadMnist, manualSeed, permutation } from "../src/index.ts";
+import { accuracy, mlp, trainEpoch } from "./models.ts";
 
 function flag(name: string, fallback: number): number {
   const i = Deno.args.indexOf(`--${name}`);
@@ -35,26 +35,11 @@ const opt = new Adam(model.parameters(), { lr: 1e-3 });
 let acc = 0;
 for (let epoch = 0; epoch < epochs; epoch++) {
   const t0 = performance.now();
-  const perm = permutation(7, epoch, train.len());
-  const steps = Math.floor(train.len() / B);
-  let lossSum = 0;
-  let pending: Promise<ArrayLike<number>> | undefined;
-  for (let s = 0; s < steps; s++) {
-    const [x, y] = toDevice(train.getBatch(Array.from(perm.subarray(s * B, (s + 1) * B))), device);
-    const loss = crossEntropy(model.forward(new Variable(x)), y);
-    loss.backward();
-    opt.step();
-    opt.zeroGrad();
-    const read = loss.data.toArray();
-    device.endStep();
-    if (pending) lossSum += (await pending)[0]; // one step behind: the GPU always has work queued
-    pending = read;
-  }
-  if (pending) lossSum += (await pending)[0];
+  const { steps, meanLoss } = await trainEpoch(model, opt, train, permutation(7, epoch, train.len()), B);
   acc = await accuracy(model, test);
   const secs = (performance.now() - t0) / 1000;
   console.log(
-    `epoch ${epoch + 1}/${epochs}  loss ${(lossSum / steps).toFixed(4)}  test accuracy ${(acc * 100).toFixed(2)}%  ` +
+    `epoch ${epoch + 1}/${epochs}  loss ${meanLoss.toFixed(4)}  test accuracy ${(acc * 100).toFixed(2)}%  ` +
       `${(steps * B / secs).toFixed(0)} samples/s`,
   );
 }

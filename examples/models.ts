@@ -5,12 +5,14 @@
 import {
   BatchNorm2d,
   Conv2d,
+  crossEntropy,
   type Device,
   Flatten,
   Linear,
   MaxPool2d,
   type Module,
   noGrad,
+  type Optimizer,
   ReLU,
   Sequential,
   Variable,
@@ -87,4 +89,36 @@ export async function accuracy(model: Module, data: BatchDataSet, batchSize = 10
     model.train(wasTraining);
   }
   return correct / n;
+}
+
+/**
+ * One epoch of the plain engine loop (no trainer): batches of `batchSize` in the order of
+ * `perm` (a partial last batch is dropped), cross-entropy, backward, `opt.step()`. The loss
+ * is read back one step behind, so the GPU always has a step queued. Resolves with the
+ * number of steps and their mean loss.
+ */
+export async function trainEpoch(
+  model: Module,
+  opt: Optimizer,
+  data: BatchDataSet,
+  perm: Uint32Array,
+  batchSize: number,
+): Promise<{ steps: number; meanLoss: number }> {
+  const device = model.device();
+  const steps = Math.floor(perm.length / batchSize);
+  let lossSum = 0;
+  let pending: Promise<ArrayLike<number>> | undefined;
+  for (let s = 0; s < steps; s++) {
+    const [x, y] = toDevice(data.getBatch(Array.from(perm.subarray(s * batchSize, (s + 1) * batchSize))), device);
+    const loss = crossEntropy(model.forward(new Variable(x)), y);
+    loss.backward();
+    opt.step();
+    opt.zeroGrad();
+    const read = loss.data.toArray();
+    device.endStep();
+    if (pending) lossSum += (await pending)[0];
+    pending = read;
+  }
+  if (pending) lossSum += (await pending)[0];
+  return { steps, meanLoss: steps ? lossSum / steps : NaN };
 }

@@ -5,8 +5,8 @@
  * on the first `train` images and report accuracy on `test` held-out images in
  * `window.__mnist` = { done, accuracy, error, samplesPerSec }.
  */
-import { Adam, crossEntropy, Device, ElCheConfig, loadMnist, manualSeed, permutation, setProgramArgs, toDevice, Variable } from "../../src/index.ts";
-import { accuracy, mlp } from "../../examples/models.ts";
+import { Adam, Device, ElCheConfig, loadMnist, manualSeed, permutation, setProgramArgs } from "../../src/index.ts";
+import { accuracy, mlp, trainEpoch } from "../../examples/models.ts";
 
 const q = new URLSearchParams(location.search);
 const mode = q.get("mode") ?? "engine";
@@ -26,26 +26,14 @@ async function engine(): Promise<void> {
   const held = await loadMnist({ split: "test", limit: test, baseUrl: "/mnist/", normalize: true });
   const model = mlp(device);
   const opt = new Adam(model.parameters(), { lr: 1e-3 });
-  const B = 64, steps = Math.floor(data.len() / B);
+  const B = 64;
+  let samples = 0;
   const t0 = performance.now();
   for (let e = 0; e < epochs; e++) {
-    const perm = permutation(11, e, data.len());
-    let pending: Promise<unknown> | undefined;
-    for (let s = 0; s < steps; s++) {
-      const [x, y] = toDevice(data.getBatch(Array.from(perm.subarray(s * B, (s + 1) * B))), device);
-      const loss = crossEntropy(model.forward(new Variable(x)), y);
-      loss.backward();
-      opt.step();
-      opt.zeroGrad();
-      const read = loss.data.toArray();
-      device.endStep();
-      await pending;
-      pending = read;
-    }
-    await pending;
+    samples += (await trainEpoch(model, opt, data, permutation(11, e, data.len()), B)).steps * B;
     say(`epoch ${e + 1}: ${(await accuracy(model, held) * 100).toFixed(1)}%`);
   }
-  state.samplesPerSec = (epochs * steps * B) / ((performance.now() - t0) / 1000);
+  state.samplesPerSec = samples / ((performance.now() - t0) / 1000);
   state.accuracy = await accuracy(model, held);
 }
 
