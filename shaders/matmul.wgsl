@@ -319,51 +319,44 @@ fn storeBlock1(z: u32, row0: u32, col0: u32, bq: ptr<function, array<vec4f, 8>>)
   if (TM > 28u) { storeQuad1(&q7, base, row0 + 28u, col0, bq); }
 }
 
+// The register-blocked entries: thread g owns the TM×TN block at (g.y·TM, g.x·TN) of output
+// matrix g.z; false when that block lies outside C, else accumulated into q0..q7.
+fn blockAt(g: vec3u) -> bool {
+  d = p;
+  if (g.y * TM >= d.m || g.x * TN >= d.n) { return false; }
+  registerBlock(g.z, g.y * TM, g.x * TN);
+  return true;
+}
+
 // C with element stores: any N.
 @compute @workgroup_size(WGX, WGY)
 fn matmul_forward(@builtin(global_invocation_id) g: vec3u) {
-  d = p;
-  let row0 = g.y * TM;
-  let col0 = g.x * TN;
-  if (row0 >= d.m || col0 >= d.n) { return; }
-  registerBlock(g.z, row0, col0);
+  if (!blockAt(g)) { return; }
   var zero: array<vec4f, 8>;
-  storeBlock1(g.z, row0, col0, &zero);
+  storeBlock1(g.z, g.y * TM, g.x * TN, &zero);
 }
 
 // C with vec4 stores: N % 4 == 0.
 @compute @workgroup_size(WGX, WGY)
 fn matmul_forward_vec4(@builtin(global_invocation_id) g: vec3u) {
-  d = p;
-  let row0 = g.y * TM;
-  let col0 = g.x * TN;
-  if (row0 >= d.m || col0 >= d.n) { return; }
-  registerBlock(g.z, row0, col0);
+  if (!blockAt(g)) { return; }
   var zero: array<vec4f, 8>;
-  storeBlock4(g.z, row0, col0, &zero);
+  storeBlock4(g.z, g.y * TM, g.x * TN, &zero);
 }
 
 // y = x·wᵀ + bias, the bias added in the store (one dispatch): TB, batch 1.
 @compute @workgroup_size(WGX, WGY)
 fn linear_forward(@builtin(global_invocation_id) g: vec3u) {
-  d = p;
-  let row0 = g.y * TM;
-  let col0 = g.x * TN;
-  if (row0 >= d.m || col0 >= d.n) { return; }
-  registerBlock(g.z, row0, col0);
-  var bq = biasQuad(col0);
-  storeBlock1(g.z, row0, col0, &bq);
+  if (!blockAt(g)) { return; }
+  var bq = biasQuad(g.x * TN);
+  storeBlock1(g.z, g.y * TM, g.x * TN, &bq);
 }
 
 @compute @workgroup_size(WGX, WGY)
 fn linear_forward_vec4(@builtin(global_invocation_id) g: vec3u) {
-  d = p;
-  let row0 = g.y * TM;
-  let col0 = g.x * TN;
-  if (row0 >= d.m || col0 >= d.n) { return; }
-  registerBlock(g.z, row0, col0);
-  var bq = biasQuad(col0);
-  storeBlock4(g.z, row0, col0, &bq);
+  if (!blockAt(g)) { return; }
+  var bq = biasQuad(g.x * TN);
+  storeBlock4(g.z, g.y * TM, g.x * TN, &bq);
 }
 
 // ---- shared-memory kernel (hardware GPUs) ------------------------------------------------
