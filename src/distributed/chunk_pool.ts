@@ -79,6 +79,8 @@ export class ChunkPool {
   #alive: boolean[];
   #nextId = 0;
   #finalPlan: number[] | null = null;
+  /** Batches taken (and not given back) since {@link beginWindow}: the window's remainder is rem + this. */
+  #windowTaken = 0;
 
   constructor(o: ChunkPoolOptions) {
     if (!Number.isInteger(o.batchSize) || o.batchSize < 1) {
@@ -216,6 +218,7 @@ export class ChunkPool {
     };
     this.#inFlight[rank].push(chunk);
     this.#dispatched[rank] += n;
+    this.#windowTaken += n;
     return chunk;
   }
 
@@ -234,11 +237,12 @@ export class ChunkPool {
     if (rem === 0) return null;
     let size: number;
     if (barrier) {
-      // The window's remainder as it stood when this window's dispatch began: barrier-paced
-      // ranks hold one chunk each and finish it before the reduce, so chunks in flight now
-      // were handed out in this same dispatch round.
-      let windowRem = rem;
-      this.#inFlight.forEach((q, r) => r !== rank && q.forEach((c) => (windowRem += c.batches)));
+      // Decide on the window's remainder as it stood when the window began, not on what is
+      // left now: a rank that finished a short chunk asks again mid-window, after its peers
+      // finished theirs. Planning the final window then gave shares to ranks that had met
+      // their quota and would not be dispatched again before the reduce: the asking rank got
+      // too little to meet its own, and the reduce never came (a hang seen in npm start).
+      const windowRem = rem + this.#windowTaken;
       const plan = this.#finalPlan;
       const replan = plan === null ? isFinalWindow(windowRem, ctx.counts, this.#alive) : plan.every((x) => x === 0);
       if (replan) this.#finalPlan = finalWindowSplit(rem, ctx.counts, this.#alive);
@@ -249,6 +253,11 @@ export class ChunkPool {
     const chunk = this.takeChunk(size, rank);
     if (chunk && barrier && this.#finalPlan) this.#finalPlan[rank] -= chunk.batches;
     return chunk;
+  }
+
+  /** A reduce closed the window: the next chunks open a new one (see {@link nextChunk}). */
+  beginWindow(): void {
+    this.#windowTaken = 0;
   }
 
   /**
@@ -272,6 +281,7 @@ export class ChunkPool {
     const q = this.#inFlight[rank];
     const chunk = this.#remove("rollback", rank, id ?? q[q.length - 1]?.id);
     this.#dispatched[rank] -= chunk.batches;
+    this.#windowTaken = Math.max(0, this.#windowTaken - chunk.batches);
     this.#reclaimed.unshift(this.#seg(chunk));
     if (this.#finalPlan) this.#finalPlan[rank] += chunk.batches;
     return chunk;
@@ -289,6 +299,7 @@ export class ChunkPool {
     for (const c of lost) {
       this.#reclaimed.push(this.#seg(c));
       this.#dispatched[rank] -= c.batches;
+      this.#windowTaken = Math.max(0, this.#windowTaken - c.batches);
     }
     if (this.#finalPlan) this.#finalPlan[rank] = 0;
     return lost;

@@ -14,7 +14,7 @@ import type { Verdict } from "./guards.ts";
 import type { RunSink, TrainedState } from "./handle.ts";
 import { EpochAggregator, type EpochMetrics } from "./metrics.ts";
 import { OuterStepper } from "./outer.ts";
-import type { BatchEvent, Frame, LayoutTable, SyncAck } from "./protocol.ts";
+import type { BatchEvent, Frame, LayoutTable, RankApi, SyncAck } from "./protocol.ts";
 import type { RankClient } from "./rank_client.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
 import type { RunEvents } from "./run_monitor.ts";
@@ -130,6 +130,8 @@ export class Coordinator<M extends Module> {
   #lastMultiple = 0;
   #atEpochDone = false;
   #dead = 0;
+  /** Ranks the last dispatch pass offered work and the source told to hold (nothing for them this window). */
+  #held = new Set<number>();
   #consensusBuffers: Float32Array | null = null;
 
   constructor(
@@ -262,6 +264,7 @@ export class Coordinator<M extends Module> {
   }
 
   #dispatch(): void {
+    this.#held.clear();
     if (this.#stop) return;
     const barrier = this.#cfg.policy !== "async";
     const last = this.#cfg.numEpochs - 1;
@@ -278,8 +281,8 @@ export class Coordinator<M extends Module> {
         const source = this.#source(epoch);
         if (source.exhaustedFor(r)) continue;
         const chunk = source.next(r, this.#ctx(r));
-        if (!chunk) break;
-        this.#send(client, chunk, source);
+        if (chunk) this.#send(client, chunk, source);
+        else this.#held.add(r);
         break;
       }
     }
@@ -332,10 +335,14 @@ export class Coordinator<M extends Module> {
     });
   }
 
-  /** Nothing in flight for r and nothing it could still take (end of the epochs it may work on). */
+  /**
+   * Nothing in flight for r and nothing it can take now: the end of the epochs it may work
+   * on, or the source told it to hold for this window (a final-window plan without a share
+   * for it). Held ranks are woken after the reduce (spec §3.10).
+   */
   #quiesced(r: number): boolean {
     if (this.#flight[r]) return false;
-    if (this.#stop) return true;
+    if (this.#stop || this.#held.has(r)) return true;
     const last = this.#cfg.numEpochs - 1;
     const epochs = this.#cfg.policy === "async" ? [this.#frontier, this.#frontier + 1] : [this.#frontier];
     return epochs.every((e) => e > last || this.#source(e).exhaustedFor(r));
@@ -356,9 +363,14 @@ export class Coordinator<M extends Module> {
       if (await this.#epochBoundary()) continue;
       const idle = this.#flight.every((f) => f === null);
       if (idle && (this.#stop || this.#frontier >= this.#cfg.numEpochs)) break;
-      if (idle && !this.#alive().some((c) => !this.#quiesced(c.rank))) {
-        // Nobody can move and no reduce is due: the epoch's remaining work belongs to no one.
-        throw new Error(`coordinator: epoch ${this.#frontier} cannot complete (no rank can take its remaining batches)`);
+      if (idle && !this.#pending) {
+        // Nothing runs, nothing was dispatched, no reduce is due, and nothing is on its way
+        // (no completion can come): sleeping here would be forever. Stop, say what is left.
+        this.#stopReason ??= {
+          reason: "reduce_stall",
+          cause: new Error(`no rank can take the remaining batches of epoch ${this.#frontier + 1}: ${this.#waitReport(0)}`),
+        };
+        continue;
       }
       // A completion that landed while this pass awaited (an epoch boundary) poked no one:
       // look again instead of sleeping through it.
@@ -368,6 +380,7 @@ export class Coordinator<M extends Module> {
     if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
     if (this.#failure) throw this.#failure;
     await this.#finalEval();
+    if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
     if (this.#writer) await this.#save(this.#stop ? "graceful_shutdown" : "checkpoint");
     return this.#trainedState();
   }
@@ -385,8 +398,6 @@ export class Coordinator<M extends Module> {
       await new Promise<void>((resolve) => {
         this.#wake = resolve;
         report = setInterval(() => console.warn(this.#waitReport(performance.now() - t0)), WAIT_REPORT_MS);
-        const busy = this.#flight.some((f, r) => f !== null && this.#ranks[r].alive);
-        if (!busy) return;
         stall = setTimeout(() => {
           const secs = (stallMs / 1000).toFixed(0);
           this.#stopReason ??= { reason: "reduce_stall", cause: new Error(`the window made no progress for ${secs} s: ${this.#waitReport(stallMs)}`) };
@@ -397,6 +408,11 @@ export class Coordinator<M extends Module> {
       clearInterval(report);
       clearTimeout(stall);
     }
+  }
+
+  /** What the coordinator waits for now, per rank (diagnostics, the fake-rank harness). */
+  waitReport(): string {
+    return this.#waitReport(performance.now() - this.#lastProgress);
   }
 
   /** One line: what the coordinator waits for, per rank. */
@@ -462,7 +478,9 @@ export class Coordinator<M extends Module> {
       buffers: this.#layout.buffers.map((e) => ({ name: e.name, shape: e.shape, data: b.slice(e.offset, e.offset + e.numel) })),
     };
     const holder = this.#alive()[0];
-    const optim = holder ? await holder.call("optimizerState", (api) => api.optimizerState()).catch(() => undefined) : undefined;
+    const optim = holder
+      ? await this.#bounded(holder, "optimizer state", (api) => api.optimizerState()).catch(() => undefined)
+      : undefined;
     const outer = this.#outer ? this.#outer.optimizer.state() : undefined;
     const trend = this.#cadence.guard.trendHistory();
     return {
@@ -540,12 +558,34 @@ export class Coordinator<M extends Module> {
       const every = this.#cfg.checkpointEvery;
       if (every && this.#state.spec.checkpointFn && k % every === 0) {
         const role = this.#ranks[this.#roleRank()];
-        await role.call("checkpoint", (api) => api.checkpoint(k)).catch((err) => {
+        await this.#bounded(role, `checkpointFn (epoch ${k})`, (api) => api.checkpoint(k)).catch((err) => {
           console.warn(`checkpointFn failed on rank ${role.rank} at epoch ${k}: ${describeError(err)}`);
         });
       }
     }
     return true;
+  }
+
+  /**
+   * A rank call that must return within the stall ceiling (eval, checkpointFn, optimizer
+   * state): past it the run stops with `reduce_stall`, naming the rank and the call,
+   * instead of waiting forever on a rank that beats but never answers.
+   */
+  async #bounded<T>(client: RankClient, what: string, fn: (api: RankApi) => Promise<T>): Promise<T> {
+    const ms = stallCeilingMs(this.#cfg.heartbeatTimeoutSecs);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const err = new Error(`rank ${client.rank}'s ${what} did not return within ${Math.round(ms / 100) / 10} s`);
+        this.#stopReason ??= { reason: "reduce_stall", cause: err };
+        reject(err);
+      }, ms);
+    });
+    try {
+      return await Promise.race([client.call(what, fn), stalled]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async #callback(name: string, fn: () => unknown): Promise<void> {
@@ -559,7 +599,11 @@ export class Coordinator<M extends Module> {
   async #evaluate(epoch: number): Promise<void> {
     if (!this.#state.spec.evalFn || !this.#state.spec.evalDataset) return;
     const role = this.#ranks[this.#roleRank()];
-    const out = await role.call("evaluate", (api) => api.evaluate(epoch));
+    const out = await this.#bounded(role, `evalFn (epoch ${epoch})`, (api) => api.evaluate(epoch)).catch((e) => {
+      if (this.#stopReason || !role.alive) return null; // stalled, or the rank was lost: said elsewhere
+      throw e;
+    });
+    if (!out) return;
     this.#sink.evaluated({ ...out, rank: role.rank });
     if (out.error !== undefined) console.warn(`evalFn failed on rank ${role.rank} at epoch ${epoch}: ${out.error}`);
     else {
@@ -663,6 +707,7 @@ export class Coordinator<M extends Module> {
       this.#globalStep += kUsed;
     }
     for (let r = 0; r < this.W; r++) this.#n[r] = Math.max(0, this.#n[r] - steps[r]);
+    for (const s of this.#sources.values()) s.beginWindow();
     const epoch = Math.min(this.#frontier, this.#cfg.numEpochs - 1);
     const st = this.#epochStats.get(epoch) ?? { reduces: 0, bytes: 0, ms: 0 };
     st.reduces++;

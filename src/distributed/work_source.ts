@@ -19,6 +19,8 @@ export interface WorkSource {
   isComplete(): boolean;
   /** A rank died: its uncompleted work goes back for survivors. */
   forfeit(rank: number): void;
+  /** A reduce closed the window; the next chunks belong to a new one. */
+  beginWindow(): void;
   /** Ranges not yet completed (in flight included: redone on resume, never lost). */
   coverage(): EpochCoverage;
 }
@@ -56,6 +58,9 @@ export class PoolSource implements WorkSource {
   }
   forfeit(rank: number): void {
     this.pool.forfeit(rank);
+  }
+  beginWindow(): void {
+    this.pool.beginWindow();
   }
 }
 
@@ -166,6 +171,7 @@ export class PartitionSource implements WorkSource {
   isComplete(): boolean {
     return this.#queues.every((q) => q.length === 0) && this.#inFlight.every((f) => f.length === 0);
   }
+  beginWindow(): void {}
   forfeit(rank: number): void {
     this.#alive[rank] = false;
     const pieces = [...this.#inFlight[rank].map((c) => ({ offset: c.offset, batches: c.batches })), ...this.#queues[rank]];

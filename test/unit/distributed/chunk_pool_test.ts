@@ -96,6 +96,37 @@ Deno.test("ChunkPool.fromCoverage rebuilds an epoch from its uncovered ranges an
   );
 });
 
+Deno.test("ChunkPool.nextChunk: a rank back mid-window after a short chunk decides on the window's remainder, not what is left", () => {
+  // npm start hung here: rank 1's own span ran short (7 of its 10), rank 0 finished its 10
+  // first, and rank 1's second ask saw 5 left < Σc + W = 22: the final window was planned
+  // mid-window as [3, 2], rank 1 reached 9/10, rank 0 had met its quota, and no reduce came.
+  const p = new ChunkPool({ epoch: 0, samples: 42, batchSize: 1, worldSize: 2 }); // spans [0, 21) and [21, 42)
+  p.complete(0, p.takeChunk(6, 0)!.id);
+  p.complete(1, p.takeChunk(14, 1)!.id);
+  p.beginWindow();
+  const ctx = (n: number): NextChunkContext => ({
+    policy: "cadence",
+    counts: [10, 10],
+    calibrated: true,
+    pickSpace: 42,
+    batchSize: 1,
+    stepsSinceAvg: n,
+    maxOvershoot: 0,
+  });
+  assertEquals(at(p.nextChunk(0, ctx(0))), [6, 10]); // 22 left: not yet the final window
+  assertEquals(at(p.nextChunk(1, ctx(0))), [35, 7]); // its span's last 7
+  p.complete(0);
+  p.complete(1);
+  assertEquals(at(p.nextChunk(1, ctx(7))), [18, 3], "rank 1 completes its window quota from rank 0's tail");
+  p.complete(1);
+  p.beginWindow();
+  // 2 left < 22: the final window, [1, 1] → the lone batch of rank 0 moves onto rank 1.
+  assertEquals(p.nextChunk(0, ctx(0)), null);
+  assertEquals(at(p.nextChunk(1, ctx(0))), [16, 2]);
+  p.complete(1);
+  assert(p.isComplete(), "complete");
+});
+
 Deno.test("ChunkPool.nextChunk: one chunk per window, then the final window split over the remainder", () => {
   const p = new ChunkPool({ epoch: 0, samples: 64, batchSize: 1, worldSize: 2, counts: [10, 20] });
   const ctx: NextChunkContext = {
@@ -112,11 +143,13 @@ Deno.test("ChunkPool.nextChunk: one chunk per window, then the final window spli
   assertEquals(p.nextChunk(1, ctx)!.batches, 20);
   p.complete(0);
   p.complete(1);
+  p.beginWindow(); // the reduce
   // 34 left >= Σc + W = 32: a normal window.
   assertEquals(p.nextChunk(0, ctx)!.batches, 10);
   assertEquals(p.nextChunk(1, ctx)!.batches, 20);
   p.complete(0);
   p.complete(1);
+  p.beginWindow();
   // 4 left < 32: the final window splits 4 ∝ [10, 20] → [1.33, 2.67] → [1, 2] + 1 to rank 1 → [1, 3] → [0, 4].
   assertEquals(p.nextChunk(0, ctx), null);
   // Spans were [22, 42] batches: rank 1's own span has 2 left, so its allotment of 4 comes as 2 + 2.

@@ -1,0 +1,303 @@
+/**
+ * A coordinator harness without GPU: fake ranks that implement the rank protocol
+ * (`RankApi`) on a virtual clock, so tests replay interleavings deterministically.
+ *
+ * Every rank action (a batch ends, a control call answers, a rank dies) is an event on
+ * one virtual timeline, and `performance.now()` reads it during the run. The simulation fires the earliest event, then lets the real
+ * `Coordinator` react fully (all microtasks and zero-delay timers) before the next. A
+ * run whose coordinator is still waiting when no event is left can never end: that is
+ * a hang, reported at once with the coordinator's own wait report, not after a timeout
+ * (unless the test gives the coordinator's real-time ceilings a bounded wait).
+ */
+import { setImmediate } from "node:timers";
+import { Coordinator, type RunObserver } from "../../src/distributed/coordinator.ts";
+import { DdpHandle, type TrainedState } from "../../src/distributed/handle.ts";
+import type { ChunkReport } from "../../src/distributed/metrics.ts";
+import type {
+  Adoption,
+  ChunkPlan,
+  CoordinatorSink,
+  EvalOutcome,
+  Frame,
+  LayoutTable,
+  RankApi,
+  RankHello,
+  RankSetup,
+  SyncAck,
+} from "../../src/distributed/protocol.ts";
+import { RankClient } from "../../src/distributed/rank_client.ts";
+import { RankLostError } from "../../src/distributed/errors.ts";
+import { resolveConfig } from "../../src/distributed/validate_config.ts";
+import type { DdpBuilder } from "../../src/distributed/builder.ts";
+import type { Module } from "../../src/nn/mod.ts";
+
+/** One parameter tensor of 4 values: enough for frames, averages and acks. */
+export const FAKE_LAYOUT: LayoutTable = {
+  params: [{ name: "w", shape: [4], offset: 0, numel: 4 }],
+  buffers: [],
+  paramCount: 4,
+  bufferCount: 0,
+};
+
+/** How a fake rank behaves; every duration is virtual ms. */
+export interface FakeRankScript {
+  /** ms of the rank's n-th batch (0-based, over the whole run). */
+  batchMs(n: number): number;
+  /** ms a control call (snapshot, adopt, evaluate, …) takes to answer; default 0. */
+  controlMs?(what: string): number;
+  /** Die (worker gone) once this many batches are done; undefined: never. */
+  dieAfterBatches?: number;
+  /** A control call that never answers (the rank stays alive), by name. */
+  hangOn?: string;
+}
+
+interface Event {
+  t: number;
+  seq: number;
+  fire: () => void;
+}
+
+/** The virtual clock and its event queue. */
+export class Timeline {
+  now = 0;
+  #queue: Event[] = [];
+  #seq = 0;
+  at(delay: number, fire: () => void): void {
+    this.#queue.push({ t: this.now + Math.max(0, delay), seq: this.#seq++, fire });
+    this.#queue.sort((a, b) => a.t - b.t || a.seq - b.seq);
+  }
+  next(): Event | undefined {
+    const e = this.#queue.shift();
+    if (e) this.now = e.t;
+    return e;
+  }
+  get pending(): number {
+    return this.#queue.length;
+  }
+}
+
+/** A rank that trains nothing: batches are events, parameters are its rank id plus its steps. */
+export class FakeRank implements RankApi {
+  #sink!: CoordinatorSink;
+  #setup!: RankSetup;
+  #done = 0;
+  #stepsSinceAvg = 0;
+  #snapshots = new Map<number, number>();
+  #busy = false;
+  #stopped = false;
+  #queued: (() => void)[] = [];
+  client!: RankClient;
+  /** Chunks this rank trained: [epoch, offset, size]. */
+  readonly trained: [number, number, number][] = [];
+
+  constructor(readonly rank: number, readonly clock: Timeline, readonly script: FakeRankScript) {}
+
+  init(setup: RankSetup, sink: CoordinatorSink): Promise<RankHello> {
+    this.#setup = setup;
+    this.#sink = sink;
+    return Promise.resolve({ rank: this.rank, adapter: "fake", layout: FAKE_LAYOUT });
+  }
+  initialState(): Promise<Frame> {
+    return Promise.resolve(this.#frame(0, 0));
+  }
+  load(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  train(plan: ChunkPlan): Promise<ChunkReport> {
+    if (this.#busy) return Promise.reject(new Error(`fake rank ${this.rank}: a chunk is already running`));
+    this.#busy = true;
+    const B = this.#setup.batchSize;
+    const batches = plan.ranges.reduce((a, [, size]) => a + Math.floor(size / B), 0);
+    return new Promise((resolve) => {
+      let k = 0, ms = 0;
+      const step = () => {
+        if (this.#stopped || k === batches) {
+          this.#busy = false;
+          for (const [offset, size] of plan.ranges) this.trained.push([plan.epoch, offset, size]);
+          resolve({
+            rank: this.rank,
+            epoch: plan.epoch,
+            avgLoss: 1,
+            batches: k,
+            samples: k * B,
+            epochMs: ms,
+            shareCompleteMs: ms,
+            computeOnlyMs: ms,
+            dataStarveMs: 0,
+            scalars: {},
+          });
+          this.#drain();
+          return;
+        }
+        const d = this.script.batchMs(this.#done);
+        this.clock.at(d, () => {
+          if (this.#stopped) return;
+          k++;
+          ms += d;
+          this.#done++;
+          this.#stepsSinceAvg++;
+          this.#sink.batch({ rank: this.rank, epoch: plan.epoch, ms: d, computeMs: d, loss: 1, lr: 0.1, samples: B });
+          if (this.script.dieAfterBatches !== undefined && this.#done >= this.script.dieAfterBatches) {
+            this.die("its worker died (scripted)");
+            return;
+          }
+          this.#drain();
+          step();
+        });
+      };
+      step();
+    });
+  }
+
+  /** The rank's worker is gone: the client sees what a worker `error` event gives. */
+  die(why: string): void {
+    this.#stopped = true;
+    this.client.fail(new RankLostError(this.rank, `rank ${this.rank}: ${why}`), false);
+  }
+
+  snapshot(round: number, exact = false): Promise<Frame> {
+    return this.#control("snapshot", () => {
+      this.#snapshots.set(round, this.#stepsSinceAvg);
+      const f = this.#frame(round, this.#stepsSinceAvg);
+      f.dtype = exact ? "f32" : f.dtype;
+      return f;
+    });
+  }
+  adopt(a: Adoption): Promise<SyncAck> {
+    return this.#control("adopt", () => {
+      this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - (this.#snapshots.get(a.round) ?? this.#stepsSinceAvg));
+      this.#snapshots.clear();
+      return { rank: this.rank, divergence: 0, preNorm: 1, postNorm: 1 };
+    });
+  }
+  evaluate(epoch: number): Promise<EvalOutcome> {
+    return this.#control("evaluate", () => ({ epoch, value: 0.5 }));
+  }
+  checkpoint(): Promise<void> {
+    return this.#control("checkpoint", () => undefined);
+  }
+  finalState(): Promise<Frame> {
+    return this.#control("finalState", () => this.#frame(0, this.#stepsSinceAvg));
+  }
+  optimizerState() {
+    return this.#control("optimizerState", () => ({ tensors: {}, shapes: {}, scalars: {} }));
+  }
+  memory() {
+    return Promise.resolve({ liveBytes: 0, pooledBytes: 0, totalBytes: 0, created: 0 });
+  }
+  stop(): Promise<void> {
+    this.#stopped = true;
+    return Promise.resolve();
+  }
+
+  #frame(round: number, batches: number): Frame {
+    const params = new Float32Array(FAKE_LAYOUT.paramCount).fill(this.rank + this.#done / 1000);
+    return { rank: this.rank, round, batches, dtype: "f32", params, buffers: new Float32Array(0) };
+  }
+
+  /** Answer after `controlMs`, between batches as the real runtime does; never, when scripted to hang. */
+  #control<T>(what: string, fn: () => T): Promise<T> {
+    if (this.#stopped) return Promise.reject(new Error(`fake rank ${this.rank}: stopped`));
+    return new Promise<T>((resolve) => {
+      if (this.script.hangOn === what) return;
+      const run = () => this.clock.at(this.script.controlMs?.(what) ?? 0, () => resolve(fn()));
+      if (this.#busy) this.#queued.push(run);
+      else run();
+    });
+  }
+  #drain(): void {
+    for (const run of this.#queued.splice(0)) run();
+  }
+}
+
+/** What a simulated run gives back. */
+export interface SimResult {
+  state?: TrainedState;
+  error?: Error;
+  handle: DdpHandle;
+  ranks: FakeRank[];
+  /** What the coordinator printed on stderr (console.warn). */
+  warnings: string[];
+  /** Virtual ms at the end. */
+  virtualMs: number;
+}
+
+/**
+ * Let the coordinator react to the last event. Its continuations are microtasks, but a
+ * chain of them can outlast a few event-loop hops, so hop until a zero-delay timer has
+ * fired: setTimeout(0) is a true macrotask (~2 ms in Deno); setImmediate is cheap (~0.02 ms).
+ */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 2; i++) await new Promise((r) => setImmediate(r));
+}
+/**
+ * Run the real coordinator over fake ranks until it ends. Rejects with "hang" and the
+ * coordinator's wait report when it waits with no event left to come.
+ * @param builder A builder whose dataset, epochs, batch size and policy define the run.
+ */
+export async function simulate<M extends Module>(
+  builder: DdpBuilder<M>,
+  scripts: FakeRankScript[],
+  observer: RunObserver = {},
+  options: { realWaitMs?: number; microtaskJitter?: () => number } = {},
+): Promise<SimResult> {
+  const state = builder.state;
+  const W = scripts.length;
+  const cfg = resolveConfig(state.config, { worldSize: W, datasetLen: state.spec.dataset!.len() });
+  const clock = new Timeline();
+  const ranks = scripts.map((s, r) => new FakeRank(r, clock, s));
+  const clients = ranks.map((f) => (f.client = new RankClient(f.rank, f)));
+  await Promise.all(clients.map((c) => c.call("init", (api) => api.init({ rank: c.rank, batchSize: cfg.batchSize } as RankSetup, c.sink()))));
+  const warnings: string[] = [];
+  const warn = console.warn, now = performance.now;
+  // The coordinator's own clock (reduce ms feeds ElChe's overhead) is the virtual one too.
+  performance.now = () => clock.now;
+  console.warn = (...a: unknown[]) => void warnings.push(a.map(String).join(" "));
+  let coordinator!: Coordinator<M>;
+  let settled = false;
+  let state$: TrainedState | undefined, error: Error | undefined;
+  let begin!: (h: DdpHandle) => void;
+  const started = new Promise<DdpHandle>((r) => (begin = r));
+  const result = (async () => {
+    coordinator = new Coordinator(state, cfg, clients, FAKE_LAYOUT, await started, observer);
+    return await coordinator.run();
+  })();
+  const handle = new DdpHandle(W, ranks.map(() => "fake"), result, () => coordinator?.shutdown());
+  begin(handle);
+  result.then((s) => (state$ = s), (e) => (error = e)).finally(() => (settled = true));
+  try {
+    for (;;) {
+      // With microtaskJitter, the next event fires after a random number of microtask
+      // turns, in the middle of the coordinator's reaction to the last one (a completion
+      // landing while the run loop awaits): interleavings a full settle never shows.
+      const k = options.microtaskJitter ? Math.floor(options.microtaskJitter() * 40) : -1;
+      if (k >= 0 && clock.pending > 0) for (let i = 0; i < k; i++) await Promise.resolve();
+      else await settle();
+      if (settled) break;
+      let e = clock.next();
+      // The coordinator's own ceilings are real timers: with realWaitMs, give them that long.
+      for (const t0 = Date.now(); !e && !settled && Date.now() - t0 < (options.realWaitMs ?? 0);) {
+        await new Promise((r) => setTimeout(r, 20));
+        await settle();
+        e = clock.next();
+      }
+      if (settled) break;
+      if (!e) {
+        const report = coordinator.waitReport();
+        coordinator.shutdown();
+        for (let i = 0; i < 100 && !settled; i++) {
+          await settle();
+          clock.next()?.fire();
+        }
+        throw new Error(`hang at virtual ${clock.now} ms: no event left and the run has not ended. ${report}`);
+      }
+      e.fire();
+    }
+  } finally {
+    console.warn = warn;
+    performance.now = now;
+    await Promise.all(clients.map((c) => c.close()));
+  }
+  return { state: state$, error, handle, ranks, warnings, virtualMs: clock.now };
+}
