@@ -8,6 +8,31 @@ import type { Tensor } from "../tensor/mod.ts";
 
 const v = (x: Variable | Tensor): Variable => (x instanceof Variable ? x : new Variable(x));
 
+/** ELU with `alpha` (PyTorch default 1). */
+export function elu(x: Variable, alpha = 1): Variable {
+  return apply(T.eluOp, [x], { alpha, beta: 0 });
+}
+/** SELU (fixed alpha and scale, as torch.nn.functional.selu). */
+export function selu(x: Variable): Variable {
+  return apply(T.seluOp, [x], { alpha: T.SELU_ALPHA, beta: T.SELU_SCALE });
+}
+/** Mish, x·tanh(softplus(x)). */
+export function mish(x: Variable): Variable {
+  return apply(T.mishOp, [x], { alpha: 0, beta: 0 });
+}
+/** Hardswish, x·relu6(x + 3)/6. */
+export function hardswish(x: Variable): Variable {
+  return apply(T.hardswishOp, [x], { alpha: 0, beta: 0 });
+}
+/** Hardsigmoid, relu6(x + 3)/6. */
+export function hardsigmoid(x: Variable): Variable {
+  return apply(T.hardsigmoidOp, [x], { alpha: 0, beta: 0 });
+}
+/** PReLU with a learned `weight` [C] on dim 1, or [1] shared (torch.nn.functional.prelu). */
+export function prelu(x: Variable, weight: Variable): Variable {
+  return apply(T.preluOp, [x, weight], undefined);
+}
+
 /** Softmax along `dim`. */
 export function softmax(x: Variable, dim = -1): Variable {
   return apply(T.softmaxOp, [x], { dim });
