@@ -161,6 +161,8 @@ class BatchNormBase extends Module {
   readonly bias?: Parameter;
   readonly runningMean: Tensor;
   readonly runningVar: Tensor;
+  /** Training batches seen (i32 on the GPU, I64 in files as PyTorch); a counter, not averaged by the trainer. */
+  readonly numBatchesTracked: Tensor;
   readonly eps: number;
   readonly momentum: number;
   constructor(readonly numFeatures: number, readonly ranks: number[], options: BatchNormLayerOptions) {
@@ -175,6 +177,7 @@ class BatchNormBase extends Module {
     }
     this.runningMean = this.registerBuffer("running_mean", T.zeros([numFeatures], { device }));
     this.runningVar = this.registerBuffer("running_var", T.ones([numFeatures], { device }));
+    this.numBatchesTracked = this.registerCounter("num_batches_tracked", T.zeros([], { device, dtype: "i32" }));
   }
   forward(x: Variable): Variable {
     if (!this.ranks.includes(x.ndim) || x.shape[1] !== this.numFeatures) {
@@ -185,6 +188,7 @@ class BatchNormBase extends Module {
     }
     const inputs = [x, new Variable(this.runningMean), new Variable(this.runningVar)];
     if (this.weight) inputs.push(this.weight, this.bias!);
+    if (this.training) T.incrementInPlace(this.numBatchesTracked);
     return apply(T.batchNormOp, inputs, {
       training: this.training,
       momentum: this.momentum,
