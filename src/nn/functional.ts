@@ -41,13 +41,24 @@ export function softmax(x: Variable, dim = -1): Variable {
 export function logSoftmax(x: Variable, dim = -1): Variable {
   return apply(T.logSoftmaxOp, [x], { dim });
 }
-/** Cross-entropy of logits [N, C] against class indices (i32 [N]); PyTorch options. */
-export function crossEntropy(logits: Variable, target: Variable | Tensor, options: T.CrossEntropyOptions = {}): Variable {
-  return apply(T.crossEntropyOp, [logits, v(target)], options);
+/** Class targets as a Variable, from a tensor or from host values (checked against [0, C) before the upload). */
+function classTarget(op: string, x: Variable, target: Variable | T.Indices, options: T.NllLossOptions): Variable {
+  if (target instanceof Variable) return target;
+  return v(T.toIndexTensor(target, T.classRule(op, x.shape[1], options), x.data.device));
 }
-/** Negative log-likelihood of log-probabilities [N, C] against class indices. */
-export function nllLoss(logProbs: Variable, target: Variable | Tensor, options: T.NllLossOptions = {}): Variable {
-  return apply(T.nllLossOp, [logProbs, v(target)], options);
+
+/**
+ * Cross-entropy of logits [N, C] against class indices (i32 [N], or host values); PyTorch options.
+ * @throws {RangeError} For a host target outside [0, C) that is not ignoreIndex, e.g.
+ * `crossEntropy: target 12 at row 3 is out of range [0, 10)`; targets on the GPU are checked
+ * in checked mode (`setIndexChecks`).
+ */
+export function crossEntropy(logits: Variable, target: Variable | T.Indices, options: T.CrossEntropyOptions = {}): Variable {
+  return apply(T.crossEntropyOp, [logits, classTarget("crossEntropy", logits, target, options)], options);
+}
+/** Negative log-likelihood of log-probabilities [N, C] against class indices (checked as {@link crossEntropy}). */
+export function nllLoss(logProbs: Variable, target: Variable | T.Indices, options: T.NllLossOptions = {}): Variable {
+  return apply(T.nllLossOp, [logProbs, classTarget("nllLoss", logProbs, target, options)], options);
 }
 /** Mean squared error. */
 export function mseLoss(a: Variable, b: Variable | Tensor, options: T.LossOptions = {}): Variable {

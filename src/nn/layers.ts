@@ -269,9 +269,15 @@ export class Embedding extends Module {
     this.paddingIdx = options.paddingIdx;
   }
   readonly paddingIdx?: number;
-  /** Look up `index` (an i32 tensor, or a Variable over one). */
-  forward(index: Variable | Tensor): Variable {
-    const idx = index instanceof Variable ? index : new Variable(index);
+  /**
+   * Look up `index` (an i32 tensor, a Variable over one, or 1-D host values, checked against
+   * [0, numEmbeddings) before the upload; tensors are checked in checked mode, `setIndexChecks`).
+   * @throws {RangeError} For a host index out of range: `embedding: index 12 at position 3 is out of range [0, 10)`.
+   */
+  forward(index: Variable | T.Indices): Variable {
+    const idx = index instanceof Variable
+      ? index
+      : new Variable(T.toIndexTensor(index, T.embeddingRule(this.numEmbeddings), this.weight.data.device));
     return apply(T.embeddingOp, [this.weight, idx], { paddingIdx: this.paddingIdx });
   }
 }
