@@ -66,3 +66,12 @@ fn f32_to_i32_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_work
   if (i >= p.n) { return; }
   yi[i] = i32(xf[i]);
 }
+
+// In place: yi += i32(value), a counter's step (BatchNorm's num_batches_tracked), recorded
+// like any op so it stays in program order with the step's other work.
+@compute @workgroup_size(WG)
+fn increment_i32_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw);
+  if (i >= p.n) { return; }
+  yi[i] = yi[i] + i32(p.value);
+}

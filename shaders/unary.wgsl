@@ -1,14 +1,18 @@
 // Elementwise unary ops: y = f(x) and dx = f'(.) * dy.
 // Forward reads x (1) and writes y (2); backward reads what the op saved, x (1) or
 // y (2), and dy (3), and writes dx (4). alpha/beta are per-op scalars (see each op).
+// PReLU alone also reads its weight (5) and writes each element's share of the weight
+// gradient (6); inner/channels locate an element's channel (the other ops ignore them).
 override WG: u32 = 256;
 
-struct Params { n: u32, alpha: f32, beta: f32 }  // mirrored in src/tensor/ops/unary.ts
+struct Params { n: u32, alpha: f32, beta: f32, inner: u32, channels: u32 }  // mirrored in src/tensor/ops/unary.ts
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<storage, read> dy: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>;
+@group(0) @binding(5) var<storage, read> w: array<f32>;
+@group(0) @binding(6) var<storage, read_write> dw_each: array<f32>;
 
 fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
 
@@ -34,10 +38,16 @@ fn erfc(v: f32) -> f32 {
     t * (-0.82215223 + t * 0.17087277)))))))));
   return select(2.0 - r, r, v >= 0.0);
 }
-// log(1 + u) for u >= 0 without losing small u (WGSL has no log1p).
+// log(1 + u) for u >= 0 without losing small u (WGSL has no log1p). Below 1e-2 the series
+// (truncation u^5/5) beats log(1 + u), whose rounding of 1 + u costs 6e-8/u relative.
 fn log1p_pos(u: f32) -> f32 {
-  if (u < 1e-4) { return u * (1.0 - u * (0.5 - u / 3.0)); }
+  if (u < 1e-2) { return u * (1.0 - u * (0.5 - u * (1.0 / 3.0 - u * 0.25))); }
   return log(1.0 + u);
+}
+// e^v - 1 without losing small |v| (WGSL has no expm1); the series is exact to f32 below 1e-2.
+fn expm1(v: f32) -> f32 {
+  if (abs(v) < 1e-2) { return v * (1.0 + v * (0.5 + v * (1.0 / 6.0 + v / 24.0))); }
+  return exp(v) - 1.0;
 }
 fn sigmoid(v: f32) -> f32 {
   let e = exp(-abs(v));
@@ -51,6 +61,13 @@ fn keep_nan(v: f32, r: f32) -> f32 { return select(r, v, is_nan(v)); }
 fn tanh_safe(v: f32) -> f32 {
   let e = exp(-2.0 * abs(clamp(v, -20.0, 20.0)));
   return keep_nan(v, sign(v) * (1.0 - e) / (1.0 + e));
+}
+
+// tanh keeping its relative accuracy near 0 (tanh_safe's 1 - e cancels there): Mish
+// takes tanh of softplus values as small as e^-20.
+fn tanh_small(v: f32) -> f32 {
+  let m = expm1(-2.0 * abs(clamp(v, -20.0, 20.0)));
+  return keep_nan(v, -sign(v) * m / (m + 2.0));
 }
 
 @compute @workgroup_size(WG)
@@ -277,4 +294,97 @@ fn pow_scalar_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_work
 fn pow_scalar_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
   dx[i] = p.alpha * pow_scalar(x[i], p.alpha - 1.0) * dy[i];
+}
+
+// ELU: x for x > 0, alpha (e^x - 1) otherwise (PyTorch's nn.ELU; alpha field).
+@compute @workgroup_size(WG)
+fn elu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  y[i] = select(p.alpha * expm1(v), v, v > 0.0);
+}
+@compute @workgroup_size(WG)
+fn elu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  dx[i] = select(p.alpha * exp(v), 1.0, v > 0.0) * dy[i];
+}
+
+// SELU: scale * ELU(x; alpha) with alpha (alpha field) and scale (beta field) the fixed
+// constants of Klambauer et al., passed from src/tensor/ops/unary.ts.
+@compute @workgroup_size(WG)
+fn selu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  y[i] = p.beta * select(p.alpha * expm1(v), v, v > 0.0);
+}
+@compute @workgroup_size(WG)
+fn selu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  dx[i] = p.beta * select(p.alpha * exp(v), 1.0, v > 0.0) * dy[i];
+}
+
+// Mish: x tanh(softplus(x)), softplus in its stable form max(x, 0) + log1p(e^-|x|).
+fn softplus1(v: f32) -> f32 { return max(v, 0.0) + log1p_pos(exp(-abs(v))); }
+@compute @workgroup_size(WG)
+fn mish_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  y[i] = v * tanh_small(softplus1(v));
+}
+@compute @workgroup_size(WG)
+fn mish_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  let t = tanh_small(softplus1(v));
+  dx[i] = (t + v * (1.0 - t * t) * sigmoid(v)) * dy[i];
+}
+
+// Hardswish: x relu6(x + 3) / 6. NOTE: the gradient follows PyTorch at the kinks:
+// 0 below -3, x/3 + 1/2 on [-3, 3], 1 above 3.
+@compute @workgroup_size(WG)
+fn hardswish_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  y[i] = keep_nan(v, v * clamp(v + 3.0, 0.0, 6.0) / 6.0);
+}
+@compute @workgroup_size(WG)
+fn hardswish_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  dx[i] = select(select(v / 3.0 + 0.5, 1.0, v > 3.0), 0.0, v < -3.0) * dy[i];
+}
+
+// Hardsigmoid: relu6(x + 3) / 6; the gradient is 1/6 strictly inside (-3, 3), as PyTorch.
+@compute @workgroup_size(WG)
+fn hardsigmoid_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  y[i] = keep_nan(v, clamp(v + 3.0, 0.0, 6.0) / 6.0);
+}
+@compute @workgroup_size(WG)
+fn hardsigmoid_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  dx[i] = select(0.0, 1.0 / 6.0, v > -3.0 && v < 3.0) * dy[i];
+}
+
+// PReLU: x for x > 0, w[c] x otherwise, c the element's channel (dim 1: the index's
+// quotient by inner, modulo channels; channels = 1 shares one weight).
+fn channel(i: u32) -> u32 { return (i / p.inner) % p.channels; }
+@compute @workgroup_size(WG)
+fn prelu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  y[i] = select(w[channel(i)] * v, v, v > 0.0);
+}
+// dx, and each element's term of dw (x dy where x <= 0); the host sums the terms per channel.
+@compute @workgroup_size(WG)
+fn prelu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  let pos = v > 0.0;
+  dx[i] = select(w[channel(i)], 1.0, pos) * dy[i];
+  dw_each[i] = select(v * dy[i], 0.0, pos);
 }

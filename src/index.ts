@@ -24,6 +24,7 @@ export {
 } from "./tensor/mod.ts";
 export type { DType, Shape, TensorOptions } from "./tensor/mod.ts";
 export { f32ToBf16, bf16ToF32, packBf16, unpackBf16 } from "./tensor/mod.ts";
+export { setIndexChecks } from "./tensor/mod.ts";
 export * as ops from "./tensor/mod.ts";
 export * from "./autograd/mod.ts";
 export * from "./nn/mod.ts";

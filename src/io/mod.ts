@@ -3,7 +3,14 @@ export type { Storage } from "./storage.ts";
 export { defaultStorage, OpfsStorage, resolveStorage } from "./opfs.ts";
 export { downloadBytes, MAX_TAR_ENTRY_BYTES, packTar, pickFile, unpackTar } from "./archive.ts";
 export type { ArchiveEntry, PackOptions } from "./archive.ts";
-export { decodeSafetensors, encodeSafetensors, MAX_HEADER_BYTES, toBf16Bits, toFloat32 } from "./safetensors.ts";
+export {
+  decodeSafetensors,
+  encodeSafetensors,
+  int64ToNumbers,
+  MAX_HEADER_BYTES,
+  toBf16Bits,
+  toFloat32,
+} from "./safetensors.ts";
 export type { DecodedSafetensors, SafeTensor, SafetensorsDType } from "./safetensors.ts";
 export { decodeOptimState, encodeOptimState, OPTIM_KIND } from "./optim_state.ts";
 export type { HostOptimState } from "./optim_state.ts";

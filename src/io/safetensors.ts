@@ -12,8 +12,11 @@
  * a lower layer needs moves down").
  */
 
-/** Element types we read and write. F16 and BF16 keep their raw 16-bit patterns in a Uint16Array. */
-export type SafetensorsDType = "F32" | "F16" | "BF16" | "I32" | "U32";
+/**
+ * Element types we read and write. F16 and BF16 keep their raw 16-bit patterns in a Uint16Array;
+ * I64 (PyTorch's torch.long, e.g. BatchNorm's `num_batches_tracked`) is a BigInt64Array, exact.
+ */
+export type SafetensorsDType = "F32" | "F16" | "BF16" | "I32" | "U32" | "I64";
 
 /** One tensor of a safetensors file, on the host. */
 export interface SafeTensor {
@@ -21,8 +24,11 @@ export interface SafeTensor {
   dtype: SafetensorsDType;
   /** Sizes per dimension, outermost first (`[]` for a scalar). */
   shape: number[];
-  /** Values: Float32Array (F32), Uint16Array bit patterns (F16, BF16), Int32Array (I32), Uint32Array (U32). */
-  data: Float32Array | Uint16Array | Int32Array | Uint32Array;
+  /**
+   * Values: Float32Array (F32), Uint16Array bit patterns (F16, BF16), Int32Array (I32),
+   * Uint32Array (U32), BigInt64Array (I64; see {@link int64ToNumbers}).
+   */
+  data: Float32Array | Uint16Array | Int32Array | Uint32Array | BigInt64Array;
 }
 
 /** What {@link decodeSafetensors} returns. */
@@ -40,6 +46,7 @@ const DTYPES = {
   BF16: { bytes: 2, array: Uint16Array },
   I32: { bytes: 4, array: Int32Array },
   U32: { bytes: 4, array: Uint32Array },
+  I64: { bytes: 8, array: BigInt64Array },
 } as const;
 
 /**
@@ -140,6 +147,7 @@ function littleEndianBytes(a: SafeTensor["data"]): Uint8Array {
     if (a instanceof Uint16Array) v.setUint16(i * 2, a[i], true);
     else if (a instanceof Float32Array) v.setFloat32(i * 4, a[i], true);
     else if (a instanceof Int32Array) v.setInt32(i * 4, a[i], true);
+    else if (a instanceof BigInt64Array) v.setBigInt64(i * 8, a[i], true);
     else v.setUint32(i * 4, a[i], true);
   }
   return out;
@@ -151,7 +159,12 @@ function readArray(bytes: Uint8Array, begin: number, end: number, dtype: Safeten
   const copy = bytes.slice(begin, end);
   if (LITTLE_ENDIAN) return new spec.array(copy.buffer, 0, (end - begin) / spec.bytes);
   const n = (end - begin) / spec.bytes, v = new DataView(copy.buffer);
-  const out = new spec.array(n);
+  if (dtype === "I64") {
+    const out = new BigInt64Array(n);
+    for (let i = 0; i < n; i++) out[i] = v.getBigInt64(i * 8, true);
+    return out;
+  }
+  const out = new (spec.array as Float32ArrayConstructor | Uint16ArrayConstructor | Int32ArrayConstructor | Uint32ArrayConstructor)(n);
   for (let i = 0; i < n; i++) {
     out[i] = spec.bytes === 2
       ? v.getUint16(i * 2, true)
@@ -289,6 +302,46 @@ function checkEntry(name: string, info: unknown, dataLen: number, where: string)
     );
   }
   return { dtype, shape: [...shape] as number[], begin, end };
+}
+
+/**
+ * Values of an integer tensor as numbers. I64 values must lie within ±(2^53 − 1), the
+ * integers a JavaScript number holds exactly; I32 and U32 always do.
+ * @param t The tensor.
+ * @param name Its name, for the message.
+ * @param range Optional `[lo, hi]` the values must lie in (inclusive), e.g. the i32 range
+ *   when the values go into an i32 GPU tensor.
+ * @returns The values, exactly.
+ * @throws {RangeError} Naming the tensor, the first bad value and its position.
+ * @throws {TypeError} For floating dtypes.
+ * @example
+ * ```ts
+ * import { int64ToNumbers } from "./safetensors.ts";
+ * const n = int64ToNumbers({ dtype: "I64", shape: [], data: new BigInt64Array([937n]) }, "bn.num_batches_tracked");
+ * if (n[0] !== 937) throw new Error("exact");
+ * ```
+ */
+export function int64ToNumbers(
+  t: SafeTensor,
+  name: string,
+  range: [number, number] = [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+): Float64Array<ArrayBuffer> {
+  if (t.dtype !== "I64" && t.dtype !== "I32" && t.dtype !== "U32") {
+    throw new TypeError(`tensor "${name}": dtype ${t.dtype} is not an integer type`);
+  }
+  const out = new Float64Array(t.data.length);
+  const [lo, hi] = range;
+  for (let i = 0; i < out.length; i++) {
+    const v = t.data[i];
+    // NOTE: compared as BigInt first: Number() of a value past 2^53 rounds and could pass.
+    const ok = typeof v === "bigint" ? v >= BigInt(lo) && v <= BigInt(hi) : v >= lo && v <= hi;
+    if (!ok) {
+      const why = hi === Number.MAX_SAFE_INTEGER ? "beyond 2^53, the largest integer a number holds exactly" : `outside [${lo}, ${hi}]`;
+      throw new RangeError(`tensor "${name}" (${t.dtype}) holds ${v} at flat index ${i}, ${why}`);
+    }
+    out[i] = Number(v);
+  }
+  return out;
 }
 
 /**

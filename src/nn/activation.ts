@@ -1,7 +1,9 @@
-/** Activation modules (PyTorch names), each a thin Module over a Variable method. */
-import type { Variable } from "../autograd/mod.ts";
+/** Activation modules (PyTorch names), each a thin Module over a Variable method or a functional form. */
+import { Parameter, type Variable } from "../autograd/mod.ts";
+import { Device } from "../gpu/mod.ts";
+import * as T from "../tensor/mod.ts";
 import { Module } from "./module.ts";
-import { logSoftmax, softmax } from "./functional.ts";
+import { elu, hardsigmoid, hardswish, logSoftmax, mish, prelu, selu, softmax } from "./functional.ts";
 
 export class ReLU extends Module {
   forward(x: Variable): Variable {
@@ -66,5 +68,67 @@ export class LogSoftmax extends Module {
 export class Identity extends Module {
   forward(x: Variable): Variable {
     return x;
+  }
+}
+/** x for x > 0, alpha·(eˣ − 1) otherwise (PyTorch's nn.ELU, alpha 1). */
+export class ELU extends Module {
+  constructor(readonly alpha = 1) {
+    super();
+    if (!Number.isFinite(alpha)) throw new RangeError(`ELU: alpha must be a finite number, got ${alpha}`);
+  }
+  forward(x: Variable): Variable {
+    return elu(x, this.alpha);
+  }
+  override extraRepr(): string {
+    return `alpha=${this.alpha}`;
+  }
+}
+/** Self-normalizing ELU with the fixed alpha and scale of Klambauer et al. (PyTorch's nn.SELU). */
+export class SELU extends Module {
+  forward(x: Variable): Variable {
+    return selu(x);
+  }
+}
+/** x·tanh(softplus(x)) (PyTorch's nn.Mish). */
+export class Mish extends Module {
+  forward(x: Variable): Variable {
+    return mish(x);
+  }
+}
+/** x·relu6(x + 3)/6 (PyTorch's nn.Hardswish). */
+export class Hardswish extends Module {
+  forward(x: Variable): Variable {
+    return hardswish(x);
+  }
+}
+/** relu6(x + 3)/6 (PyTorch's nn.Hardsigmoid). */
+export class Hardsigmoid extends Module {
+  forward(x: Variable): Variable {
+    return hardsigmoid(x);
+  }
+}
+/**
+ * x for x > 0, a·x otherwise, with the slope `a` learned: one per channel (dim 1 of the
+ * input) when `numParameters` is the channel count, or one shared when it is 1
+ * (PyTorch's nn.PReLU: `weight` [numParameters], every entry `init`).
+ * @throws {RangeError} When numParameters is not a positive integer; from forward, when
+ * numParameters > 1 and the input's dim 1 differs.
+ */
+export class PReLU extends Module {
+  readonly weight: Parameter;
+  // NOTE: the count is not kept as a field: Module.numParameters() is the element count.
+  constructor(numParameters = 1, init = 0.25, options: { device?: Device } = {}) {
+    super();
+    if (!Number.isInteger(numParameters) || numParameters < 1) {
+      throw new RangeError(`PReLU: numParameters must be an integer >= 1, got ${numParameters}`);
+    }
+    const device = options.device ?? Device.default;
+    this.weight = new Parameter(T.full([numParameters], init, { device }), "weight");
+  }
+  forward(x: Variable): Variable {
+    return prelu(x, this.weight);
+  }
+  override extraRepr(): string {
+    return `numParameters=${this.weight.data.numel}`;
   }
 }

@@ -8,6 +8,31 @@ import type { Tensor } from "../tensor/mod.ts";
 
 const v = (x: Variable | Tensor): Variable => (x instanceof Variable ? x : new Variable(x));
 
+/** ELU with `alpha` (PyTorch default 1). */
+export function elu(x: Variable, alpha = 1): Variable {
+  return apply(T.eluOp, [x], { alpha, beta: 0 });
+}
+/** SELU (fixed alpha and scale, as torch.nn.functional.selu). */
+export function selu(x: Variable): Variable {
+  return apply(T.seluOp, [x], { alpha: T.SELU_ALPHA, beta: T.SELU_SCALE });
+}
+/** Mish, x·tanh(softplus(x)). */
+export function mish(x: Variable): Variable {
+  return apply(T.mishOp, [x], { alpha: 0, beta: 0 });
+}
+/** Hardswish, x·relu6(x + 3)/6. */
+export function hardswish(x: Variable): Variable {
+  return apply(T.hardswishOp, [x], { alpha: 0, beta: 0 });
+}
+/** Hardsigmoid, relu6(x + 3)/6. */
+export function hardsigmoid(x: Variable): Variable {
+  return apply(T.hardsigmoidOp, [x], { alpha: 0, beta: 0 });
+}
+/** PReLU with a learned `weight` [C] on dim 1, or [1] shared (torch.nn.functional.prelu). */
+export function prelu(x: Variable, weight: Variable): Variable {
+  return apply(T.preluOp, [x, weight], undefined);
+}
+
 /** Softmax along `dim`. */
 export function softmax(x: Variable, dim = -1): Variable {
   return apply(T.softmaxOp, [x], { dim });
@@ -16,13 +41,24 @@ export function softmax(x: Variable, dim = -1): Variable {
 export function logSoftmax(x: Variable, dim = -1): Variable {
   return apply(T.logSoftmaxOp, [x], { dim });
 }
-/** Cross-entropy of logits [N, C] against class indices (i32 [N]); PyTorch options. */
-export function crossEntropy(logits: Variable, target: Variable | Tensor, options: T.CrossEntropyOptions = {}): Variable {
-  return apply(T.crossEntropyOp, [logits, v(target)], options);
+/** Class targets as a Variable, from a tensor or from host values (checked against [0, C) before the upload). */
+function classTarget(op: string, x: Variable, target: Variable | T.Indices, options: T.NllLossOptions): Variable {
+  if (target instanceof Variable) return target;
+  return v(T.toIndexTensor(target, T.classRule(op, x.shape[1], options), x.data.device));
 }
-/** Negative log-likelihood of log-probabilities [N, C] against class indices. */
-export function nllLoss(logProbs: Variable, target: Variable | Tensor, options: T.NllLossOptions = {}): Variable {
-  return apply(T.nllLossOp, [logProbs, v(target)], options);
+
+/**
+ * Cross-entropy of logits [N, C] against class indices (i32 [N], or host values); PyTorch options.
+ * @throws {RangeError} For a host target outside [0, C) that is not ignoreIndex, e.g.
+ * `crossEntropy: target 12 at row 3 is out of range [0, 10)`; targets on the GPU are checked
+ * in checked mode (`setIndexChecks`).
+ */
+export function crossEntropy(logits: Variable, target: Variable | T.Indices, options: T.CrossEntropyOptions = {}): Variable {
+  return apply(T.crossEntropyOp, [logits, classTarget("crossEntropy", logits, target, options)], options);
+}
+/** Negative log-likelihood of log-probabilities [N, C] against class indices (checked as {@link crossEntropy}). */
+export function nllLoss(logProbs: Variable, target: Variable | T.Indices, options: T.NllLossOptions = {}): Variable {
+  return apply(T.nllLossOp, [logProbs, classTarget("nllLoss", logProbs, target, options)], options);
 }
 /** Mean squared error. */
 export function mseLoss(a: Variable, b: Variable | Tensor, options: T.LossOptions = {}): Variable {

@@ -161,6 +161,8 @@ class BatchNormBase extends Module {
   readonly bias?: Parameter;
   readonly runningMean: Tensor;
   readonly runningVar: Tensor;
+  /** Training batches seen (i32 on the GPU, I64 in files as PyTorch); a counter, not averaged by the trainer. */
+  readonly numBatchesTracked: Tensor;
   readonly eps: number;
   readonly momentum: number;
   constructor(readonly numFeatures: number, readonly ranks: number[], options: BatchNormLayerOptions) {
@@ -175,6 +177,7 @@ class BatchNormBase extends Module {
     }
     this.runningMean = this.registerBuffer("running_mean", T.zeros([numFeatures], { device }));
     this.runningVar = this.registerBuffer("running_var", T.ones([numFeatures], { device }));
+    this.numBatchesTracked = this.registerCounter("num_batches_tracked", T.zeros([], { device, dtype: "i32" }));
   }
   forward(x: Variable): Variable {
     if (!this.ranks.includes(x.ndim) || x.shape[1] !== this.numFeatures) {
@@ -185,6 +188,7 @@ class BatchNormBase extends Module {
     }
     const inputs = [x, new Variable(this.runningMean), new Variable(this.runningVar)];
     if (this.weight) inputs.push(this.weight, this.bias!);
+    if (this.training) T.incrementInPlace(this.numBatchesTracked);
     return apply(T.batchNormOp, inputs, {
       training: this.training,
       momentum: this.momentum,
@@ -265,9 +269,15 @@ export class Embedding extends Module {
     this.paddingIdx = options.paddingIdx;
   }
   readonly paddingIdx?: number;
-  /** Look up `index` (an i32 tensor, or a Variable over one). */
-  forward(index: Variable | Tensor): Variable {
-    const idx = index instanceof Variable ? index : new Variable(index);
+  /**
+   * Look up `index` (an i32 tensor, a Variable over one, or 1-D host values, checked against
+   * [0, numEmbeddings) before the upload; tensors are checked in checked mode, `setIndexChecks`).
+   * @throws {RangeError} For a host index out of range: `embedding: index 12 at position 3 is out of range [0, 10)`.
+   */
+  forward(index: Variable | T.Indices): Variable {
+    const idx = index instanceof Variable
+      ? index
+      : new Variable(T.toIndexTensor(index, T.embeddingRule(this.numEmbeddings), this.weight.data.device));
     return apply(T.embeddingOp, [this.weight, idx], { paddingIdx: this.paddingIdx });
   }
 }

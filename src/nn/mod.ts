@@ -23,7 +23,24 @@ export {
   MaxPool2d,
 } from "./layers.ts";
 export type { BatchNormLayerOptions, Conv2dLayerOptions, ConvTranspose2dLayerOptions, LayerOptions } from "./layers.ts";
-export { GELU, Identity, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh } from "./activation.ts";
+export {
+  ELU,
+  GELU,
+  Hardsigmoid,
+  Hardswish,
+  Identity,
+  LeakyReLU,
+  LogSoftmax,
+  Mish,
+  PReLU,
+  ReLU,
+  SELU,
+  Sigmoid,
+  SiLU,
+  Softmax,
+  Softplus,
+  Tanh,
+} from "./activation.ts";
 export * as F from "./functional.ts";
 export {
   bceLoss,

@@ -22,7 +22,8 @@ export interface LoadOptions {
 type Member =
   | { kind: "module"; value: Module }
   | { kind: "parameter"; value: Parameter }
-  | { kind: "buffer"; value: Tensor };
+  | { kind: "buffer"; value: Tensor }
+  | { kind: "counter"; value: Tensor };
 
 /**
  * Base class of every layer and model, flodl/PyTorch-like: a tree of named submodules,
@@ -108,6 +109,24 @@ export abstract class Module {
     return t;
   }
 
+  /**
+   * Register a counter: an i32 buffer that is state PyTorch keeps as torch.long (BatchNorm's
+   * `num_batches_tracked`). It is in {@link stateDict} and files (saved as I64), but not in
+   * {@link namedBuffers}: the data-parallel trainer averages buffers as f32 frames, and an
+   * averaged count means nothing, so each rank keeps its own. Returns `t`.
+   * @throws {TypeError} When `t` is not an i32 tensor, or for a bad or taken name.
+   */
+  registerCounter(name: string, t: Tensor): Tensor {
+    if (!(t instanceof Tensor) || t.dtype !== "i32") {
+      throw new TypeError(
+        `registerCounter: "${name}" must be an i32 Tensor, got ${t instanceof Tensor ? `a ${t.dtype} tensor` : describe(t)}`,
+      );
+    }
+    if (!t.kept) t.keep();
+    this.#register(name, { kind: "counter", value: t });
+    return t;
+  }
+
   #register(name: string, member: Member): void {
     if (typeof name !== "string" || name === "" || name.includes(".")) {
       throw new TypeError(
@@ -168,7 +187,7 @@ export abstract class Module {
     return this.namedModules().map(([, m]) => m);
   }
 
-  #named<K extends "parameter" | "buffer">(kind: K): [string, K extends "parameter" ? Parameter : Tensor][] {
+  #named<K extends "parameter" | "buffer" | "counter">(kind: K): [string, K extends "parameter" ? Parameter : Tensor][] {
     const out: [string, any][] = [];
     const seen = new Set<unknown>();
     for (const [prefix, m] of this.namedModules()) {
@@ -199,6 +218,11 @@ export abstract class Module {
   /** Every buffer, in {@link namedBuffers} order. */
   buffers(): Tensor[] {
     return this.namedBuffers().map(([, t]) => t);
+  }
+
+  /** Every counter ({@link registerCounter}) with its dotted name, in the same tree order. */
+  namedCounters(): [string, Tensor][] {
+    return this.#named("counter");
   }
 
   /** Total element count of the parameters. */
@@ -242,13 +266,14 @@ export abstract class Module {
   // ---- state -----------------------------------------------------------------
 
   /**
-   * Parameters then buffers by dotted name (flodl's order: {@link namedParameters}, then
-   * {@link namedBuffers}). The tensors are the module's own, not copies.
+   * Parameters, buffers, then counters by dotted name (flodl's order: {@link namedParameters},
+   * then {@link namedBuffers}; {@link namedCounters} last). The tensors are the module's own, not copies.
    */
   stateDict(): Map<string, Tensor> {
     const out = new Map<string, Tensor>();
     for (const [n, p] of this.namedParameters()) out.set(n, p.data);
     for (const [n, b] of this.namedBuffers()) out.set(n, b);
+    for (const [n, c] of this.namedCounters()) out.set(n, c);
     return out;
   }
 
@@ -256,13 +281,17 @@ export abstract class Module {
    * Copy tensors into this module's parameters and buffers, on the GPU (recorded copies).
    * Everything is validated first and one error lists every problem: missing keys and
    * unexpected keys (when `strict`), shape, dtype and device mismatches with both sides.
-   * When validation fails nothing is changed.
+   * When validation fails nothing is changed. A counter the state does not give is not
+   * missing, even when strict: it is reset to 0, as PyTorch does for a state dict without
+   * `num_batches_tracked`.
    * @returns The keys that were missing and unexpected (both empty when `strict`).
    * @throws {Error} Listing every mismatch, naming `source`.
    */
   loadStateDict(state: Map<string, Tensor> | Record<string, Tensor>, options: LoadOptions = {}): LoadResult {
     const given = state instanceof Map ? state : new Map(Object.entries(state));
     const own = this.stateDict();
+    const reset = this.namedCounters().filter(([k]) => !given.has(k));
+    for (const [k] of reset) own.delete(k);
     const expected = new Map<string, StateEntry>([...own].map(([k, t]) => [k, tensorEntry(t)]));
     const offered = new Map<string, StateEntry>([...given].map(([k, t]) => [k, tensorEntry(t)]));
     const result = checkStateDict(expected, offered, {
@@ -281,6 +310,7 @@ export abstract class Module {
       const src = given.get(k);
       if (src && src !== dst) dst.device.copy(src.buffer, 0, dst.buffer, 0, dst.numel * 4);
     }
+    for (const [, t] of reset) t.device.clear(t.buffer, 0, t.numel * 4);
     return result;
   }
 

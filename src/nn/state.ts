@@ -3,6 +3,7 @@ import type { LoadResult, Module } from "./module.ts";
 import {
   decodeSafetensors,
   encodeSafetensors,
+  int64ToNumbers,
   type SafeTensor,
   type SafetensorsDType,
   toBf16Bits,
@@ -110,7 +111,7 @@ export function keyedState(module: Module, keys: KeyStyle = "named"): Map<string
 /**
  * Serialize a module's parameters then buffers as a safetensors file (reads every tensor
  * back from the GPU: the only wait). f32 tensors become F32 (or BF16), i32 and u32 buffers
- * I32 and U32.
+ * I32 and U32, counters (BatchNorm's `num_batches_tracked`) I64 as PyTorch writes them.
  * @returns The file bytes; write them with `Deno.writeFile` or to OPFS.
  * @example
  * ```ts ignore
@@ -124,10 +125,13 @@ export async function saveSafetensors(module: Module, options: SaveOptions = {})
     throw new TypeError(`saveSafetensors: dtype must be "F32" or "BF16", got ${JSON.stringify(dtype)}`);
   }
   const tensors: Record<string, SafeTensor> = {};
+  const counters = new Set(module.namedCounters().map(([, t]) => t));
   for (const [k, t] of keyedState(module, options.keys)) {
     const data = await t.toArray();
     const shape = [...t.shape];
-    if (data instanceof Float32Array) {
+    if (counters.has(t)) {
+      tensors[k] = { dtype: "I64", shape, data: BigInt64Array.from(data, (v) => BigInt(v)) };
+    } else if (data instanceof Float32Array) {
       tensors[k] = dtype === "F32" ? { dtype, shape, data } : { dtype, shape, data: toBf16Bits(data) };
     } else {
       tensors[k] = { dtype: data instanceof Int32Array ? "I32" : "U32", shape, data };
@@ -150,17 +154,21 @@ const BASE: Record<SafetensorsDType, StateEntry["base"]> = {
   F16: "f32",
   I32: "i32",
   U32: "u32",
+  I64: "i32",
 };
 
 /**
  * Load a safetensors file (ours or PyTorch's) into a module's parameters and buffers.
  * The file is decoded and validated, then checked against the module; one error lists
  * every missing or unexpected key and every shape or dtype mismatch, and nothing is
- * written unless all is well. BF16 and F16 values are widened exactly to f32.
+ * written unless all is well. BF16 and F16 values are widened exactly to f32; I64 values
+ * (PyTorch's `num_batches_tracked`) go into i32 tensors when they fit. A counter the file
+ * does not hold is reset to 0 and not reported missing (as PyTorch does).
  * @param source File name for messages.
  * @returns The file's metadata and the keys a non-strict load skipped.
  * @throws {RangeError|TypeError} For a corrupt file (from {@link decodeSafetensors}).
  * @throws {Error} Listing every mismatch with the module.
+ * @throws {RangeError} When an I64 value does not fit the i32 tensor (names the file, tensor and value).
  * @example
  * ```ts ignore
  * loadSafetensors(model, await Deno.readFile("runs/mnist.fdl"), "runs/mnist.fdl");
@@ -174,6 +182,8 @@ export function loadSafetensors(
 ): LoadResult & { metadata: Record<string, string> } {
   const { tensors, metadata } = decodeSafetensors(bytes, source);
   const own = keyedState(module, options.keys);
+  const reset = (options.keys ?? "named") === "named" ? module.namedCounters().filter(([k]) => !(k in tensors)) : [];
+  for (const [k] of reset) own.delete(k);
   const expected = new Map([...own].map(([k, t]) => [k, tensorEntry(t)]));
   const offered = new Map<string, StateEntry>(
     Object.entries(tensors).map(([k, t]) => [k, { shape: t.shape, dtype: t.dtype, base: BASE[t.dtype] }]),
@@ -183,11 +193,23 @@ export function loadSafetensors(
     source,
     into: module.constructor.name,
   });
+  // Every value is converted (and range-checked) before the first write.
+  const writes: [Tensor, ArrayLike<number>][] = [];
   for (const [k, t] of own) {
     const src = tensors[k];
     // NOTE: an empty write is skipped: Deno 2.9's writeBuffer panics on 0 bytes.
     if (!src || t.numel === 0) continue;
-    t.write(BASE[src.dtype] === "f32" ? toFloat32(src) : src.data);
+    writes.push([t, BASE[src.dtype] === "f32" ? toFloat32(src) : src.dtype === "I64" ? i64ForI32(src, k, source, module) : src.data as ArrayLike<number>]);
   }
+  for (const [t, data] of writes) t.write(data);
+  for (const [, t] of reset) t.write(new Int32Array(t.numel));
   return { ...result, metadata };
+}
+
+function i64ForI32(src: SafeTensor, key: string, source: string, module: Module): Float64Array {
+  try {
+    return int64ToNumbers(src, key, [-(2 ** 31), 2 ** 31 - 1]);
+  } catch (e) {
+    throw new RangeError(`Cannot load "${source}" into ${module.constructor.name}: ${(e as Error).message}`, { cause: e });
+  }
 }

@@ -130,6 +130,25 @@ export function cast(x: Tensor, dtype: DType): Tensor {
   return y;
 }
 
+/**
+ * Add `by` to every element of an i32 tensor, in place on the GPU (a recorded dispatch, no
+ * wait): how BatchNorm counts `num_batches_tracked`.
+ * @throws {TypeError} When `t` is not i32. @throws {RangeError} When `by` is not an integer.
+ */
+export function incrementInPlace(t: Tensor, by = 1): void {
+  if (t.dtype !== "i32") throw new TypeError(`incrementInPlace: tensor must be i32, got ${t.dtype}`);
+  if (!Number.isInteger(by) || Math.abs(by) > 2 ** 24) {
+    throw new RangeError(`incrementInPlace: by must be an integer within ±2^24, got ${by}`);
+  }
+  t.device.dispatch({
+    shader: "fill",
+    entry: "increment_i32_forward",
+    params: { layout: FILL_PARAMS, values: { ...NO_FILL, value: by, n: t.numel } },
+    buffers: { 4: t.buffer },
+    groups: Device.grid(t.numel),
+  });
+}
+
 /** A contiguous copy. */
 export function clone(x: Tensor): Tensor {
   const y = Tensor.empty(x.shape, { device: x.device, dtype: x.dtype }, "clone");

@@ -19,3 +19,5 @@ export * from "./ops/conv.ts";
 export * from "./ops/pool.ts";
 export * from "./ops/matmul.ts";
 export * from "./ops/lerp.ts";
+export { checkHostIndices, indexChecksEnabled, indexMessage, setIndexChecks } from "./index_check.ts";
+export type { IndexRule } from "./index_check.ts";

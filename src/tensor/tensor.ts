@@ -1,4 +1,5 @@
 import { Device, type StepScoped } from "../gpu/mod.ts";
+import { settleIndexChecks } from "./index_check.ts";
 import { checkShape, fmt, inferShape, numel, type Shape } from "./shape.ts";
 
 /** Element types a tensor can hold. All are 4 bytes wide. */
@@ -140,6 +141,7 @@ export class Tensor implements StepScoped {
 
   /** Copy the values to the host (waits for the GPU). */
   async toArray(): Promise<Float32Array<ArrayBuffer> | Int32Array<ArrayBuffer> | Uint32Array<ArrayBuffer>> {
+    await settleIndexChecks(this.device); // throws for a bad index found in checked mode
     const bytes = await this.device.read(this.buffer, 0, this.numel * 4);
     return this.dtype === "f32" ? new Float32Array(bytes) : this.dtype === "i32" ? new Int32Array(bytes) : new Uint32Array(bytes);
   }
@@ -147,6 +149,7 @@ export class Tensor implements StepScoped {
   /** The values as a Float32Array (f32 tensors), for callers that know the dtype. */
   async toF32(): Promise<Float32Array<ArrayBuffer>> {
     if (this.dtype !== "f32") throw new TypeError(`toF32: tensor is ${this.dtype}, not f32`);
+    await settleIndexChecks(this.device);
     return new Float32Array(await this.device.read(this.buffer, 0, this.numel * 4));
   }
 

@@ -71,7 +71,41 @@ export const UNARY_REF: Record<string, UnaryRef> = {
   },
   clamp: { f: (x, lo, hi) => Math.min(Math.max(x, lo), hi), df: (x, lo, hi) => (x >= lo && x <= hi ? 1 : 0) },
   powScalar: { f: (x, e) => x ** e, df: (x, e) => (e === 0 ? 0 : e * x ** (e - 1)) },
+  elu: { f: (x, a) => (x > 0 ? x : a * Math.expm1(x)), df: (x, a) => (x > 0 ? 1 : a * Math.exp(x)) },
+  selu: { f: (x) => SELU_SCALE * (x > 0 ? x : SELU_ALPHA * Math.expm1(x)), df: (x) => SELU_SCALE * (x > 0 ? 1 : SELU_ALPHA * Math.exp(x)) },
+  mish: {
+    f: (x) => x * Math.tanh(Math.log1p(Math.exp(x))),
+    df: (x) => {
+      const t = Math.tanh(Math.log1p(Math.exp(x)));
+      return t + x * (1 - t * t) * sig(x);
+    },
+  },
+  hardswish: {
+    f: (x) => x * Math.min(Math.max(x + 3, 0), 6) / 6,
+    df: (x) => (x < -3 ? 0 : x > 3 ? 1 : x / 3 + 0.5),
+  },
+  hardsigmoid: { f: (x) => Math.min(Math.max(x + 3, 0), 6) / 6, df: (x) => (x > -3 && x < 3 ? 1 / 6 : 0) },
 };
+
+/** SELU's constants, written out independently of src/ (torch.nn.SELU's docs). */
+export const SELU_ALPHA = 1.6732632423543772848170429916717;
+export const SELU_SCALE = 1.0507009873554804934193349852946;
+
+/**
+ * PReLU over x of `shape` with weight [C] on dim 1 (or [1] shared): y, dx and dw for upstream dy.
+ */
+export function preluRef(x: ArrayLike<number>, shape: readonly number[], w: ArrayLike<number>, dy: ArrayLike<number>) {
+  const c = w.length, inner = c === 1 ? 1 : shape.slice(2).reduce((a, b) => a * b, 1);
+  const y = new Float64Array(x.length), dx = new Float64Array(x.length), dw = new Float64Array(c);
+  for (let i = 0; i < x.length; i++) {
+    const ch = c === 1 ? 0 : Math.floor(i / inner) % c;
+    const pos = x[i] > 0;
+    y[i] = pos ? x[i] : w[ch] * x[i];
+    dx[i] = (pos ? 1 : w[ch]) * dy[i];
+    if (!pos) dw[ch] += x[i] * dy[i];
+  }
+  return { y, dx, dw };
+}
 
 /** y = f(x) and dx = f'(x)·dy over arrays. */
 export function unaryRef(name: string, x: ArrayLike<number>, dy: ArrayLike<number>, a = 0, b = 0) {

@@ -1,4 +1,6 @@
 import { Device, layout } from "../../gpu/mod.ts";
+import { fromArray } from "../creation.ts";
+import { checkHostIndices, type IndexRule, recordIndexCheck } from "../index_check.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, numel, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -229,6 +231,7 @@ export const embeddingOp: OpDef<{ paddingIdx?: number }> = {
   forward([weight, index], { paddingIdx }) {
     checkIndex(weight, index, "embedding");
     const r = embeddingShape(weight.shape, index.shape, paddingIdx);
+    recordIndexCheck(weight.device, index.buffer, index.shape, embeddingRule(weight.shape[0]));
     const y = Tensor.empty(r.shape, { device: weight.device, dtype: weight.dtype }, "embedding");
     const values = { n: y.numel, size: weight.shape[0], k: index.numel, inner: weight.shape[1] };
     launch("index_select_forward", weight.device, values, { 1: weight.buffer, 2: y.buffer, 3: index.buffer });
@@ -243,6 +246,28 @@ export const embeddingOp: OpDef<{ paddingIdx?: number }> = {
     return [dw, null];
   },
 };
+
+/** The index rule of an embedding table of `rows` rows. */
+export const embeddingRule = (rows: number): IndexRule => ({ op: "embedding", noun: "index", where: "position", limit: rows });
+
+/** Host indices or an i32 tensor: what ops taking class or row indices accept. */
+export type Indices = Tensor | ArrayLike<number>;
+
+/**
+ * An i32 tensor of host indices, each checked against `rule` before the upload (PyTorch's
+ * error, at no GPU cost); a tensor passes through unchanged (see setIndexChecks for those).
+ * @param shape Shape of the host indices; default 1-D.
+ * @throws {RangeError} For an index out of range: `crossEntropy: target 12 at row 3 is out of range [0, 10)`.
+ */
+export function toIndexTensor(indices: Indices, rule: IndexRule, device: Device, shape?: Shape): Tensor {
+  if (indices instanceof Tensor) return indices;
+  const s = shape ?? [indices.length];
+  if (numel(s) !== indices.length) {
+    throw new RangeError(`${rule.op}: ${indices.length} host ${rule.noun} values do not fill shape ${fmt(s)}`);
+  }
+  checkHostIndices(indices, s, rule);
+  return fromArray(Int32Array.from(indices), s, { device, dtype: "i32" });
+}
 
 // ---- tensor-level functions ------------------------------------------------------------------
 
@@ -272,8 +297,10 @@ export const oneHot = (index: Tensor, numClasses: number): Tensor => oneHotOp.fo
 /**
  * Look up rows of `weight` [V, D] for an i32 index of any shape: `[...index.shape, D]`, as
  * torch.nn.functional.embedding. Row `paddingIdx` (negative counts from V) receives no
- * gradient. Out-of-range indices give zero rows (not detected).
- * @throws {TypeError} When `index` is not i32. @throws {RangeError} When weight is not 2-D or paddingIdx is out of range.
+ * gradient. Host indices (a plain array, 1-D) are checked before the upload; indices on the
+ * GPU are checked in checked mode only (`setIndexChecks`), else out-of-range ones give zero rows.
+ * @throws {TypeError} When `index` is not i32. @throws {RangeError} When weight is not 2-D,
+ * paddingIdx is out of range, or a host index is outside [0, V).
  */
-export const embedding = (weight: Tensor, index: Tensor, paddingIdx?: number): Tensor =>
-  embeddingOp.forward([weight, index], { paddingIdx }).output;
+export const embedding = (weight: Tensor, index: Indices, paddingIdx?: number): Tensor =>
+  embeddingOp.forward([weight, toIndexTensor(index, embeddingRule(weight.shape[0]), weight.device)], { paddingIdx }).output;

@@ -2,7 +2,9 @@ import { Device, layout, tuning } from "../../gpu/mod.ts";
 import { fromArray } from "../creation.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, sameShape } from "../shape.ts";
+import { type IndexRule, recordIndexCheck } from "../index_check.ts";
 import { Tensor } from "../tensor.ts";
+import { type Indices, toIndexTensor } from "./index.ts";
 
 /** Mirrors `struct Params` in shaders/loss.wgsl. */
 export const LOSS_PARAMS = layout("loss", "Params", {
@@ -120,6 +122,11 @@ function checkClassInputs(x: Tensor, target: Tensor, op: string, xName: string):
   return [n, c];
 }
 
+/** The target rule of a class loss over `c` classes (ignoreIndex allowed). */
+export function classRule(op: string, c: number, attrs: NllLossOptions = {}): IndexRule {
+  return { op, noun: "target", where: "row", limit: c, ignore: attrs.ignoreIndex ?? DEFAULT_IGNORE_INDEX };
+}
+
 function classValues(attrs: ClassLossAttrs, op: string, n: number, c: number): Values {
   const ignore = attrs.ignoreIndex ?? DEFAULT_IGNORE_INDEX;
   if (!Number.isInteger(ignore)) throw new TypeError(`${op}: ignoreIndex must be an integer, got ${ignore}`);
@@ -169,6 +176,7 @@ export const crossEntropyOp: OpDef<ClassLossAttrs> = {
   forward([x, target], attrs) {
     const op = "crossEntropy";
     const [n, c] = checkClassInputs(x, target, op, "logits");
+    recordIndexCheck(x.device, target.buffer, target.shape, classRule(op, c, attrs));
     const reduction = reductionOf(attrs, op);
     const v = classValues(attrs, op, n, c);
     const stats = Tensor.empty([2 * n + 1], { device: x.device }, "crossEntropy.stats");
@@ -197,6 +205,7 @@ export const nllLossOp: OpDef<NllLossOptions> = {
   forward([x, target], attrs) {
     const op = "nllLoss";
     const [n, c] = checkClassInputs(x, target, op, "logProbs");
+    recordIndexCheck(x.device, target.buffer, target.shape, classRule(op, c, attrs));
     const reduction = reductionOf(attrs, op);
     const v = classValues(attrs, op, n, c);
     const stats = Tensor.empty([1], { device: x.device }, "nllLoss.stats");
@@ -327,10 +336,13 @@ export const bceWithLogitsLossOp = defineElementwise({
  * Cross entropy of logits [N, C] against class indices [N] (i32), as
  * `torch.nn.functional.cross_entropy`: log-softmax and NLL fused, stable for large logits.
  * "mean" divides by the number of rows whose target is not `ignoreIndex`. A target outside
- * [0, C) that is not `ignoreIndex` gives NaN (the GPU cannot throw).
+ * [0, C) that is not `ignoreIndex` is an error: at once for host targets (a plain array),
+ * at the next read back in checked mode (`setIndexChecks`) for targets on the GPU; with
+ * checks off, a bad GPU target gives NaN (the kernel cannot throw).
  * @returns A scalar `[]` for "mean"/"sum", `[N]` for "none" (0 on ignored rows).
  * @throws {TypeError} When logits are not f32 [N, C] or target is not i32 [N].
- * @throws {RangeError} When N differs (both shapes named), for a bad reduction or labelSmoothing outside [0, 1].
+ * @throws {RangeError} When N differs (both shapes named), for a bad reduction or labelSmoothing
+ * outside [0, 1], or a host target out of range (`crossEntropy: target 12 at row 3 is out of range [0, 10)`).
  * @example
  * ```ts
  * import { Device } from "../../gpu/mod.ts";
@@ -341,18 +353,21 @@ export const bceWithLogitsLossOp = defineElementwise({
  * console.log(await loss.item());
  * ```
  */
-export function crossEntropy(logits: Tensor, target: Tensor, options: CrossEntropyOptions = {}): Tensor {
-  return crossEntropyOp.forward([logits, target], options).output;
+export function crossEntropy(logits: Tensor, target: Indices, options: CrossEntropyOptions = {}): Tensor {
+  const t = toIndexTensor(target, classRule("crossEntropy", logits.shape[1], options), logits.device);
+  return crossEntropyOp.forward([logits, t], options).output;
 }
 
 /**
  * Negative log-likelihood of log-probabilities [N, C] against class indices [N] (i32), as
  * `torch.nn.functional.nll_loss`.
  * @throws {TypeError} When logProbs are not f32 [N, C] or target is not i32 [N].
- * @throws {RangeError} When N differs (both shapes named) or for a bad reduction.
+ * Targets out of range are checked as in {@link crossEntropy}.
+ * @throws {RangeError} When N differs (both shapes named), for a bad reduction, or a host target out of range.
  */
-export function nllLoss(logProbs: Tensor, target: Tensor, options: NllLossOptions = {}): Tensor {
-  return nllLossOp.forward([logProbs, target], options).output;
+export function nllLoss(logProbs: Tensor, target: Indices, options: NllLossOptions = {}): Tensor {
+  const t = toIndexTensor(target, classRule("nllLoss", logProbs.shape[1], options), logProbs.device);
+  return nllLossOp.forward([logProbs, t], options).output;
 }
 
 /**

@@ -1,9 +1,17 @@
 import { Device, layout } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
+import { fmt } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
+import { sum } from "./reduce.ts";
 
-/** Mirrors `struct Params` in shaders/unary.wgsl. */
-export const UNARY_PARAMS = layout("unary", "Params", { n: "u32", alpha: "f32", beta: "f32" });
+/** Mirrors `struct Params` in shaders/unary.wgsl (inner and channels: PReLU only). */
+export const UNARY_PARAMS = layout("unary", "Params", {
+  n: "u32",
+  alpha: "f32",
+  beta: "f32",
+  inner: "u32",
+  channels: "u32",
+});
 
 /** Scalars of a unary op (meaning per op; see shaders/unary.wgsl). */
 export interface UnaryAttrs {
@@ -25,7 +33,7 @@ function launch(entry: string, n: number, device: Device, attrs: UnaryAttrs, buf
   device.dispatch({
     shader: "unary",
     entry,
-    params: { layout: UNARY_PARAMS, values: { n, alpha: attrs.alpha, beta: attrs.beta } },
+    params: { layout: UNARY_PARAMS, values: { n, alpha: attrs.alpha, beta: attrs.beta, inner: 1, channels: 1 } },
     buffers,
     groups: Device.grid(n),
   });
@@ -92,6 +100,75 @@ export const softplusOp = defineUnary({ name: "softplus", saves: "input" });
 export const clampOp = defineUnary({ name: "clamp", saves: "input" });
 /** x^alpha for a scalar exponent. */
 export const powScalarOp = defineUnary({ name: "powScalar", kernel: "pow_scalar", saves: "input" });
+/** x for x > 0, alpha·(eˣ − 1) otherwise. */
+export const eluOp = defineUnary({ name: "elu", saves: "input" });
+/** scale·ELU(x; alpha) with SELU's fixed constants (alpha = SELU_ALPHA, beta = SELU_SCALE). */
+export const seluOp = defineUnary({ name: "selu", saves: "input" });
+/** x·tanh(softplus(x)) */
+export const mishOp = defineUnary({ name: "mish", saves: "input" });
+/** x·relu6(x + 3)/6 */
+export const hardswishOp = defineUnary({ name: "hardswish", saves: "input" });
+/** relu6(x + 3)/6 */
+export const hardsigmoidOp = defineUnary({ name: "hardsigmoid", saves: "input" });
+
+/** SELU's alpha and scale (Klambauer et al. 2017), the constants torch.nn.SELU uses. */
+export const SELU_ALPHA = 1.6732632423543772;
+export const SELU_SCALE = 1.0507009873554805;
+
+/** How PReLU's weight [C] maps onto x: channel = (flat index / inner) mod C. */
+export function preluPlan(x: readonly number[], weight: readonly number[]): { inner: number; channels: number } {
+  if (weight.length !== 1) throw new TypeError(`prelu: weight must be 1-D [C], got ${fmt(weight)}`);
+  const c = weight[0];
+  if (c === 1) return { inner: 1, channels: 1 };
+  if (x.length < 2 || x[1] !== c) {
+    throw new RangeError(`prelu: weight ${fmt(weight)} needs input with ${c} channels at dim 1, got ${fmt(x)}`);
+  }
+  return { inner: x.slice(2).reduce((a, b) => a * b, 1), channels: c };
+}
+
+/**
+ * PReLU (inputs `[x, weight]`): x for x > 0, w[c]·x otherwise, one learned slope per
+ * channel (dim 1) or one shared (weight [1]), as torch.nn.functional.prelu. The weight
+ * gradient is the per-channel sum of x·dy over x <= 0 (the kernel writes each element's
+ * term, the reduce sums them).
+ */
+export const preluOp: OpDef<undefined> = {
+  name: "prelu",
+  forward([x, weight]) {
+    checkF32(x, "prelu");
+    checkF32(weight, "prelu");
+    x.sameDevice(weight, "prelu");
+    const plan = preluPlan(x.shape, weight.shape);
+    const y = Tensor.empty(x.shape, { device: x.device }, "prelu");
+    x.device.dispatch({
+      shader: "unary",
+      entry: "prelu_forward",
+      params: { layout: UNARY_PARAMS, values: { n: x.numel, alpha: 0, beta: 0, ...plan } },
+      buffers: { 1: x.buffer, 2: y.buffer, 5: weight.buffer },
+      groups: Device.grid(x.numel),
+    });
+    return { output: y, saved: [x, weight] };
+  },
+  backward(dy, ctx) {
+    const [x, weight] = ctx.saved;
+    const plan = preluPlan(x.shape, weight.shape);
+    const dx = Tensor.empty(x.shape, { device: dy.device }, "prelu.backward");
+    const each = Tensor.empty(x.shape, { device: dy.device }, "prelu.backward.each");
+    dy.device.dispatch({
+      shader: "unary",
+      entry: "prelu_backward",
+      params: { layout: UNARY_PARAMS, values: { n: x.numel, alpha: 0, beta: 0, ...plan } },
+      buffers: { 1: x.buffer, 3: dy.buffer, 4: dx.buffer, 5: weight.buffer, 6: each.buffer },
+      groups: Device.grid(x.numel),
+    });
+    let dw: Tensor | null = null;
+    if (ctx.needs[1]) {
+      const outer = x.numel / (plan.inner * plan.channels);
+      dw = sum(each.reshape([outer, plan.channels, plan.inner]), [0, 2]).reshape(weight.shape);
+    }
+    return [ctx.needs[0] ? dx : null, dw];
+  },
+};
 
 const NONE: UnaryAttrs = { alpha: 0, beta: 0 };
 const fwd = (op: OpDef<UnaryAttrs>, x: Tensor, attrs = NONE) => op.forward([x], attrs).output;
@@ -132,3 +209,18 @@ export function clamp(x: Tensor, min = -Infinity, max = Infinity): Tensor {
 }
 /** x raised to a scalar power. */
 export const powScalar = (x: Tensor, exponent: number): Tensor => fwd(powScalarOp, x, { alpha: exponent, beta: 0 });
+/** ELU with PyTorch's `alpha` (1). */
+export const elu = (x: Tensor, alpha = 1): Tensor => fwd(eluOp, x, { alpha, beta: 0 });
+/** SELU, scale·ELU(x; alpha) with the fixed constants {@link SELU_ALPHA} and {@link SELU_SCALE}. */
+export const selu = (x: Tensor): Tensor => fwd(seluOp, x, { alpha: SELU_ALPHA, beta: SELU_SCALE });
+/** Mish, x·tanh(softplus(x)). */
+export const mish = (x: Tensor): Tensor => fwd(mishOp, x);
+/** Hardswish, x·relu6(x + 3)/6. */
+export const hardswish = (x: Tensor): Tensor => fwd(hardswishOp, x);
+/** Hardsigmoid, relu6(x + 3)/6. */
+export const hardsigmoid = (x: Tensor): Tensor => fwd(hardsigmoidOp, x);
+/**
+ * PReLU with a learned slope per channel (weight [C], C = x's dim 1) or one shared (weight [1]).
+ * @throws {RangeError} When weight has C > 1 entries and x's dim 1 is not C (both shapes named).
+ */
+export const prelu = (x: Tensor, weight: Tensor): Tensor => preluOp.forward([x, weight], undefined).output;

@@ -1,6 +1,7 @@
 import {
   decodeSafetensors,
   encodeSafetensors,
+  int64ToNumbers,
   MAX_HEADER_BYTES,
   type SafeTensor,
   toBf16Bits,
@@ -266,4 +267,38 @@ Deno.test("encodeSafetensors refuses bad names, arrays, shapes and metadata", ()
   assertThrows(() => encodeSafetensors({ w: t({ shape: [3] }) }), RangeError, `"w"`, "[3] has 3 elements, data has 2");
   assertThrows(() => encodeSafetensors({ w: t({ shape: [-2] }) }), TypeError, `"w"`, "[-2]");
   assertThrows(() => encodeSafetensors({ w: t({}) }, { a: 1 as unknown as string }), TypeError, "metadata", `"a"`);
+});
+
+Deno.test("I64 round-trips exactly, past 2^53 too, and PyTorch reads our I64 as torch.int64", async () => {
+  const big = [0n, -1n, 3n, 2n ** 53n + 1n, -(2n ** 63n), 2n ** 63n - 1n];
+  const bytes = encodeSafetensors({ n: { dtype: "I64", shape: [2, 3], data: BigInt64Array.from(big) } });
+  const back = decodeSafetensors(bytes, "i64").tensors.n;
+  assertEquals([back.dtype, back.shape, back.data.constructor.name], ["I64", [2, 3], "BigInt64Array"], "dtype, shape, array");
+  assertEquals([...back.data].map(String), big.map(String), "values");
+  // Bytes: little-endian two's complement, read independently of src/.
+  const n = Number(new DataView(bytes.buffer).getBigUint64(0, true));
+  assertEquals(String(new DataView(bytes.buffer, 8 + n).getBigInt64(8, true)), "-1", "second value's bytes");
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = `${dir}/counts.safetensors`;
+    const small = [7n, -2n, 2n ** 40n];
+    Deno.writeFileSync(path, encodeSafetensors({ "bn.num_batches_tracked": { dtype: "I64", shape: [3], data: BigInt64Array.from(small) } }));
+    const out = await new Deno.Command(PYTHON, { args: [new URL("interop.py", FIXTURES).pathname, "read", path] }).output();
+    assert(out.success, `interop.py failed: ${new TextDecoder().decode(out.stderr)}`);
+    const seen = JSON.parse(new TextDecoder().decode(out.stdout)).tensors["bn.num_batches_tracked"];
+    assertEquals(seen, { dtype: "I64", shape: [3], values: small.map(Number) }, "what torch sees");
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("int64ToNumbers is exact within 2^53 and refuses beyond, naming the tensor, value and position", () => {
+  const t = (v: bigint[]) => ({ dtype: "I64" as const, shape: [v.length], data: BigInt64Array.from(v) });
+  const max = BigInt(Number.MAX_SAFE_INTEGER);
+  assertEquals([...int64ToNumbers(t([0n, -max, max]), "ok")], [0, -Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER], "exact");
+  assertThrows(() => int64ToNumbers(t([1n, max + 2n]), "bn.num_batches_tracked"), RangeError, `"bn.num_batches_tracked"`, "9007199254740993", "flat index 1", "2^53");
+  assertThrows(() => int64ToNumbers(t([-(2n ** 63n)]), "m"), RangeError, `"m"`, "-9223372036854775808");
+  assertThrows(() => int64ToNumbers(t([5n]), "c", [0, 4]), RangeError, `"c"`, "5", "outside [0, 4]");
+  assertThrows(() => int64ToNumbers({ dtype: "F32", shape: [1], data: new Float32Array(1) }, "w"), TypeError, `"w"`, "F32");
+  assertEquals([...int64ToNumbers({ dtype: "U32", shape: [1], data: new Uint32Array([4294967295]) }, "u")], [4294967295], "U32");
 });

@@ -1,7 +1,7 @@
 import { fromArray } from "../../../../src/tensor/creation.ts";
 import { forwardBackward } from "../../../../src/tensor/op.ts";
 import * as U from "../../../../src/tensor/ops/unary.ts";
-import { unaryRef } from "../../../reference/unary.ts";
+import { preluRef, SELU_ALPHA, SELU_SCALE, unaryRef } from "../../../reference/unary.ts";
 import { assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
 import { count, mulberry32, randn, uniform } from "../../../util/random.ts";
@@ -27,12 +27,19 @@ const CASES: [string, U.UnaryAttrs, "normal" | "positive"][] = [
   ["clamp", { alpha: -0.5, beta: 0.7 }, "normal"],
   ["powScalar", { alpha: 3, beta: 0 }, "normal"],
   ["powScalar", { alpha: 0.5, beta: 0 }, "positive"],
+  ["elu", { alpha: 1, beta: 0 }, "normal"],
+  ["elu", { alpha: 0.7, beta: 0 }, "normal"],
+  ["selu", { alpha: SELU_ALPHA, beta: SELU_SCALE }, "normal"],
+  ["mish", { alpha: 0, beta: 0 }, "normal"],
+  ["hardswish", { alpha: 0, beta: 0 }, "normal"],
+  ["hardsigmoid", { alpha: 0, beta: 0 }, "normal"],
 ];
 
 const OPS: Record<string, ReturnType<typeof U.defineUnary>> = {
   neg: U.negOp, affine: U.affineOp, abs: U.absOp, exp: U.expOp, log: U.logOp, sqrt: U.sqrtOp, rsqrt: U.rsqrtOp,
   tanh: U.tanhOp, sigmoid: U.sigmoidOp, relu: U.reluOp, leakyRelu: U.leakyReluOp, gelu: U.geluOp,
   geluTanh: U.geluTanhOp, silu: U.siluOp, softplus: U.softplusOp, clamp: U.clampOp, powScalar: U.powScalarOp,
+  elu: U.eluOp, selu: U.seluOp, mish: U.mishOp, hardswish: U.hardswishOp, hardsigmoid: U.hardsigmoidOp,
 };
 
 for (const [name, attrs, dist] of CASES) {
@@ -49,6 +56,44 @@ for (const [name, attrs, dist] of CASES) {
     }
   });
 }
+
+gpuTest("selu passes its own constants: the tensor-level selu matches the f64 reference", async () => {
+  const rng = mulberry32(91);
+  const x = randn(65, rng, 3);
+  assertRelClose(await U.selu(fromArray(x)).toArray(), unaryRef("selu", x, x).y, 1e-4, "selu y");
+  assertRelClose(await U.elu(fromArray(x)).toArray(), unaryRef("elu", x, x, 1).y, 1e-4, "elu default alpha 1");
+});
+
+gpuTest("mish keeps relative accuracy far in the negative tail, where softplus is tiny", async () => {
+  const x = Float32Array.from([-18, -12, -9, -5, -1e-3, 0, 1e-3, 25]);
+  const dy = new Float32Array(x.length).fill(1);
+  const want = unaryRef("mish", x, dy);
+  const { output, grads } = forwardBackward(U.mishOp, [fromArray(x)], { alpha: 0, beta: 0 }, fromArray(dy));
+  // Each value against itself (no shared floor): the tail is where tanh(softplus) cancels.
+  const got = await output.toArray(), dx = await grads[0]!.toArray();
+  for (let i = 0; i < x.length; i++) {
+    assertRelClose([got[i]], [want.y[i]], 1e-4, `mish(${x[i]})`);
+    assertRelClose([dx[i]], [want.dx[i]], 1e-4, `mish'(${x[i]})`);
+  }
+});
+
+for (const [shape, channels] of [[[7, 5], 5], [[3, 4, 9, 5], 4], [[33, 3, 7], 1], [[129], 1]] as [number[], number][]) {
+  gpuTest(`prelu forward, dx and dw match f64 reference on [${shape}] with ${channels} weight(s)`, async () => {
+    const rng = mulberry32(shape.length * 13 + channels);
+    const n = count(shape);
+    const x = randn(n, rng, 2), dy = randn(n, rng), w = randn(channels, rng, 0.5);
+    const want = preluRef(x, shape, w, dy);
+    const { output, grads } = forwardBackward(U.preluOp, [fromArray(x, shape), fromArray(w, [channels])], undefined, fromArray(dy, shape));
+    assertRelClose(await output.toArray(), want.y, 1e-4, `prelu y ${shape}`);
+    assertRelClose(await grads[0]!.toArray(), want.dx, 1e-4, `prelu dx ${shape}`);
+    assertRelClose(await grads[1]!.toArray(), want.dw, 1e-4, `prelu dw ${shape}`);
+  });
+}
+
+gpuTest("prelu refuses a weight that does not match the channels, naming both shapes", () => {
+  assertThrows(() => U.prelu(fromArray(new Float32Array(12), [3, 4]), fromArray([1, 2, 3], [3])), RangeError, "prelu", "[3]", "[3,4]");
+  assertThrows(() => U.prelu(fromArray(new Float32Array(3), [3]), fromArray([1, 2, 3], [3])), RangeError, "prelu", "dim 1");
+});
 
 gpuTest("exact gelu keeps relative accuracy far in the negative tail", async () => {
   const x = Float32Array.from([-9, -7, -5.5, -4, -3, -1e-3, 0, 1e-3, 6]);

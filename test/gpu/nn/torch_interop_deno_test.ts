@@ -1,0 +1,146 @@
+/**
+ * A PyTorch state dict with BatchNorm (LeNet, test/fixtures/safetensors/interop.py) loads
+ * strict into our twin, `num_batches_tracked` (I64) included, and gives torch's eval output;
+ * our file loads strict into torch, which sees I64 counters. Runs Debian's /usr/bin/python3
+ * with torch (apt-get install python3-torch); Deno only (it spawns a process).
+ */
+import {
+  BatchNorm1d,
+  BatchNorm2d,
+  Conv2d,
+  fromArray,
+  Linear,
+  loadSafetensors,
+  MaxPool2d,
+  Module,
+  saveSafetensors,
+  Variable,
+} from "../../../src/index.ts";
+import { encodeSafetensors } from "../../../src/io/mod.ts";
+import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
+import { gpuTest } from "../../util/gpu.ts";
+import { mulberry32, randn } from "../../util/random.ts";
+
+const PYTHON = "/usr/bin/python3";
+const SCRIPT = new URL("../../fixtures/safetensors/interop.py", import.meta.url).pathname;
+
+/** Twin of interop.py's LeNet: same member names, so the state dict keys match torch's. */
+class LeNet extends Module {
+  conv1 = new Conv2d(1, 6, 5, { seed: 1 });
+  bn1 = new BatchNorm2d(6);
+  conv2 = new Conv2d(6, 16, 5, { seed: 2 });
+  bn2 = new BatchNorm2d(16);
+  fc1 = new Linear(16 * 4 * 4, 120, { seed: 3 });
+  bn3 = new BatchNorm1d(120);
+  fc2 = new Linear(120, 84, { seed: 4 });
+  fc3 = new Linear(84, 10, { seed: 5 });
+  pool = new MaxPool2d(2);
+  forward(x: Variable): Variable {
+    x = this.pool.forward(this.bn1.forward(this.conv1.forward(x)).relu());
+    x = this.pool.forward(this.bn2.forward(this.conv2.forward(x)).relu());
+    x = this.bn3.forward(this.fc1.forward(x.flatten(1))).relu();
+    return this.fc3.forward(this.fc2.forward(x).relu());
+  }
+}
+
+interface TorchReport {
+  state: Record<string, { dtype: string; shape: number[]; values: number[] }>;
+  x: number[];
+  y: number[];
+}
+
+async function python(...args: string[]): Promise<TorchReport> {
+  let out: Deno.CommandOutput;
+  try {
+    out = await new Deno.Command(PYTHON, { args: [SCRIPT, ...args] }).output();
+  } catch (e) {
+    throw new Error(`This test needs Debian's python3 with torch at ${PYTHON} (apt-get install python3-torch): ${e}`);
+  }
+  assert(out.success, `interop.py ${args[0]} failed: ${new TextDecoder().decode(out.stderr)}`);
+  return JSON.parse(new TextDecoder().decode(out.stdout));
+}
+
+async function evalOutput(model: LeNet, x: number[]): Promise<Float32Array> {
+  model.eval();
+  return (await model.forward(new Variable(fromArray(x, [3, 1, 28, 28]))).toArray()) as Float32Array;
+}
+
+async function withTemp<T>(fn: (path: string) => Promise<T>): Promise<T> {
+  const dir = Deno.makeTempDirSync();
+  try {
+    return await fn(`${dir}/lenet.safetensors`);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+}
+
+gpuTest("a torch-saved LeNet with BatchNorm loads strict: every value, num_batches_tracked = 3, torch's output", async () => {
+  await withTemp(async (path) => {
+    const torch = await python("lenet-save", path);
+    const model = new LeNet();
+    const r = loadSafetensors(model, Deno.readFileSync(path), path);
+    assertEquals([r.missing, r.unexpected], [[], []], "strict load");
+    const ours = model.stateDict();
+    assertEquals([...ours.keys()].sort(), Object.keys(torch.state).sort(), "state dict keys");
+    for (const [k, w] of Object.entries(torch.state)) {
+      const t = ours.get(k)!;
+      assertEquals([...t.shape], w.shape, `${k} shape`);
+      assertEquals([...await t.toArray()], w.values, `${k} values`);
+    }
+    assertEquals(torch.state["bn2.num_batches_tracked"].dtype, "I64", "torch writes the counter as I64");
+    assertEquals([...await model.bn2.numBatchesTracked.toArray()], [3], "bn2.num_batches_tracked");
+    assertRelClose(await evalOutput(model, torch.x), torch.y, 1e-3, "eval output against torch's");
+  });
+});
+
+gpuTest("torch loads our LeNet strict: counters arrive as I64 with our count, values and output match", async () => {
+  await withTemp(async (path) => {
+    const model = new LeNet();
+    const rng = mulberry32(12);
+    for (let i = 0; i < 2; i++) model.forward(new Variable(fromArray(randn(4 * 784, rng), [4, 1, 28, 28])));
+    Deno.writeFileSync(path, await saveSafetensors(model));
+    const torch = await python("lenet-load", path);
+    for (const [k, t] of model.stateDict()) {
+      const seen = torch.state[k];
+      assertEquals(seen.dtype, k.endsWith("num_batches_tracked") ? "I64" : "F32", `${k} dtype in torch`);
+      assertEquals(seen.values, [...await t.toArray()], `${k} values in torch`);
+    }
+    assertEquals(torch.state["bn1.num_batches_tracked"].values, [2], "two training batches counted");
+    assertRelClose(await evalOutput(model, torch.x), torch.y, 1e-3, "eval output against torch's");
+  });
+});
+
+gpuTest("num_batches_tracked stays out of the averaged buffers; a file without it loads strict and resets it", async () => {
+  const bn = new BatchNorm1d(3);
+  assertEquals(bn.namedBuffers().map(([k]) => k), ["running_mean", "running_var"], "namedBuffers (the f32 frame)");
+  assertEquals(bn.namedCounters().map(([k]) => k), ["num_batches_tracked"], "namedCounters");
+  bn.forward(new Variable(fromArray([1, 2, 3, 4, 5, 7], [2, 3])));
+  bn.eval().forward(new Variable(fromArray([1, 2, 3], [1, 3])));
+  assertEquals([...await bn.numBatchesTracked.toArray()], [1], "counted in training only");
+  const f32 = (n: number, v: number) => ({ dtype: "F32" as const, shape: [n], data: new Float32Array(n).fill(v) });
+  const old = encodeSafetensors({ weight: f32(3, 1), bias: f32(3, 0), running_mean: f32(3, 0), running_var: f32(3, 1) });
+  const r = loadSafetensors(bn, old, "old.safetensors");
+  assertEquals(r.missing, [], "a counter is never missing");
+  assertEquals([...await bn.numBatchesTracked.toArray()], [0], "reset to 0 as PyTorch");
+});
+
+gpuTest("an I64 count beyond the i32 range is refused, naming the file, tensor and value, before any write", async () => {
+  const bn = new BatchNorm1d(2);
+  const f32 = (v: number) => ({ dtype: "F32" as const, shape: [2], data: new Float32Array(2).fill(v) });
+  const bytes = encodeSafetensors({
+    weight: f32(5),
+    bias: f32(0),
+    running_mean: f32(0),
+    running_var: f32(1),
+    num_batches_tracked: { dtype: "I64", shape: [], data: new BigInt64Array([3_000_000_000n]) },
+  });
+  assertThrows(
+    () => loadSafetensors(bn, bytes, "big.safetensors"),
+    RangeError,
+    `"big.safetensors"`,
+    `"num_batches_tracked"`,
+    "3000000000",
+    "[-2147483648, 2147483647]",
+  );
+  assertEquals([...await bn.weight!.data.toArray()], [1, 1], "nothing written");
+});
