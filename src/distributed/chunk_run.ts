@@ -65,7 +65,14 @@ export class ChunkRun {
   #next = 0;
   #nBatches: number;
   #lossSum = 0;
-  #pending?: { loss: Promise<ArrayLike<number>>; samples: number; lr: number; start: number };
+  #pending?: {
+    loss: Promise<ArrayLike<number>>;
+    /** performance.now() when the loss arrived (the step's GPU work was done). */
+    done: Promise<number>;
+    samples: number;
+    lr: number;
+    start: number;
+  };
   #rows = 0;
   #lr = 0;
   /** When the current batch was on the device (its step's compute starts no earlier). */
@@ -140,18 +147,22 @@ export class ChunkRun {
     r.stepped();
     const read = loss.data.toArray();
     read.catch(() => {}); // a lost device rejects it; #settle or the chunk's end reports that
+    // Stamped when the read resolves, not when #settle gets to it: pipelined, that is one
+    // step later, after the next batch's data and recording.
+    const done = read.then(() => performance.now(), () => NaN);
     r.device.endStep();
     await this.#settle();
-    this.#pending = { loss: read, samples: this.#rows, lr: this.#lr, start: this.#start };
+    this.#pending = { loss: read, done, samples: this.#rows, lr: this.#lr, start: this.#start };
     if (!r.setup.pipelined) await this.#settle();
     await r.drainControls();
   }
 
   /**
    * Report the previous step once its loss is back. Normally one step behind, so the GPU
-   * keeps a step queued. Two times go out per batch: delivered ms (settle to settle: data,
-   * recording, GPU, control requests served between batches) and compute-only ms
-   * ({@link stepComputeMs}); ElChe uses either (spec §3.2). When a cluster simulates a slow
+   * keeps a step queued. Two times go out per batch: delivered ms (from the previous step's
+   * results to this one's: data, recording, GPU, control requests served between batches)
+   * and compute-only ms ({@link stepComputeMs}, never more than delivered); ElChe uses
+   * either (spec §3.2). When a cluster simulates a slow
    * rank (`slowdown`), every rank settles each step at once (no overlap, so steps are
    * comparable across ranks) and the slow rank then sleeps (slowdown − 1) × the step's
    * compute time, idle like a slower GPU (data loading is not slowed); both times include
@@ -163,8 +174,8 @@ export class ChunkRun {
     if (!p) return;
     this.#pending = undefined;
     const loss = (await p.loss)[0];
+    const done = await p.done;
     const r = this.#rank;
-    const done = performance.now();
     let computeMs = stepComputeMs(p.start, done, this.#done);
     let now = done;
     if (r.setup.slowdown > 1) {
