@@ -16,7 +16,8 @@ import {
 } from "../monitor/mod.ts";
 import type { Module } from "../nn/mod.ts";
 import type { BuilderState } from "./builder.ts";
-import type { ReduceEvent, RunEpochMetrics } from "./coordinator.ts";
+import type { ReduceEvent } from "./coordinator.ts";
+import type { RunEpochMetrics } from "./metrics.ts";
 import type { BatchEvent } from "./protocol.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
 
