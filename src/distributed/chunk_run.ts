@@ -43,7 +43,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * moment its batch was on the device (`start`) and the moment the previous step's results
  * were back (`prevDone`: until then the GPU was still busy with that step), to the moment
  * its own results were back (`done`). Data loading and waits between steps fall outside;
- * the delivered ms (settle to settle) keeps them.
+ * the delivered ms (results to results) keeps them.
  * @example
  * ```ts
  * import { stepComputeMs } from "./chunk_run.ts";
@@ -54,6 +54,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export function stepComputeMs(start: number, done: number, prevDone: number): number {
   return Math.max(0, done - Math.max(start, prevDone));
 }
+
 /** Ranks (by setup) past their first settled step: that one compiles pipelines, it is not GPU work. */
 const warmed = new WeakSet<RankSetup>();
 
@@ -162,12 +163,12 @@ export class ChunkRun {
    * keeps a step queued. Two times go out per batch: delivered ms (from the previous step's
    * results to this one's: data, recording, GPU, control requests served between batches)
    * and compute-only ms ({@link stepComputeMs}, never more than delivered); ElChe uses
-   * either (spec §3.2). When a cluster simulates a slow
-   * rank (`slowdown`), every rank settles each step at once (no overlap, so steps are
-   * comparable across ranks) and the slow rank then sleeps (slowdown − 1) × the step's
-   * compute time, idle like a slower GPU (data loading is not slowed); both times include
-   * the sleep. The rank's very first step is not stretched: its time is shader
-   * compilation, which a slower GPU would not multiply.
+   * either (spec §3.2). When a cluster simulates a slow rank (`slowdown`), every rank
+   * settles each step at once (no overlap, so steps are comparable across ranks) and the
+   * slow rank then sleeps (slowdown − 1) × the step's compute time, idle like a slower GPU
+   * (data loading is not slowed); both times include the sleep. The rank's very first
+   * step is not stretched: its time is shader compilation, which a slower GPU would not
+   * multiply.
    */
   async #settle(): Promise<void> {
     const p = this.#pending;
