@@ -5,6 +5,7 @@
  */
 import type { Module } from "../nn/mod.ts";
 import type { BuilderState } from "./builder.ts";
+import type { ApplyPolicy } from "./config.ts";
 import { ElChe } from "./elche.ts";
 import { type ConvergenceGuard, DivergenceReport, resolveGuard, type Verdict } from "./guards.ts";
 import { LrEventMeta } from "./meta.ts";
@@ -12,17 +13,63 @@ import type { ResumeSeed } from "./persistence.ts";
 import type { BatchEvent, SyncAck } from "./protocol.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
 
-interface Window {
-  /** ms of the window's first batch (pipeline fill). */
+/** One rank's batches since the last reduce, as the coordinator received them. */
+export interface TimingWindow {
+  /** Delivered ms of the window's first batch (pipeline fill, reduce participation). */
   first: number;
-  /** ms of the other batches. */
+  /** Delivered ms of the other batches (the marginal sum). */
   ms: number;
+  /** Compute-only ms of all batches. */
+  compute: number;
   count: number;
-  /** ms of all batches. */
-  all: number;
 }
 
-const empty = (): Window => ({ first: 0, ms: 0, count: 0, all: 0 });
+/** A rank with no batch this window. */
+export const emptyWindow = (): TimingWindow => ({ first: 0, ms: 0, compute: 0, count: 0 });
+
+/** What ElChe is fed for one window: per-rank ms and batch divisors, and the fill when marginal. */
+export interface TimingFeed {
+  /** Delivered (marginal) timing, or compute-only for every rank. */
+  scale: "delivered" | "compute";
+  ms: number[];
+  batches: number[];
+  /** Per-rank first-batch excess over the steady rate, ms (delivered only). */
+  fill?: number[];
+}
+
+/**
+ * ElChe's timing feed for one window (spec §3.2). Under Cadence/Async, marginal delivered
+ * time (the first batch excluded, its excess over the steady rate staged as the fill) when
+ * every rank that moved has a marginal sample (>= 2 batches); otherwise compute-only time
+ * for every rank: mixing the two scales would invert the relative allocation. Sync always
+ * uses compute-only. Ranks without a sample contribute (0, 0); null when the whole window
+ * is zero (ElChe is then not fed, as flodl skips an all-zero report).
+ * @param windows Per-rank windows, indexed by rank.
+ * @param steps Optimizer steps per rank since the last reduce (n_r); > 0 marks a mover.
+ * @example
+ * ```ts
+ * import { timingFeed } from "./cadence.ts";
+ * const w = [{ first: 30, ms: 20, compute: 24, count: 3 }, { first: 9, ms: 0, compute: 6, count: 1 }];
+ * timingFeed(w, [3, 1], "cadence")?.scale; // "compute": rank 1 has no marginal sample
+ * ```
+ */
+export function timingFeed(windows: readonly TimingWindow[], steps: readonly number[], policy: ApplyPolicy): TimingFeed | null {
+  const movers = windows.flatMap((_, r) => (steps[r] > 0 ? [r] : []));
+  const delivered = policy !== "sync" && movers.length > 0 && movers.every((r) => windows[r].count >= 2);
+  let feed: TimingFeed;
+  if (delivered) {
+    const has = (w: TimingWindow) => w.count >= 2;
+    feed = {
+      scale: "delivered",
+      ms: windows.map((w) => (has(w) ? w.ms : 0)),
+      batches: windows.map((w) => (has(w) ? w.count - 1 : 0)),
+      fill: windows.map((w) => (has(w) ? Math.max(0, w.first - w.ms / (w.count - 1)) : 0)),
+    };
+  } else {
+    feed = { scale: "compute", ms: windows.map((w) => w.compute), batches: windows.map((w) => w.count) };
+  }
+  return feed.ms.some((ms) => ms > 0) ? feed : null;
+}
 
 /** What one cycle decided. */
 export interface CycleOutcome {
@@ -37,7 +84,7 @@ export class Cadence {
   readonly guard: ConvergenceGuard;
   #meta?: LrEventMeta;
   #cfg: ResolvedRunConfig;
-  #win: Window[];
+  #win: TimingWindow[];
   #lastSyncMs = 0;
   #lastLr?: number;
 
@@ -71,23 +118,23 @@ export class Cadence {
     });
     if (resume?.elche) this.elche.importState(resume.elche);
     if (e.metaController) this.#meta = new LrEventMeta();
-    this.#win = Array.from({ length: world }, empty);
+    this.#win = Array.from({ length: world }, emptyWindow);
   }
 
-  /** Feed one batch's delivered ms (and the LR the rank used). */
+  /** Feed one batch's delivered and compute-only ms (and the LR the rank used). */
   batch(ev: BatchEvent): void {
     const w = this.#win[ev.rank];
     if (w.count === 0) w.first = ev.ms;
     else w.ms += ev.ms;
+    w.compute += ev.computeMs;
     w.count++;
-    w.all += ev.ms;
     this.#lastLr = ev.lr;
   }
 
   /** A lost rank: out of ElChe, its window forgotten. */
   dead(rank: number): void {
     this.elche.markDead(rank);
-    this.#win[rank] = empty();
+    this.#win[rank] = emptyWindow();
   }
 
   /**
@@ -103,21 +150,19 @@ export class Cadence {
 
   /** Steps 2–6 of a cycle: timing to ElChe, the guard's verdict, the meta-controller, the verdict applied. */
   cycle(steps: readonly number[], acks: readonly SyncAck[], syncMs: number, zeroMass: boolean): CycleOutcome {
-    // The delivered (marginal) feed when every mover has one, else compute-only for all (§3.2).
-    const movers = steps.flatMap((n, r) => (n > 0 ? [r] : []));
-    const marginal = this.#cfg.policy !== "sync" && movers.every((r) => this.#win[r].count >= 2);
-    const ms = this.#win.map((w) => (marginal ? w.ms : w.all));
-    const n = this.#win.map((w) => (marginal ? w.count - 1 : w.count));
-    if (marginal) this.elche.stageFill(this.#win.map((w) => (w.count >= 2 ? Math.max(0, w.first - w.ms / (w.count - 1)) : 0)));
+    const feed = timingFeed(this.#win, steps, this.#cfg.policy);
     const anchorBefore = this.elche.anchor;
-    this.elche.reportTiming(ms, n, this.#lastSyncMs);
+    if (feed) {
+      if (feed.fill) this.elche.stageFill(feed.fill);
+      this.elche.reportTiming(feed.ms, feed.batches, this.#lastSyncMs);
+    }
     const report = DivergenceReport.fromAcks(steps.length, acks);
     const kUsed = steps.reduce((a, b) => a + b, 0);
     const verdict: Verdict = zeroMass ? { kind: "stable" } : this.guard.report(report, kUsed, Math.max(...steps));
     const f = this.#meta?.observe(this.#lastLr, this.elche.anchor, verdict, this.elche.phase) ?? null;
     if (f !== null) this.elche.applyVerdict({ kind: "nudgeDown", factor: f });
     this.elche.applyVerdict(verdict);
-    this.#win = this.#win.map(empty);
+    this.#win = this.#win.map(emptyWindow);
     this.#lastSyncMs = syncMs;
     return { verdict, report, anchorBefore, telemetry: this.guard.telemetry() };
   }

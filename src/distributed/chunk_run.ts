@@ -37,6 +37,24 @@ export interface RankView {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * A step's compute-only ms (flodl's `train_step` time, spec §3.2): from the later of the
+ * moment its batch was on the device (`start`) and the moment the previous step's results
+ * were back (`prevDone`: until then the GPU was still busy with that step), to the moment
+ * its own results were back (`done`). Data loading and waits between steps fall outside;
+ * the delivered ms (results to results) keeps them.
+ * @example
+ * ```ts
+ * import { stepComputeMs } from "./chunk_run.ts";
+ * stepComputeMs(10, 25, 0); // 15: the GPU was idle when the batch arrived
+ * stepComputeMs(10, 25, 18); // 7: pipelined behind the previous step until 18
+ * ```
+ */
+export function stepComputeMs(start: number, done: number, prevDone: number): number {
+  return Math.max(0, done - Math.max(start, prevDone));
+}
+
 /** Ranks (by setup) past their first settled step: that one compiles pipelines, it is not GPU work. */
 const warmed = new WeakSet<RankSetup>();
 
@@ -48,9 +66,20 @@ export class ChunkRun {
   #next = 0;
   #nBatches: number;
   #lossSum = 0;
-  #pending?: { loss: Promise<ArrayLike<number>>; samples: number; lr: number };
+  #pending?: {
+    loss: Promise<ArrayLike<number>>;
+    /** performance.now() when the loss arrived (the step's GPU work was done). */
+    done: Promise<number>;
+    samples: number;
+    lr: number;
+    start: number;
+  };
   #rows = 0;
   #lr = 0;
+  /** When the current batch was on the device (its step's compute starts no earlier). */
+  #start = 0;
+  /** When the previous step's results were back. */
+  #done = 0;
   #t0 = performance.now();
   #last = performance.now();
 
@@ -101,6 +130,7 @@ export class ChunkRun {
     if (lr !== undefined) r.optim.setLr(lr);
     this.#lr = r.optim.lr;
     this.#rows = rows.length;
+    this.#start = performance.now();
     return batch;
   }
 
@@ -118,39 +148,52 @@ export class ChunkRun {
     r.stepped();
     const read = loss.data.toArray();
     read.catch(() => {}); // a lost device rejects it; #settle or the chunk's end reports that
+    // Stamped when the read resolves, not when #settle gets to it: pipelined, that is one
+    // step later, after the next batch's data and recording.
+    const done = read.then(() => performance.now(), () => NaN);
     r.device.endStep();
     await this.#settle();
-    this.#pending = { loss: read, samples: this.#rows, lr: this.#lr };
+    this.#pending = { loss: read, done, samples: this.#rows, lr: this.#lr, start: this.#start };
     if (!r.setup.pipelined) await this.#settle();
     await r.drainControls();
   }
 
   /**
    * Report the previous step once its loss is back. Normally one step behind, so the GPU
-   * keeps a step queued. When a cluster simulates a slow rank (`slowdown`), every rank
+   * keeps a step queued. Two times go out per batch: delivered ms (from the previous step's
+   * results to this one's: data, recording, GPU, control requests served between batches)
+   * and compute-only ms ({@link stepComputeMs}, never more than delivered); ElChe uses
+   * either (spec §3.2). When a cluster simulates a slow rank (`slowdown`), every rank
    * settles each step at once (no overlap, so steps are comparable across ranks) and the
-   * slow rank then sleeps (slowdown − 1) × the step's time, idle like a slower device;
-   * the batch's delivered ms includes the sleep. The rank's very first step is not
-   * stretched: its time is shader compilation, which a slower GPU would not multiply.
+   * slow rank then sleeps (slowdown − 1) × the step's compute time, idle like a slower GPU
+   * (data loading is not slowed); both times include the sleep. The rank's very first
+   * step is not stretched: its time is shader compilation, which a slower GPU would not
+   * multiply.
    */
   async #settle(): Promise<void> {
     const p = this.#pending;
     if (!p) return;
     this.#pending = undefined;
     const loss = (await p.loss)[0];
+    const done = await p.done;
     const r = this.#rank;
+    let computeMs = stepComputeMs(p.start, done, this.#done);
+    let now = done;
     if (r.setup.slowdown > 1) {
-      if (warmed.has(r.setup)) await sleep((r.setup.slowdown - 1) * (performance.now() - this.#last));
-      else warmed.add(r.setup);
+      if (warmed.has(r.setup)) {
+        await sleep((r.setup.slowdown - 1) * computeMs);
+        now = performance.now();
+        computeMs += now - done;
+      } else warmed.add(r.setup);
     }
-    const now = performance.now();
+    this.#done = now; // a slowed GPU is busy through its sleep
     const ms = now - this.#last;
     this.#last = now;
     this.#lossSum += loss;
     this.report.batches++;
     this.report.samples += p.samples;
-    this.report.computeOnlyMs += ms;
-    r.sink.batch({ rank: r.setup.rank, epoch: this.plan.epoch, ms, computeMs: ms, loss, lr: p.lr, samples: p.samples });
+    this.report.computeOnlyMs += computeMs;
+    r.sink.batch({ rank: r.setup.rank, epoch: this.plan.epoch, ms, computeMs, loss, lr: p.lr, samples: p.samples });
   }
 
   /** Settle the last step and produce the report. */

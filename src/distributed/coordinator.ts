@@ -12,7 +12,7 @@ import { Cadence } from "./cadence.ts";
 import { describeError } from "./errors.ts";
 import type { Verdict } from "./guards.ts";
 import type { RunSink, TrainedState } from "./handle.ts";
-import { EpochAggregator, type EpochMetrics } from "./metrics.ts";
+import { EpochAggregator, type RunEpochMetrics } from "./metrics.ts";
 import { OuterStepper } from "./outer.ts";
 import type { BatchEvent, Frame, LayoutTable, RankApi, SyncAck } from "./protocol.ts";
 import type { RankClient } from "./rank_client.ts";
@@ -72,20 +72,6 @@ interface Flight {
 
 /** With nothing happening for this long, the coordinator says what it is waiting for (stderr). */
 const WAIT_REPORT_MS = 60_000;
-
-/** Epoch metrics plus the averaging plane's counters. */
-export interface RunEpochMetrics extends EpochMetrics {
-  /** Reduces completed in this epoch. */
-  reduces: number;
-  /** Mean wire bytes (up + down) per reduce in this epoch. */
-  wireBytesPerReduce: number;
-  /** Mean ms per reduce (trigger to adoption). */
-  reduceMs: number;
-  /** ElChe anchor at epoch end. */
-  anchor: number;
-  /** ElChe batch counts at epoch end. */
-  batchCounts: number[];
-}
 
 export class Coordinator<M extends Module> {
   readonly W: number;

@@ -1,4 +1,4 @@
-import type { EpochMetrics } from "./metrics.ts";
+import type { RunEpochMetrics } from "./metrics.ts";
 
 /** The trained consensus: parameters and buffers by name, f32 (flodl's `TrainedState`). */
 export interface TrainedState {
@@ -16,7 +16,7 @@ export interface EvalRecord {
 
 /** What the coordinator tells the handle as the run goes. */
 export interface RunSink {
-  metrics(m: EpochMetrics): void;
+  metrics(m: RunEpochMetrics): void;
   evaluated(e: EvalRecord): void;
 }
 
@@ -25,8 +25,8 @@ export interface RunSink {
  * `join()` waits for the end and gives the consensus; metrics arrive per epoch.
  */
 export class DdpHandle implements RunSink {
-  #queue: EpochMetrics[] = [];
-  #waiters: ((m: EpochMetrics | null) => void)[] = [];
+  #queue: RunEpochMetrics[] = [];
+  #waiters: ((m: RunEpochMetrics | null) => void)[] = [];
   #done = false;
   #result: Promise<TrainedState>;
   #shutdown: () => void;
@@ -35,7 +35,7 @@ export class DdpHandle implements RunSink {
   /** Every eval result so far. */
   readonly evals: EvalRecord[] = [];
   /** Every epoch's metrics so far (the queue drains; this keeps them). */
-  readonly history: EpochMetrics[] = [];
+  readonly history: RunEpochMetrics[] = [];
 
   #memory: () => Promise<({ liveBytes: number; pooledBytes: number; totalBytes: number; created: number } | null)[]>;
 
@@ -56,7 +56,7 @@ export class DdpHandle implements RunSink {
   }
 
   /** Coordinator side: an aggregated epoch. */
-  metrics(m: EpochMetrics): void {
+  metrics(m: RunEpochMetrics): void {
     this.history.push(m);
     const w = this.#waiters.shift();
     if (w) w(m);
@@ -82,7 +82,7 @@ export class DdpHandle implements RunSink {
   }
 
   /** The next aggregated epoch's metrics; `null` once training is over and the queue is empty. */
-  nextMetrics(): Promise<EpochMetrics | null> {
+  nextMetrics(): Promise<RunEpochMetrics | null> {
     const m = this.#queue.shift();
     if (m) return Promise.resolve(m);
     if (this.#done) return Promise.resolve(null);
@@ -90,12 +90,12 @@ export class DdpHandle implements RunSink {
   }
 
   /** Every queued epoch's metrics, without waiting. */
-  pollMetrics(): EpochMetrics[] {
+  pollMetrics(): RunEpochMetrics[] {
     return this.#queue.splice(0);
   }
 
   /** Iterate over epochs as they complete: `for await (const m of handle) ...`. */
-  async *[Symbol.asyncIterator](): AsyncGenerator<EpochMetrics> {
+  async *[Symbol.asyncIterator](): AsyncGenerator<RunEpochMetrics> {
     for (let m = await this.nextMetrics(); m; m = await this.nextMetrics()) yield m;
   }
 

@@ -46,6 +46,24 @@ export interface EpochMetrics {
   deviceIndices: number[];
 }
 
+/**
+ * What a run reports per epoch (`DdpHandle.history`, `nextMetrics`, the monitor): the
+ * aggregated {@link EpochMetrics} plus the averaging plane's counters. The single-device
+ * path fills the same fields (no reduces: zeros, anchor 0, its one rank's batch count).
+ */
+export interface RunEpochMetrics extends EpochMetrics {
+  /** Reduces completed in this epoch. */
+  reduces: number;
+  /** Mean wire bytes (up + down) per reduce in this epoch. */
+  wireBytesPerReduce: number;
+  /** Mean ms per reduce (trigger to adoption). */
+  reduceMs: number;
+  /** ElChe anchor at epoch end (0 on a single device). */
+  anchor: number;
+  /** ElChe batch counts at epoch end (a single device: the batches it ran). */
+  batchCounts: number[];
+}
+
 interface RankTotals {
   batches: number;
   samples: number;

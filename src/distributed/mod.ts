@@ -14,7 +14,7 @@ export {
 export type { DdpRunConfig, ElCheFields } from "./config.ts";
 export { CoopWorker as Worker, CoopWorker } from "./coop.ts";
 export type { StepOutcome } from "./coop.ts";
-export type { ReduceEvent, RunEpochMetrics, RunObserver } from "./coordinator.ts";
+export type { ReduceEvent, RunObserver } from "./coordinator.ts";
 export type { BatchEvent, ChunkPlan } from "./protocol.ts";
 export type { RunEvents } from "./run_monitor.ts";
 export { RankLostError } from "./errors.ts";
@@ -24,7 +24,7 @@ export { DivergenceReport, MsfGuard, NoGuard, TrendGuard } from "./guards.ts";
 export type { ConvergenceGuard, Verdict } from "./guards.ts";
 export { observe } from "./launch.ts";
 export { MaxFailureThreshold } from "./max_failure.ts";
-export type { EpochMetrics } from "./metrics.ts";
+export type { EpochMetrics, RunEpochMetrics } from "./metrics.ts";
 export { DiLoCo, OuterAvg, SlowMo } from "./outer.ts";
 export type { OuterOptimizer } from "./outer.ts";
 export { permutation, PickKey } from "./permutation.ts";

@@ -78,9 +78,9 @@ export interface ChunkPlan {
 export interface BatchEvent {
   rank: number;
   epoch: number;
-  /** Wall ms of this batch as delivered (compute + data + transport). */
+  /** Wall ms of this batch as delivered: from the previous step's results to this one's (compute + data + waits). */
   ms: number;
-  /** GPU-side step ms when measured, else the same as `ms`. */
+  /** Compute-only ms of the step (recording + GPU, without data waits; <= `ms`): ElChe's fallback scale (spec §3.2). */
   computeMs: number;
   loss: number;
   lr: number;

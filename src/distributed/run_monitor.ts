@@ -16,7 +16,8 @@ import {
 } from "../monitor/mod.ts";
 import type { Module } from "../nn/mod.ts";
 import type { BuilderState } from "./builder.ts";
-import type { ReduceEvent, RunEpochMetrics } from "./coordinator.ts";
+import type { ReduceEvent } from "./coordinator.ts";
+import type { RunEpochMetrics } from "./metrics.ts";
 import type { BatchEvent } from "./protocol.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
 
@@ -80,7 +81,7 @@ export class RunMonitor implements RunEvents {
   #recorder: DashboardRecorder;
   #schedule?: ReportSchedule;
   #epoch = 0;
-  #window = new Map<number, { loss: number; n: number; ms: number; samples: number }>();
+  #window = new Map<number, { loss: number; n: number; ms: number; computeMs: number; samples: number }>();
 
   constructor(timeline: Timeline | undefined, cfg: ResolvedRunConfig, world: number, devices: string[]) {
     this.#timeline = timeline;
@@ -108,10 +109,11 @@ export class RunMonitor implements RunEvents {
 
   batch(e: BatchEvent): void {
     this.#recorder.batch(e);
-    const w = this.#window.get(e.rank) ?? { loss: 0, n: 0, ms: 0, samples: 0 };
+    const w = this.#window.get(e.rank) ?? { loss: 0, n: 0, ms: 0, computeMs: 0, samples: 0 };
     w.loss += e.loss;
     w.n++;
     w.ms += e.ms;
+    w.computeMs += e.computeMs;
     w.samples += e.samples;
     this.#window.set(e.rank, w);
   }
@@ -160,7 +162,7 @@ export class RunMonitor implements RunEvents {
     const leaves = e.steps.map((steps, rank) => {
       const w = this.#window.get(rank);
       const metrics: Record<string, number> = w && w.n > 0
-        ? { loss: w.loss / w.n, throughput: w.ms > 0 ? w.samples / w.ms : 0, compute_only_ms: w.ms }
+        ? { loss: w.loss / w.n, throughput: w.ms > 0 ? w.samples / w.ms : 0, compute_only_ms: w.computeMs }
         : {};
       return { rank, work: steps, metrics };
     });
