@@ -9,6 +9,7 @@ import type { DdpBuilder } from "../src/distributed/builder.ts";
 import { awaitBuilder, enterRankRole, type RankRole } from "../src/distributed/reentry.ts";
 import { postHello } from "../src/distributed/protocol.ts";
 import type { CoordinatorSink, Frame, RankApi, RankSetup } from "../src/distributed/protocol.ts";
+import { forwardRankApi } from "../src/distributed/rank_forward.ts";
 import type { Module } from "../src/nn/mod.ts";
 
 interface WorkerScope {
@@ -40,16 +41,7 @@ const api: RankApi = {
     beat = setInterval(() => sink.heartbeat(role.rank), 1000);
     return runtime.init(setup, sink);
   },
-  initialState: async () => send(await rt().initialState()),
-  load: (f) => rt().load(f),
-  train: (plan) => rt().train(plan),
-  snapshot: async (round) => send(await rt().snapshot(round)),
-  adopt: (a) => rt().adopt(a),
-  evaluate: (epoch) => rt().evaluate(epoch),
-  checkpoint: (version) => rt().checkpoint(version),
-  finalState: async () => send(await rt().finalState()),
-  optimizerState: () => rt().optimizerState(),
-  memory: () => rt().memory(),
+  ...forwardRankApi(rt, send),
   async stop() {
     clearInterval(beat);
     await runtime?.stop();

@@ -141,16 +141,19 @@ export class Tensor implements StepScoped {
 
   /** Copy the values to the host (waits for the GPU). */
   async toArray(): Promise<Float32Array<ArrayBuffer> | Int32Array<ArrayBuffer> | Uint32Array<ArrayBuffer>> {
+    // Record the read before any await: a step's tensors go back to the pool when it ends.
+    const read = this.device.read(this.buffer, 0, this.numel * 4);
     await settleIndexChecks(this.device); // throws for a bad index found in checked mode
-    const bytes = await this.device.read(this.buffer, 0, this.numel * 4);
+    const bytes = await read;
     return this.dtype === "f32" ? new Float32Array(bytes) : this.dtype === "i32" ? new Int32Array(bytes) : new Uint32Array(bytes);
   }
 
   /** The values as a Float32Array (f32 tensors), for callers that know the dtype. */
   async toF32(): Promise<Float32Array<ArrayBuffer>> {
     if (this.dtype !== "f32") throw new TypeError(`toF32: tensor is ${this.dtype}, not f32`);
+    const read = this.device.read(this.buffer, 0, this.numel * 4);
     await settleIndexChecks(this.device);
-    return new Float32Array(await this.device.read(this.buffer, 0, this.numel * 4));
+    return new Float32Array(await read);
   }
 
   /** The single value of a one-element tensor. */
