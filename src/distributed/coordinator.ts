@@ -334,6 +334,20 @@ export class Coordinator<M extends Module> {
     return epochs.every((e) => e > last || this.#source(e).exhaustedFor(r));
   }
 
+  /**
+   * Nothing is left to train after the window now in flight: its reduce makes the final
+   * consensus, so it ships f32 frames even on a bf16 wire (spec §4.5: the TrainedState and
+   * the final bundle are exact).
+   */
+  #lastWork(): boolean {
+    if (this.#stop) return true;
+    for (let e = this.#frontier; e < this.#cfg.numEpochs; e++) {
+      const s = this.#sources.get(e);
+      if (!s || !s.isComplete()) return false;
+    }
+    return true;
+  }
+
   /** Run to the end; resolves with the consensus. */
   async run(): Promise<TrainedState> {
     const stall = stallCeilingMs(this.#cfg.heartbeatTimeoutSecs);
@@ -343,7 +357,7 @@ export class Coordinator<M extends Module> {
       if (this.#failure) throw this.#failure;
       this.#dispatch();
       if (this.#shouldReduce()) {
-        await this.#reduce(false, stall);
+        await this.#reduce(this.#lastWork(), stall);
         continue;
       }
       if (await this.#epochBoundary()) continue;

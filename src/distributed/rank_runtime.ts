@@ -1,9 +1,10 @@
 import type { Parameter, Variable } from "../autograd/mod.ts";
 import type { BatchDataSet } from "../data/mod.ts";
-import { Device } from "../gpu/mod.ts";
+import { Device, DeviceLostError } from "../gpu/mod.ts";
 import type { Module } from "../nn/mod.ts";
 import type { Optimizer, Scheduler } from "../optim/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
+import { describeError } from "./errors.ts";
 import { adoptConsensus, frameToFlat, packFrame, writeFlat } from "./frames.ts";
 import type { ChunkReport } from "./metrics.ts";
 import { ChunkRun, type RankView } from "./chunk_run.ts";
@@ -67,6 +68,13 @@ export function rankCallbacks(spec: RankSpec<Module>): string[] {
   const keys = ["dataset", "evalDataset", "evalFn", "checkpointFn", "epochFn", "transform", "scheduler"] as const;
   return keys.filter((k) => spec[k] !== undefined);
 }
+
+/**
+ * How long a failed call waits for the device's `lost` promise before calling the failure
+ * the user's: the loss can surface as a read-back error first (`OperationError: Parent
+ * device is lost`). Only failing calls wait.
+ */
+const LOST_GRACE_MS = 1000;
 
 type Control = { run: () => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
@@ -156,11 +164,11 @@ export class RankRuntime<M extends Module> implements RankApi {
   }
 
   initialState(): Promise<Frame> {
-    return this.#exact(0);
+    return this.#classified(this.#exact(0));
   }
 
   async load(frame: Frame): Promise<void> {
-    await this.#control(() => {
+    await this.#controlled(() => {
       writeFlat(this.#device, this.#params.map((p) => p.data), this.#buffers, frameToFlat(frame, this.#layout));
       this.#device.flush();
       return Promise.resolve();
@@ -168,7 +176,7 @@ export class RankRuntime<M extends Module> implements RankApi {
   }
 
   snapshot(round: number, exact = false): Promise<Frame> {
-    return this.#control(async () => {
+    return this.#controlled(async () => {
       const f = await packFrame(this.#device, this.#params.map((p) => p.data), this.#buffers, {
         rank: this.#setup.rank,
         round,
@@ -186,7 +194,7 @@ export class RankRuntime<M extends Module> implements RankApi {
    * norms lands while the rank trains on, so a reduce never waits for it.
    */
   adopt(a: Adoption): Promise<SyncAck> {
-    return this.#control(async () => {
+    return this.#controlled(async () => {
       const measured = adoptConsensus(this.#device, this.#params.map((p) => p.data), this.#buffers, this.#layout, a);
       measured.catch(() => {}); // a lost device surfaces at the next step
       const ack = await this.#lastAck;
@@ -202,7 +210,7 @@ export class RankRuntime<M extends Module> implements RankApi {
   }
 
   evaluate(epoch: number): Promise<EvalOutcome> {
-    return this.#control(async () => {
+    return this.#controlled(async () => {
       const { evalFn, evalDataset } = this.#spec;
       if (!evalFn || !evalDataset) return { epoch, error: "no evalFn/evalDataset on this rank" };
       this.#model.eval();
@@ -210,7 +218,9 @@ export class RankRuntime<M extends Module> implements RankApi {
         const value = await evalFn(this.#model, evalDataset);
         return { epoch, value };
       } catch (e) {
-        return { epoch, error: `${(e as Error)?.name ?? "Error"}: ${(e as Error)?.message ?? e}` };
+        const lost = await this.#device.lostWithin(LOST_GRACE_MS);
+        if (lost) throw new DeviceLostError(this.#device.label, lost.reason, describeError(e));
+        return { epoch, error: describeError(e) };
       } finally {
         this.#model.train();
         this.#device.endStep();
@@ -219,17 +229,17 @@ export class RankRuntime<M extends Module> implements RankApi {
   }
 
   checkpoint(version: number): Promise<void> {
-    return this.#control(async () => {
+    return this.#controlled(async () => {
       await this.#spec.checkpointFn?.(version, this.#model);
     });
   }
 
   finalState(): Promise<Frame> {
-    return this.#control(() => this.#exact(this.#version));
+    return this.#controlled(() => this.#exact(this.#version));
   }
 
   optimizerState() {
-    return this.#control(async () => {
+    return this.#controlled(async () => {
       const sd = this.#optim.stateDict();
       const tensors: Record<string, Float32Array<ArrayBuffer>> = {};
       const shapes: Record<string, number[]> = {};
@@ -260,6 +270,27 @@ export class RankRuntime<M extends Module> implements RankApi {
       batches: this.#stepsSinceAvg,
       bf16: false,
     });
+  }
+
+  /** {@link #control}, with a failure on a lost device reported as the loss. */
+  #controlled<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#classified(this.#control(fn));
+  }
+
+  /**
+   * A failure while the device is lost (or becomes lost within {@link LOST_GRACE_MS}) is the
+   * device's loss, whatever error surfaced first: the coordinator drops the rank and the run
+   * goes on, instead of stopping as it must for a bug in user code.
+   */
+  async #classified<T>(p: Promise<T>): Promise<T> {
+    try {
+      return await p;
+    } catch (e) {
+      if (e instanceof DeviceLostError || !this.#device) throw e;
+      const lost = await this.#device.lostWithin(LOST_GRACE_MS);
+      if (!lost) throw e;
+      throw new DeviceLostError(this.#device.label, lost.reason, describeError(e));
+    }
   }
 
   /** Run `fn` now when idle, else between the next two batches. */
@@ -303,7 +334,11 @@ export class RankRuntime<M extends Module> implements RankApi {
   /** Called once the rank stops. */
   onStop?: () => void;
 
-  async train(plan: ChunkPlan): Promise<ChunkReport> {
+  train(plan: ChunkPlan): Promise<ChunkReport> {
+    return this.#classified(this.#train(plan));
+  }
+
+  async #train(plan: ChunkPlan): Promise<ChunkReport> {
     if (this.external) return await this.external(plan);
     const run = await this.begin(plan);
     try {

@@ -184,6 +184,24 @@ export class Device {
     return this.#lost !== undefined || this.#destroyed;
   }
 
+  /**
+   * Whether the device is lost, asked of its `lost` promise: a read-back or submit on a
+   * device lost underneath the engine (driver reset, GPU process crash, `gpu.destroy()` on
+   * the raw device) can fail before that promise settles, so wait up to `graceMs` for it.
+   * @returns The loss as a {@link DeviceLostError}, or undefined while the device lives.
+   */
+  async lostWithin(graceMs: number): Promise<DeviceLostError | undefined> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const info = this.#lost ?? await Promise.race([
+      this.gpu.lost,
+      new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), graceMs))),
+    ]);
+    clearTimeout(timer);
+    if (info) return new DeviceLostError(this.label, info.reason, info.message);
+    if (this.#destroyed) return new DeviceLostError(this.label, "destroyed", "destroy() was called");
+    return undefined;
+  }
+
   /** Device limits (the adapter's maxima for buffer and binding sizes). */
   get limits(): GPUSupportedLimits {
     return this.gpu.limits;
