@@ -16,6 +16,7 @@ import { rankCallbacks } from "./rank_runtime.ts";
 import { programArgs, type RankRole } from "./reentry.ts";
 import { runMonitor } from "./run_monitor.ts";
 import { BundleWriter, loadResume, type ResumeSeed } from "./persistence.ts";
+import { stallCeilingMs } from "./max_failure.ts";
 
 /** Resume seed and bundle writer of a run. */
 export interface Persistence {
@@ -152,14 +153,14 @@ async function launchRanks<M extends Module>(
   const monitor = runMonitor(state, cfg, W, hellos.map((h) => h.adapter));
   let coordinator: Coordinator<M> | undefined;
   const watchdog = setInterval(() => {
-    const limit = cfg.heartbeatTimeoutSecs * 1000;
+    const limit = cfg.heartbeatTimeoutSecs * 1000, compileLimit = stallCeilingMs(cfg.heartbeatTimeoutSecs);
     for (const c of clients) {
-      const silent = performance.now() - c.lastSeen;
-      if (c.alive && silent > limit) {
-        c.fail(
-          new RankLostError(c.rank, `rank ${c.rank} was silent for ${(silent / 1000).toFixed(1)} s (heartbeatTimeoutSecs ${cfg.heartbeatTimeoutSecs})`),
-          false,
-        );
+      const silent = c.overdueMs(performance.now(), limit, compileLimit);
+      if (c.alive && silent > 0) {
+        const why = c.compiling
+          ? `compiling GPU pipelines (stall ceiling ${(compileLimit / 1000).toFixed(0)} s)`
+          : `heartbeatTimeoutSecs ${cfg.heartbeatTimeoutSecs}`;
+        c.fail(new RankLostError(c.rank, `rank ${c.rank} was silent for ${(silent / 1000).toFixed(1)} s (${why})`), false);
       }
     }
   }, 250);

@@ -133,6 +133,12 @@ export interface EvalOutcome {
 export interface CoordinatorSink {
   batch(e: BatchEvent): void;
   heartbeat(rank: number): void;
+  /**
+   * The rank is about to compile GPU pipelines, which blocks its thread (heartbeats too) for
+   * up to seconds on a software adapter: its silence until the next message is not a death
+   * (up to the stall ceiling).
+   */
+  compiling(rank: number): void;
 }
 
 /** Coordinator → rank calls. Every promise may reject with the rank's own error. */

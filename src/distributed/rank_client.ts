@@ -21,6 +21,8 @@ export class RankClient {
   alive = true;
   /** performance.now() of the last message from the rank. */
   lastSeen = performance.now();
+  /** Set when the rank said it compiles pipelines (blocked, silent); cleared by its next message. */
+  compiling = false;
   /** Batch events, forwarded by the coordinator. */
   onBatch?: (e: BatchEvent) => void;
   /**
@@ -52,13 +54,28 @@ export class RankClient {
     const s: CoordinatorSink = {
       batch: (e) => {
         this.lastSeen = performance.now();
+        this.compiling = false;
         this.onBatch?.(e);
       },
       heartbeat: () => {
         this.lastSeen = performance.now();
+        this.compiling = false;
+      },
+      compiling: () => {
+        this.lastSeen = performance.now();
+        this.compiling = true;
       },
     };
     return this.worker ? Comlink.proxy(s) : s;
+  }
+
+  /**
+   * How long the rank has been silent past what it may be: `heartbeatMs`, or `compileMs` (the
+   * stall ceiling) while it compiles pipelines. 0 while it is within bounds.
+   */
+  overdueMs(now: number, heartbeatMs: number, compileMs: number): number {
+    const silent = now - this.lastSeen;
+    return silent > (this.compiling ? compileMs : heartbeatMs) ? silent : 0;
   }
 
   /** Why the rank was declared lost, if it was. */

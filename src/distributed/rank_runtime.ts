@@ -148,6 +148,8 @@ export class RankRuntime<M extends Module> implements RankApi {
       this.#device = await Device.request({ powerPreference: setup.powerPreference, label: `rank${setup.rank}` });
       Device.setDefault(this.#device);
     }
+    // A compile blocks this thread and its heartbeats: say so first (the message leaves now).
+    this.#device.onCompile = () => void Promise.resolve(sink.compiling(setup.rank)).catch(() => {});
     this.#model = await this.#spec.modelFactory(this.#device);
     this.#params = this.#model.parameters();
     this.#optim = await this.#spec.optimFactory(this.#params);

@@ -49,6 +49,7 @@ export async function runSingle<M extends Module>(
       events.monitor?.batch(e);
     },
     heartbeat: () => {},
+    compiling: () => {},
   });
   const monitor = events.monitor = runMonitor(state, cfg, 1, [hello.adapter]);
   let stop = false;

@@ -278,12 +278,20 @@ export class Device {
 
   // ---- recording -----------------------------------------------------------
 
+  /**
+   * Called before a pipeline compiles (a cache miss). A compile blocks the calling thread
+   * for up to seconds on a software adapter; a rank announces it so that its silence is not
+   * taken for a death.
+   */
+  onCompile?: (key: string) => void;
+
   /** The compiled pipeline for `shader/entry/overrides`, compiled once per device. */
   pipeline(shader: string, entry: string, overrides?: Record<string, number>): GPUComputePipeline {
     const keys = overrides ? Object.keys(overrides).sort() : [];
     const key = `${shader}/${entry}` + keys.map((k) => `/${k}=${overrides![k]}`).join("");
     let p = this.#pipelines.get(key);
     if (!p) {
+      this.onCompile?.(key);
       // One module per shader file: each override variant reuses its parse and validation.
       let module = this.#modules.get(shader);
       if (!module) {
