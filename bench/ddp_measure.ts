@@ -3,7 +3,7 @@
  * (Chromium): one run of a configuration, timed on the coordinator, and the sweep of
  * bench/README.md (1/2/4 ranks × modes × wire, then a 3× slower rank) with its targets.
  */
-import { type DdpBuilder, ElCheConfig, type ElCheMode, observe, type ReduceEvent, type RunEpochMetrics } from "../src/index.ts";
+import { type DdpBuilder, ElCheConfig, type ElCheMode, observe, type ReduceEvent } from "../src/index.ts";
 import { median, round } from "./workloads.ts";
 
 export const BATCH = 64;
@@ -87,7 +87,7 @@ export async function runOnce(builder: DdpBuilder<any>, c: DdpCase, epochs: numb
   const handle = await builder.run();
   await handle.join();
   const totalMs = performance.now() - t0;
-  const history = handle.history as RunEpochMetrics[];
+  const history = handle.history;
   const meas = history.slice(1);
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   const samples = sum(meas.flatMap((m) => m.perRankSamples));

@@ -15,7 +15,6 @@ import {
   isRank,
   loadMnist,
   observe,
-  type RunEpochMetrics,
   Timeline,
   Trainer,
   Variable,
@@ -94,7 +93,7 @@ async function main(a: TrainArgs): Promise<void> {
   const t0 = performance.now();
   const handle = await builder.run();
   console.log(`ranks: ${handle.devices().map((d, r) => `${r}: ${d}`).join(", ")}`);
-  for await (const m of handle) progress.epoch(m as RunEpochMetrics);
+  for await (const m of handle) progress.epoch(m);
   const state = await handle.join();
   const secs = (performance.now() - t0) / 1000;
   progress.done();

@@ -75,7 +75,7 @@ gpuTest("cpu-sync with 2 ranks on half batches equals 1 rank on whole batches (f
     const builder = configure({ ranks: 2, policy: ApplyPolicy.Sync, bf16, batch: b, epochs: 1 }, tiny320).partitionRatios([0.5, 0.5]);
     const h = await builder.run();
     const got = flat(await h.join());
-    const m = h.history[0] as unknown as { reduces: number; perRankSamples: number[] };
+    const m = h.history[0];
     assertEquals(m.perRankSamples, [b * steps, b * steps], "each rank trained its half");
     return got;
   };
@@ -124,7 +124,7 @@ gpuTest("with one rank 3x slower, cpu-cadence gives the fast rank ~3x the batche
   const run = async (policy: ApplyPolicy) => {
     const h = await configure({ ranks: 2, policy, bf16: true, batch: 8, epochs: 4, slowdown: [1, 3] }).run();
     await h.join();
-    return h.history as unknown as { reduces: number; perRankSamples: number[] }[];
+    return h.history;
   };
   const cadence = await run(ApplyPolicy.Cadence);
   // After calibration (the last two epochs), the fast rank's share should track the speed ratio.
