@@ -91,6 +91,13 @@ async function main(a: TrainArgs): Promise<void> {
       (a.normalize ? "" : ", pixels not standardized") +
       (a.slowRank >= 0 ? `, rank ${a.slowRank} ${a.slowdownFactor}× slower` : ""),
   );
+  const dropped = train.len() % a.batch;
+  if (dropped > 0) {
+    console.log(
+      `${train.len()} samples: ${Math.floor(train.len() / a.batch)} batches of ${a.batch} per epoch, ` +
+        `the last ${dropped} samples are dropped (drop-last)`,
+    );
+  }
   const t0 = performance.now();
   const handle = await builder.run();
   console.log(`ranks: ${handle.devices().map((d, r) => `${r}: ${d}`).join(", ")}`);
