@@ -9,6 +9,7 @@
 import {
   Adam,
   crossEntropy,
+  type Device,
   ElCheConfig,
   encodeSafetensors,
   EvalCadence,
@@ -46,14 +47,17 @@ if (args.help && !isRank()) {
 const train = await loadMnist({ split: "train", limit: args.subset || undefined, normalize: args.normalize });
 const test = await loadMnist({ split: "test", limit: args.testSubset || undefined, normalize: args.normalize });
 
+// Named after the model and the metric: the saved dashboard's title and eval chart read these names.
+const model = Object.defineProperty((device: Device) => buildModel(args.model, device), "name", { value: args.model });
+
 export const builder = Trainer.builder(
-  (device) => buildModel(args.model, device),
+  model,
   (params) => new Adam(params, { lr: args.lr }),
   (model, [x, y]) => crossEntropy(model.forward(new Variable(x)), y),
 )
   .dataset(train)
   .evalDataset(test)
-  .evalFn((model, data) => accuracy(model, data))
+  .evalFn(accuracy)
   .evalEvery(EvalCadence.epochs(1));
 
 if (!isRank()) {
