@@ -939,6 +939,12 @@ export class DashboardView {
       const opts = {
         width,
         height: 240,
+        // The y range drawn, on the figure (data-y-range), for tests and the curious.
+        hooks: {
+          setScale: [(uu, key) => {
+            if (key === "y") fig.dataset.yRange = `${uu.scales.y.min},${uu.scales.y.max}`;
+          }],
+        },
         scales: {
           x: { time: false },
           // A fitted range (the eval's), read from the chart so setData keeps it current.
