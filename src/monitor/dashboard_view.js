@@ -118,7 +118,8 @@ export class BatchSeries {
  * spent computing, throttled (a simulated slow rank's sleep) and in reduces; the rest of a
  * bin between the rank's first and last batch is idle. A batch arriving at time `t` after
  * `ms` of work covers [t - ms, t]: its last (s - 1)/s is throttle for a rank slowed down s
- * times. A reduce of `ms` ending at `t` covers [t - ms, t] on the ranks that took part.
+ * times, except the rank's first batch (pipeline compilation, which a slowed-down rank
+ * does not stretch: src/distributed/chunk_run.ts). A reduce of `ms` ending at `t` covers [t - ms, t] on the ranks that took part.
  * When a rank would need more than `maxBins` bins, neighbouring bins merge pairwise and
  * `binMs` doubles, so a long run keeps its shape at the resolution a screen can show.
  */
@@ -179,7 +180,7 @@ export class RankActivity {
     if (!(Number.isFinite(t) && Number.isFinite(ms) && ms >= 0)) return;
     const s = this.#rank(rank);
     if (this.t0 === undefined) this.t0 = t - ms;
-    const work = slowdown > 1 ? ms / slowdown : ms;
+    const work = slowdown > 1 && s.from !== undefined ? ms / slowdown : ms;
     this.#spread(s, "compute", t - ms, t - ms + work);
     this.#spread(s, "throttle", t - ms + work, t);
     s.from = Math.min(s.from ?? t - ms, t - ms);
@@ -1007,7 +1008,7 @@ export class DashboardView {
     const keys = [...new Set([...latest.values()].flatMap((r) => Object.keys(r.metrics)))];
     const unit = (k) => RECORD_UNITS[k] || { label: k, scale: 1 };
     n.tree.replaceChildren(
-      head("path", "epoch", "work (batches)", "alive", ...keys.map((k) => unit(k).label)),
+      head("path", "epoch", "work", "alive", ...keys.map((k) => unit(k).label)),
       ...[...latest.values()].map((r) =>
         el(
           "tr",
