@@ -449,6 +449,13 @@ const CHARTS = [
     id: "wire-bytes",
     section: "Averaging",
     caption: "Wire bytes per reduce (all ranks, up and down)",
+    captionOf(d) {
+      const rows = d.reduces || [];
+      const same = rows.length > 0 && rows.every((e) => e.bytesUp === e.bytesDown);
+      return same
+        ? "Wire bytes per reduce (all ranks): up and down are equal, down drawn dashed on up"
+        : "Wire bytes per reduce (all ranks, up and down)";
+    },
     x: "reduce",
     y: "bytes",
     bytes: true,
