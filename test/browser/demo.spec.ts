@@ -139,7 +139,8 @@ async function checkWarmUp(page: Page): Promise<void> {
   await expect(page.locator("#status")).toHaveText(/^(Epoch \d+\/\d+ · batches: rank 0 \d+, rank 1 \d+ · \d+ samples\/s|Done after)/, {
     timeout: 300_000,
   });
-  await expect(page.locator("#fd-loss-batch")).toBeVisible();
+  // The view draws on animation frames, which wait while SwiftShader compiles the other rank's pipelines.
+  await expect(page.locator("#fd-loss-batch")).toBeVisible({ timeout: 120_000 });
   await page.evaluate(() => window.scrollTo(0, 0));
   const box = (await page.locator("#fd-loss-batch").boundingBox())!;
   expect(box.y + box.height / 2, "the batch-loss chart's middle is above the fold at 1280×800").toBeLessThan(800);
