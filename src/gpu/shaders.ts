@@ -41,7 +41,9 @@ function fromDisk(): Map<string, string> {
   if (!deno) {
     throw new Error("Cannot load WGSL shaders: neither Vite's import.meta.glob nor Deno's file system is available");
   }
-  const dir = new URL("../../shaders/", import.meta.url);
+  // @vite-ignore: Vite would try to bundle the folder as an asset (and warn that it does not
+  // exist); this path only runs under Deno, where the files are read from disk.
+  const dir = new URL(/* @vite-ignore */ "../../shaders/", import.meta.url);
   const out = new Map<string, string>();
   for (const entry of deno.readDirSync(dir)) {
     if (entry.isFile && entry.name.endsWith(".wgsl")) {

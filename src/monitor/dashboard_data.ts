@@ -4,7 +4,7 @@
  * field (`RunEpochMetrics`, `ReduceEvent`, `BatchEvent`), so its objects pass straight
  * through; only the fields the dashboard reads are required.
  */
-import { BatchSeries } from "./dashboard_view.js";
+import { BatchSeries, RankActivity, type RankActivityData } from "./dashboard_view.js";
 import type { MonitorRecord } from "./record.ts";
 import type { TimelineEntry } from "./timeline.ts";
 
@@ -86,6 +86,10 @@ export interface DashboardData {
   evals?: EvalPoint[];
   /** Name of the eval metric ("accuracy"). */
   evalLabel?: string;
+  /** How many times slower each rank was made (a cluster's simulated `slowdown`; 1 when absent). */
+  slowdown?: number[];
+  /** Each rank's compute, throttle, reduce and idle time, binned (the timeline's rank lanes). */
+  activity?: RankActivityData;
   timeline?: TimelineEntry[];
   /** The record plane, bounded (the recorder keeps the newest). */
   records?: MonitorRecord[];
@@ -97,6 +101,8 @@ export interface DashboardRecorderOptions {
   devices?: string[];
   config?: DashboardData["config"];
   evalLabel?: string;
+  /** Per rank: how many times slower it was made (its batches' last (s - 1)/s is throttle). */
+  slowdown?: number[];
   /** Batch-loss points kept per rank (default 2000). */
   maxBatchPoints?: number;
   /** Records kept: the newest (default 4096). */
@@ -122,6 +128,7 @@ export interface DashboardRecorderOptions {
 export class DashboardRecorder {
   readonly #opts: DashboardRecorderOptions;
   readonly #series: BatchSeries;
+  readonly #activity = new RankActivity();
   readonly #now: () => number;
   readonly #epochs: EpochRow[] = [];
   readonly #reduces: ReduceRow[] = [];
@@ -141,11 +148,16 @@ export class DashboardRecorder {
     this.startedAt = this.#now();
   }
 
-  /** A batch (the observer's `batch`). */
-  readonly batch = (e: BatchRow): void => this.#series.add(e);
+  /** A batch (the observer's `batch`), stamped now: it covers the `ms` before on its rank's lane. */
+  readonly batch = (e: BatchRow): void => {
+    this.#series.add(e);
+    this.#activity.batch(e.rank, this.#now(), e.ms ?? e.computeMs ?? NaN, this.#opts.slowdown?.[e.rank]);
+  };
 
   /** A reduce (the observer's `reduce`); its window loss is the mean batch loss since the last one. */
   readonly reduce = (e: ReduceRow): void => {
+    const per = e.steps ?? e.counts;
+    this.#activity.reduce(this.#now(), e.ms, per?.flatMap((n, r) => (n > 0 ? [r] : [])));
     const loss = e.loss ?? this.#series.takeWindowLoss();
     this.#reduces.push(loss === undefined ? { ...e } : { ...e, loss });
     if (this.#reduces.length > (this.#opts.maxReduces ?? 20_000)) this.#reduces.shift();
@@ -193,6 +205,8 @@ export class DashboardRecorder {
       batches: this.#series.points(),
       evals: [...this.#evals],
       evalLabel: o.evalLabel,
+      slowdown: o.slowdown,
+      activity: this.#activity.toJSON(),
       timeline: [...this.#timeline],
       records: [...this.#records],
       ...extra,

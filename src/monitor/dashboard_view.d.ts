@@ -25,7 +25,65 @@ export interface DashboardViewOptions {
   uPlot?: UPlotConstructor;
   /** Batch-loss points kept per rank before pairs merge (default 2000). */
   maxBatchPoints?: number;
+  /** Clock (ms since the Unix epoch) stamping appended batches and reduces; default `Date.now`. */
+  now?: () => number;
 }
+
+/** Per-rank bins of one kind of time: ms per bin. */
+export interface RankActivityRank {
+  compute: number[];
+  throttle: number[];
+  reduce: number[];
+  /** Start of the rank's first batch and end of its last (ms since the Unix epoch). */
+  from?: number;
+  to?: number;
+}
+
+/** {@link RankActivity} as JSON (`DashboardData.activity`). */
+export interface RankActivityData {
+  t0?: number;
+  end?: number;
+  binMs: number;
+  max: number;
+  ranks: RankActivityRank[];
+  sync: number[];
+}
+
+/** Ms of each kind in one bin of a rank. */
+export interface ActivityBin {
+  compute: number;
+  throttle: number;
+  reduce: number;
+  idle: number;
+}
+
+/**
+ * What each rank did over time, in at most `maxBins` bins per rank (pairs merge and the
+ * bin doubles when a run outgrows them): compute, throttle (a slowed-down rank's sleep),
+ * reduce; idle is the rest between a rank's first and last batch.
+ */
+export class RankActivity {
+  constructor(maxBins?: number, binMs?: number);
+  t0: number | undefined;
+  end: number | undefined;
+  binMs: number;
+  ranks: RankActivityRank[];
+  sync: number[];
+  /** A batch of `rank` that ended at `t` after `ms`, on a rank slowed down `slowdown` times (default 1). */
+  batch(rank: number, t: number, ms: number, slowdown?: number): void;
+  /** A reduce that ended at `t` after `ms`; `ranks` took part (default all). */
+  reduce(t: number, ms: number, ranks?: readonly number[]): void;
+  bin(rank: number, i: number): ActivityBin;
+  readonly length: number;
+  toJSON(): RankActivityData;
+  load(data: RankActivityData | undefined): this;
+}
+
+/**
+ * A y range fitting `values` with a margin, kept inside [0, 1] when `unit` and every value
+ * is in [0, 1]; null when no value is finite.
+ */
+export function fitRange(values: readonly (number | null)[], unit?: boolean): [number, number] | null;
 
 /** `JSON.parse` reviver turning "NaN", "Infinity", "-Infinity" strings back into numbers. */
 export function reviveNonFinite(key: string, value: unknown): unknown;

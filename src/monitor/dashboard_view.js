@@ -113,6 +113,139 @@ export class BatchSeries {
   }
 }
 
+/**
+ * What each rank did over time, bounded: per rank, bins of `binMs` from `t0` holding the ms
+ * spent computing, throttled (a simulated slow rank's sleep) and in reduces; the rest of a
+ * bin between the rank's first and last batch is idle. A batch arriving at time `t` after
+ * `ms` of work covers [t - ms, t]: its last (s - 1)/s is throttle for a rank slowed down s
+ * times, except the rank's first batch (pipeline compilation, which a slowed-down rank
+ * does not stretch: src/distributed/chunk_run.ts). A reduce of `ms` ending at `t` covers [t - ms, t] on the ranks that took part.
+ * When a rank would need more than `maxBins` bins, neighbouring bins merge pairwise and
+ * `binMs` doubles, so a long run keeps its shape at the resolution a screen can show.
+ */
+export class RankActivity {
+  constructor(maxBins = 1500, binMs = 20) {
+    this.max = Math.max(8, maxBins | 0);
+    this.binMs = binMs;
+    this.t0 = undefined;
+    this.end = undefined;
+    /** Per rank: { compute, throttle, reduce } ms per bin, and its first batch start / last batch end. */
+    this.ranks = [];
+    /** Reduce ms per bin, whole run (the coordinator lane when no timeline events came). */
+    this.sync = [];
+  }
+  #rank(r) {
+    while (this.ranks.length <= r) this.ranks.push({ compute: [], throttle: [], reduce: [], from: undefined, to: undefined });
+    return this.ranks[r];
+  }
+  /** Add [from, to) to the bins `owner[key]` (looked up after any merge, which replaces them). */
+  #spread(owner, key, from, to) {
+    if (!(to > from)) return;
+    if (this.t0 === undefined) this.t0 = from;
+    from = Math.max(from, this.t0);
+    if (!(to > from)) return;
+    for (;;) {
+      const last = Math.floor((to - this.t0) / this.binMs);
+      if (last < this.max) break;
+      this.#coarsen();
+    }
+    const bins = owner[key];
+    for (let i = Math.floor((from - this.t0) / this.binMs); ; i++) {
+      const a = this.t0 + i * this.binMs, b = a + this.binMs;
+      const overlap = Math.min(b, to) - Math.max(a, from);
+      if (overlap > 0) {
+        while (bins.length <= i) bins.push(0);
+        bins[i] += overlap;
+      }
+      if (b >= to) break;
+    }
+    this.end = Math.max(this.end ?? to, to);
+  }
+  #coarsen() {
+    const half = (bins) => {
+      const out = [];
+      for (let i = 0; i < bins.length; i += 2) out.push(bins[i] + (bins[i + 1] || 0));
+      return out;
+    };
+    for (const r of this.ranks) {
+      r.compute = half(r.compute);
+      r.throttle = half(r.throttle);
+      r.reduce = half(r.reduce);
+    }
+    this.sync = half(this.sync);
+    this.binMs *= 2;
+  }
+  /** A batch of `rank` that ended at `t` after `ms` (slowed down `slowdown` times). */
+  batch(rank, t, ms, slowdown = 1) {
+    if (!(Number.isFinite(t) && Number.isFinite(ms) && ms >= 0)) return;
+    const s = this.#rank(rank);
+    if (this.t0 === undefined) this.t0 = t - ms;
+    const work = slowdown > 1 && s.from !== undefined ? ms / slowdown : ms;
+    this.#spread(s, "compute", t - ms, t - ms + work);
+    this.#spread(s, "throttle", t - ms + work, t);
+    s.from = Math.min(s.from ?? t - ms, t - ms);
+    s.to = Math.max(s.to ?? t, t);
+  }
+  /** A reduce that ended at `t` after `ms`; `ranks` took part (all when omitted). */
+  reduce(t, ms, ranks) {
+    if (!(Number.isFinite(t) && Number.isFinite(ms) && ms >= 0) || this.t0 === undefined) return;
+    for (const r of ranks ?? this.ranks.map((_, i) => i)) this.#spread(this.#rank(r), "reduce", t - ms, t);
+    this.#spread(this, "sync", t - ms, t);
+  }
+  /**
+   * Ms per kind of `rank` in bin `i`: compute, throttle, reduce as recorded (the sum capped
+   * at the bin's span), idle the rest of the part of the bin between its first and last batch.
+   */
+  bin(rank, i) {
+    const s = this.ranks[rank];
+    const a = this.t0 + i * this.binMs, b = a + this.binMs;
+    const span = s && s.from !== undefined ? Math.max(0, Math.min(b, s.to) - Math.max(a, s.from)) : 0;
+    const compute = s?.compute[i] || 0, throttle = s?.throttle[i] || 0, reduce = s?.reduce[i] || 0;
+    const busy = compute + throttle + reduce;
+    const k = busy > this.binMs ? this.binMs / busy : 1;
+    return { compute: compute * k, throttle: throttle * k, reduce: reduce * k, idle: Math.max(0, span - busy * k) };
+  }
+  /** Bins per rank (the longest). */
+  get length() {
+    return Math.max(this.sync.length, ...this.ranks.map((r) => Math.max(r.compute.length, r.throttle.length, r.reduce.length)));
+  }
+  toJSON() {
+    return { t0: this.t0, end: this.end, binMs: this.binMs, max: this.max, ranks: this.ranks, sync: this.sync };
+  }
+  load(obj) {
+    if (!obj) return this;
+    this.t0 = obj.t0;
+    this.end = obj.end;
+    this.binMs = obj.binMs;
+    this.max = obj.max ?? this.max;
+    this.ranks = (obj.ranks || []).map((r) => ({ ...r, compute: [...r.compute], throttle: [...r.throttle], reduce: [...r.reduce] }));
+    this.sync = [...(obj.sync || [])];
+    return this;
+  }
+}
+
+/**
+ * A y range that fits `values` (non-finite ones ignored) with a margin; for a metric known
+ * to live in [0, 1] (an accuracy) the range stays inside [0, 1]. With one value (or all
+ * equal) the range still has a height. Returns [min, max], or null when there is no value.
+ */
+export function fitRange(values, unit = false) {
+  const xs = values.filter((v) => typeof v === "number" && Number.isFinite(v));
+  if (!xs.length) return null;
+  let lo = Math.min(...xs), hi = Math.max(...xs);
+  const pad = Math.max((hi - lo) * 0.1, Math.abs(hi) * 0.02, unit ? 0.02 : 1e-6);
+  lo -= pad;
+  hi += pad;
+  if (unit && Math.min(...xs) >= 0 && Math.max(...xs) <= 1) {
+    lo = Math.max(0, lo);
+    hi = Math.min(1, hi);
+  }
+  return [lo, hi];
+}
+
+/** Whether an eval metric's name says it is a fraction in [0, 1]. */
+const UNIT_METRIC = /acc|precision|recall|f1|iou|auc/i;
+
 function fmt(v, digits = 5) {
   if (v === undefined || v === null) return "–";
   if (typeof v !== "number") return String(v);
@@ -139,7 +272,39 @@ function fmtTime(ms) {
 }
 
 const gap = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
-const rankName = (data, r) => `rank ${r}` + (data.devices && data.devices[r] ? ` (${data.devices[r]})` : "");
+
+/** The ranks that took part in a reduce (steps or counts > 0), or undefined (all) when not said. */
+function reduceRanks(ev) {
+  const per = ev.steps || ev.counts;
+  return per ? per.flatMap((n, r) => (n > 0 ? [r] : [])) : undefined;
+}
+// Legends say "rank r" only: the adapters are named once, in the subtitle.
+const rankName = (_data, r) => `rank ${r}`;
+
+/** The ranks' adapters for the subtitle: "2 ranks on X", or each rank's when they differ. */
+function devicesLine(d) {
+  const devs = d.devices || [];
+  const ranks = `${d.worldSize} rank${d.worldSize === 1 ? "" : "s"}`;
+  if (!devs.length) return ranks;
+  if (devs.every((x) => x === devs[0])) return `${ranks} on ${devs[0]}`;
+  return `${ranks}: ${devs.map((x, r) => `rank ${r} on ${x}`).join(", ")}`;
+}
+
+/** The eval metric's name ("accuracy"), or "eval metric" when the run did not say. */
+const evalName = (d) => d.evalLabel || "eval metric";
+
+/**
+ * Units of the record tree's columns: flodl writes throughput in samples per ms; the table
+ * shows samples/s, as the charts do.
+ */
+const RECORD_UNITS = {
+  throughput: { label: "throughput (samples/s)", scale: 1000 },
+  compute_only_ms: { label: "compute (ms)", scale: 1 },
+  data_starve: { label: "data starve (ms)", scale: 1 },
+  batch_share: { label: "batch share", scale: 1 },
+  sync_ms: { label: "reduce (ms)", scale: 1 },
+  cpu_avg_ms: { label: "CPU average (ms)", scale: 1 },
+};
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -209,14 +374,19 @@ const CHARTS = [
     id: "eval",
     section: "Loss",
     caption: "Eval metric per epoch",
+    captionOf: (d) => `Eval ${evalName(d)} per epoch`,
     x: "epoch",
     y: "eval",
+    yOf: evalName,
     build(d) {
       const rows = d.evals || [];
       if (!rows.length) return null;
+      const col = rows.map((e) => gap(e.value));
+      // uPlot's own range around one accuracy of 0.9 ran 0 to 1.5; fit the data, in [0, 1] for a fraction.
       return {
         x: rows.map((e) => e.epoch),
-        series: [{ label: d.evalLabel || "eval", col: rows.map((e) => gap(e.value)), main: true }],
+        series: [{ label: evalName(d), col, main: true }],
+        yRange: fitRange(col, UNIT_METRIC.test(evalName(d))),
       };
     },
   },
@@ -278,7 +448,14 @@ const CHARTS = [
   {
     id: "wire-bytes",
     section: "Averaging",
-    caption: "Wire bytes per reduce",
+    caption: "Wire bytes per reduce (all ranks, up and down)",
+    captionOf(d) {
+      const rows = d.reduces || [];
+      const same = rows.length > 0 && rows.every((e) => e.bytesUp === e.bytesDown);
+      return same
+        ? "Wire bytes per reduce (all ranks): up and down are equal, down drawn dashed on up"
+        : "Wire bytes per reduce (all ranks, up and down)";
+    },
     x: "reduce",
     y: "bytes",
     bytes: true,
@@ -287,9 +464,11 @@ const CHARTS = [
       if (!rows.length) return null;
       return {
         x: rows.map((e) => e.round),
+        // Up and down are often equal (every rank sends and gets one full frame): up is the
+        // wide pale line, down the dashed one on top, so both stay visible.
         series: [
-          { label: "up (rank frames)", col: rows.map((e) => gap(e.bytesUp)) },
-          { label: "down (consensus)", col: rows.map((e) => gap(e.bytesDown)) },
+          { label: "up: ranks → coordinator", col: rows.map((e) => gap(e.bytesUp)), width: 5, alpha: "66", pointSize: 9 },
+          { label: "down: consensus → ranks", col: rows.map((e) => gap(e.bytesDown)), dash: [6, 4], pointSize: 4 },
         ],
       };
     },
@@ -298,14 +477,17 @@ const CHARTS = [
 
 const SECTIONS = ["Loss", "Throughput", "Averaging"];
 
-/** Lane colours of the swimlane, by what they show. */
+/** Lane colours of the swimlane, by what they show: [kind, legend, palette index]. */
+/** Idle is drawn pale: it is the absence of work, not a kind of it. */
+const IDLE_ALPHA = "59";
 const LANE_KINDS = [
-  ["sync", "reduce (sync)", 0],
-  ["avg", "CPU average", 1],
-  ["div", "divergence", 2],
-  ["throttle", "throttle", 3],
+  ["compute", "rank: compute", 2],
+  ["throttle", "rank: throttle (slowed down)", 3],
+  ["sync", "reduce", 0],
+  ["idle", "rank: idle", 7],
+  ["avg", "coordinator: CPU average", 1],
+  ["div", "divergence", 6],
   ["anchor", "anchor change", 4],
-  ["idle", "idle", 7],
 ];
 
 /**
@@ -328,7 +510,9 @@ function drawSwimlane(canvas, data, colors, cssWidth) {
   g.scale(dpr, dpr);
   g.clearRect(0, 0, cssWidth, h);
   g.font = "12px system-ui, sans-serif";
+  const act = data.activity && data.activity.t0 !== undefined ? new RankActivity().load(data.activity) : undefined;
   const ts = ev.map((e) => e.ts_ms).filter(Number.isFinite);
+  if (act) ts.push(act.t0, act.end ?? act.t0);
   const t0 = Math.min(...ts), t1 = Math.max(t0 + 1, ...ts);
   const plotW = Math.max(10, cssWidth - labelW - 8);
   const X = (t) => labelW + ((t - t0) / (t1 - t0)) * plotW;
@@ -364,6 +548,36 @@ function drawSwimlane(canvas, data, colors, cssWidth) {
     g.fillStyle = color(kind);
     g.fillRect(a, laneY(lane) + inset, Math.max(1.5, b - a), laneH - 2 * inset);
   };
+  // Each rank's bins as full-height bands, split left to right in proportion to the bin's
+  // compute, throttle, reduce and idle ms: a fine bin is all one kind, so the lane reads as
+  // bands in time; a coarse one (a long run) shows the mix.
+  const syncEvents = ev.some((e) => e.kind === "SyncEnd");
+  if (act) {
+    const w = (act.binMs / (t1 - t0)) * plotW;
+    const order = ["compute", "throttle", "reduce", "idle"];
+    for (let r = 0; r < Math.min(data.worldSize, act.ranks.length); r++) {
+      const y = laneY(r + 1) + 3;
+      for (let i = 0; i < act.length; i++) {
+        const b = act.bin(r, i);
+        let x = X(act.t0 + i * act.binMs);
+        for (const k of order) {
+          if (!(b[k] > 0)) continue;
+          const bw = (b[k] / act.binMs) * w;
+          g.fillStyle = k === "idle" ? color("idle") + IDLE_ALPHA : color(k === "reduce" ? "sync" : k);
+          g.fillRect(x, y, Math.max(0.5, bw), laneH - 6);
+          x += bw;
+        }
+      }
+    }
+    if (!syncEvents) {
+      for (let i = 0; i < act.sync.length; i++) {
+        if (!(act.sync[i] > 0)) continue;
+        const inset = 4, hgt = (laneH - 2 * inset) * Math.min(1, act.sync[i] / act.binMs);
+        g.fillStyle = color("sync");
+        g.fillRect(X(act.t0 + i * act.binMs), laneY(0) + laneH - inset - hgt, Math.max(1, w), hgt);
+      }
+    }
+  }
   // reduces first, so the CPU average inside each stays visible on top
   for (const e of ev) if (e.kind === "SyncEnd") block(0, e.ts_ms - e.duration, e.ts_ms, "sync", 4);
   for (const e of ev) {
@@ -413,6 +627,8 @@ export class DashboardView {
   #title;
   #data;
   #series;
+  #activity;
+  #now;
   #charts = new Map();
   #figures = new Map();
   #nodes = {};
@@ -432,6 +648,8 @@ export class DashboardView {
     }
     this.#title = options.title;
     this.#series = new BatchSeries(options.maxBatchPoints);
+    this.#activity = new RankActivity();
+    this.#now = options.now || Date.now;
     this.#data = { worldSize: 1, epochs: [], reduces: [], batches: [], evals: [], timeline: [], records: [] };
     const doc = container.ownerDocument;
     if (!doc.getElementById(STYLE_ID)) {
@@ -455,7 +673,7 @@ export class DashboardView {
 
   /** The data shown now (appends included). */
   get data() {
-    return { ...this.#data, batches: this.#series.points() };
+    return { ...this.#data, batches: this.#series.points(), activity: this.#activity.toJSON() };
   }
 
   /** The root element of the view. */
@@ -492,6 +710,7 @@ export class DashboardView {
       records: [...(data.records || [])],
     };
     this.#series.load(data.batches);
+    this.#activity = new RankActivity().load(data.activity);
     this.#render();
   }
 
@@ -508,12 +727,14 @@ export class DashboardView {
   appendReduce(ev) {
     const loss = ev.loss !== undefined ? ev.loss : this.#series.takeWindowLoss();
     this.#data.reduces.push(loss === undefined ? { ...ev } : { ...ev, loss });
+    this.#activity.reduce(this.#now(), ev.ms, reduceRanks(ev));
     this.#schedule();
   }
 
   /** One batch (the coordinator's BatchEvent: rank, epoch, loss). */
   appendBatch(ev) {
     this.#series.add(ev);
+    this.#activity.batch(ev.rank, this.#now(), ev.ms ?? ev.computeMs, this.#data.slowdown?.[ev.rank]);
     if (ev.rank >= this.#data.worldSize) this.#data.worldSize = ev.rank + 1;
     this.#schedule();
   }
@@ -577,13 +798,14 @@ export class DashboardView {
         );
         fig.hidden = true;
         grid.append(fig);
-        this.#figures.set(c.id, { fig, plot });
+        this.#figures.set(c.id, { fig, plot, cap });
       }
     }
     n.laneCanvas = el("canvas", { role: "img", class: "fd-swimlane", "aria-label": "Timeline swimlane" });
     n.laneLegend = el("ul", { class: "fd-lane-legend" });
-    for (const [, label, p] of LANE_KINDS) {
-      n.laneLegend.append(el("li", {}, el("span", { class: "fd-swatch", style: `background:${PALETTE[p]}` }), label));
+    for (const [kind, label, p] of LANE_KINDS) {
+      const bg = PALETTE[p] + (kind === "idle" ? IDLE_ALPHA : "");
+      n.laneLegend.append(el("li", {}, el("span", { class: "fd-swatch", style: `background:${bg}` }), label));
     }
     n.laneFig = el(
       "figure",
@@ -641,7 +863,7 @@ export class DashboardView {
   }
 
   #render() {
-    const d = { ...this.#data, batches: this.#series.points() };
+    const d = this.data;
     this.#width = this.#root.clientWidth;
     this.#renderHeader(d);
     this.#renderCharts(d);
@@ -652,8 +874,7 @@ export class DashboardView {
   #renderHeader(d) {
     const n = this.#nodes;
     n.h1.textContent = d.title || this.#title || "flodl training run";
-    const parts = [`${d.worldSize} rank${d.worldSize === 1 ? "" : "s"}`];
-    if (d.devices && d.devices.length) parts.push(d.devices.join(", "));
+    const parts = [devicesLine(d)];
     if (d.startedAt) parts.push(`started ${fmtTime(d.startedAt)} UTC`);
     if (d.finishedAt) parts.push(`finished ${fmtTime(d.finishedAt)} UTC`);
     n.sub.textContent = parts.join(" · ");
@@ -666,7 +887,7 @@ export class DashboardView {
     const rows = [
       ["epochs", "Epochs", epochs.length],
       ["final-loss", "Final loss (consensus)", last ? last.avgLoss : undefined],
-      ["final-eval", `Final ${d.evalLabel || "eval"}`, lastEval ? lastEval.value : undefined],
+      ["final-eval", `Final ${evalName(d)}`, lastEval ? lastEval.value : undefined],
       ["reduces", "Reduces", reduces],
       ["samples-per-s", "Samples/s", ms > 0 ? (samples / ms) * 1000 : undefined],
       ["samples", "Samples", samples],
@@ -683,7 +904,9 @@ export class DashboardView {
   #renderCharts(d) {
     const colors = this.#colors();
     for (const c of CHARTS) {
-      const { fig, plot } = this.#figures.get(c.id);
+      const { fig, plot, cap } = this.#figures.get(c.id);
+      const caption = c.captionOf ? c.captionOf(d) : c.caption;
+      cap.textContent = caption;
       const built = c.build(d);
       if (!built) {
         fig.hidden = true;
@@ -698,13 +921,15 @@ export class DashboardView {
       const lastVals = built.series.map((s) => `${s.label} ${fmt(s.col[s.col.length - 1])}`).join(", ");
       plot.setAttribute(
         "aria-label",
-        `${c.caption}: ${built.series.length} series over ${built.x.length} points; last values ${lastVals}`,
+        `${caption}: ${built.series.length} series over ${built.x.length} points; last values ${lastVals}`,
       );
       const columns = [built.x, ...built.series.map((s) => s.col)];
       const width = Math.max(240, plot.clientWidth || 600);
-      const sig = built.series.map((s) => s.label).join("|");
+      const yLabel = c.yOf ? c.yOf(d) : c.y;
+      const sig = [yLabel, ...built.series.map((s) => s.label)].join("|");
       const u = this.#charts.get(c.id);
       if (u && u.fdSig === sig) {
+        u.fdRange = built.yRange;
         u.setData(columns);
         if (Math.abs(u.width - width) > 4) u.setSize({ width, height: 240 });
         continue;
@@ -722,42 +947,58 @@ export class DashboardView {
       const opts = {
         width,
         height: 240,
-        scales: { x: { time: false }, ...(c.y2 ? { y2: {} } : {}) },
+        // The y range drawn, on the figure (data-y-range), for tests and the curious.
+        hooks: {
+          setScale: [(uu, key) => {
+            if (key === "y") fig.dataset.yRange = `${uu.scales.y.min},${uu.scales.y.max}`;
+          }],
+        },
+        scales: {
+          x: { time: false },
+          // A fitted range (the eval's), read from the chart so setData keeps it current.
+          ...("yRange" in built
+            ? { y: { range: (uu, lo, hi) => (uu.fdRange === undefined ? built.yRange : uu.fdRange) || [lo, hi] } }
+            : {}),
+          ...(c.y2 ? { y2: {} } : {}),
+        },
         series: [
           { label: c.x, value: (_u, v) => fmt(v) },
           ...built.series.map((s) => ({
             label: s.label,
-            stroke: s.main ? colors.fg : PALETTE[k++ % PALETTE.length],
-            width: s.main ? 2.5 : 1.5,
+            stroke: s.main ? colors.fg : PALETTE[k++ % PALETTE.length] + (s.alpha || ""),
+            width: s.width || (s.main ? 2.5 : 1.5),
             spanGaps: !!s.spanGaps,
             dash: s.dash,
             scale: s.scale || "y",
             value,
-            points: { show: built.x.length <= 60, fill: colors.bg },
+            points: { show: built.x.length <= 60, fill: colors.bg, ...(s.pointSize ? { size: s.pointSize } : {}) },
           })),
         ],
         axes: [
           axis(c.x, { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1e6] }),
-          axis(c.y, c.bytes ? { values: (_u, vals) => vals.map(fmtBytes), size: 70 } : {}),
+          axis(yLabel, c.bytes ? { values: (_u, vals) => vals.map(fmtBytes), size: 70 } : {}),
           ...(c.y2 ? [axis(c.y2, { scale: "y2", side: 1, grid: { show: false } })] : []),
         ],
       };
       const chart = new this.#uPlot(opts, columns, plot);
       chart.fdSig = sig;
+      chart.fdRange = built.yRange;
       this.#charts.set(c.id, chart);
     }
   }
 
   #renderSwimlane(d) {
     const n = this.#nodes;
-    n.laneSection.hidden = !d.timeline.length;
-    if (!d.timeline.length) return;
+    const shown = d.timeline.length > 0 || d.activity?.t0 !== undefined;
+    n.laneSection.hidden = !shown;
+    if (!shown) return;
     const width = Math.max(320, (n.laneFig.clientWidth || 800) - 18);
     drawSwimlane(n.laneCanvas, d, this.#colors(), width);
     const count = (k) => d.timeline.filter((e) => e.kind === k).length;
     n.laneCanvas.setAttribute(
       "aria-label",
-      `Timeline swimlane, ${d.worldSize + 1} lanes: ${count("EpochEnd")} epochs, ` +
+      `Timeline swimlane, ${d.worldSize + 1} lanes (coordinator, then each rank's compute, throttle, reduce and idle time): ` +
+        `${count("EpochEnd")} epochs, ` +
         `${count("SyncEnd")} reduces, ${count("CpuAvgEnd")} CPU averages, ${count("Idle")} idle periods, ` +
         `${count("Throttle")} throttles, ${count("AnchorChanged")} anchor changes`,
     );
@@ -772,8 +1013,9 @@ export class DashboardView {
     for (const r of nodes) if (r.epoch === lastEpoch) latest.set(r.path, r);
     n.treeSection.hidden = latest.size === 0;
     const keys = [...new Set([...latest.values()].flatMap((r) => Object.keys(r.metrics)))];
+    const unit = (k) => RECORD_UNITS[k] || { label: k, scale: 1 };
     n.tree.replaceChildren(
-      head("path", "epoch", "work", "alive", ...keys),
+      head("path", "epoch", "work", "alive", ...keys.map((k) => unit(k).label)),
       ...[...latest.values()].map((r) =>
         el(
           "tr",
@@ -782,7 +1024,7 @@ export class DashboardView {
           el("td", { class: "num" }, fmt(r.epoch)),
           el("td", { class: "num" }, fmt(r.work)),
           el("td", {}, String(r.alive)),
-          ...keys.map((k) => el("td", { class: "num" }, fmt(r.metrics[k]))),
+          ...keys.map((k) => el("td", { class: "num", "data-key": k }, fmt(r.metrics[k] === undefined ? undefined : r.metrics[k] * unit(k).scale))),
         )
       ),
     );

@@ -54,6 +54,9 @@ export {
   type DashboardTheme,
   DashboardView,
   type DashboardViewOptions,
+  fitRange,
+  RankActivity,
+  type RankActivityData,
   reviveNonFinite,
   type UPlotConstructor,
 } from "./dashboard_view.js";

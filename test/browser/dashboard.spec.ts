@@ -68,6 +68,36 @@ for (const theme of ["light", "dark", "auto"]) {
       return n;
     });
     expect(inked, "swimlane pixels drawn").toBeGreaterThan(1000);
+    // Each rank lane is covered by its compute, throttle, reduce and idle bands along the run
+    // (the lanes were empty when only timeline events fed them).
+    const laneCover = await page.evaluate(() => {
+      const c = document.querySelector("canvas.fd-swimlane") as HTMLCanvasElement;
+      const dpr = c.width / c.clientWidth;
+      const g = c.getContext("2d")!;
+      // drawSwimlane: lanes 26 px from y = 16, coordinator first; labels take the first 96 px
+      return [1, 2].map((lane) => {
+        const y = Math.round((16 + lane * 26 + 13) * dpr);
+        const x0 = Math.round(100 * dpr), x1 = c.width - Math.round(12 * dpr);
+        const px = g.getImageData(x0, y, x1 - x0, 1).data;
+        let n = 0;
+        for (let i = 3; i < px.length; i += 4) if (px[i] > 0) n++;
+        return n / (x1 - x0);
+      });
+    });
+    for (const [r, f] of laneCover.entries()) expect(f, `rank ${r} lane covered`).toBeGreaterThan(0.9);
+    // The eval chart names its metric and its axis fits the accuracies (0.6 to 0.8), inside [0, 1].
+    await expect(page.locator("#fd-cap-eval")).toHaveText("Eval accuracy per epoch");
+    const [lo, hi] = (await page.locator("#fd-eval").getAttribute("data-y-range"))!.split(",").map(Number);
+    expect(lo >= 0.5 && lo <= 0.6 && hi >= 0.8 && hi <= 0.9, `eval y range [${lo}, ${hi}]`).toBe(true);
+    // Throughput in samples/s in the record tree as in the charts (192 samples in 500 ms).
+    await expect(page.locator("#fd-tree th", { hasText: "throughput (samples/s)" })).toHaveCount(1);
+    await expect(page.locator("#fd-tree tr", { hasText: "root/local/rank0" }).locator("td[data-key=throughput]"))
+      .toHaveText("384");
+    // Adapters are named once, in the subtitle; legends say "rank r".
+    await expect(page.locator(".fd-sub")).toContainText("rank 0 on lavapipe #0");
+    for (const t of await page.locator(".u-legend").allInnerTexts()) expect(t).not.toContain("lavapipe");
+    await expect(page.locator("#fd-wire-bytes .u-legend")).toContainText("up: ranks → coordinator");
+    await expect(page.locator("#fd-wire-bytes .u-legend")).toContainText("down: consensus → ranks");
     // the drift alert of round 5
     await expect(page.locator("#fd-alerts tr[data-sev=warn]")).toHaveCount(1);
 
@@ -115,7 +145,9 @@ test("under Vite the assets arrive by import.meta.glob and the live view renders
     const view = new live.DashboardView(div, { theme: "light" });
     view.setData({ worldSize: 2, epochs: [] });
     for (let e = 0; e < 3; e++) {
-      for (let s = 0; s < 4; s++) for (let r = 0; r < 2; r++) view.appendBatch({ rank: r, epoch: e, loss: 1 / (1 + e + s) });
+      for (let s = 0; s < 4; s++) {
+        for (let r = 0; r < 2; r++) view.appendBatch({ rank: r, epoch: e, loss: 1 / (1 + e + s), ms: 5 });
+      }
       view.appendReduce({ round: e, epoch: e, ms: 5, averageMs: 2, bytesUp: 100, bytesDown: 100, anchor: 2 });
       view.appendEpoch({
         epoch: e,
@@ -136,6 +168,7 @@ test("under Vite the assets arrive by import.meta.glob and the live view renders
       htmlHasUplot: html.includes("var uPlot="),
       charts: div.querySelectorAll(".uplot canvas").length,
       epochs: div.querySelector("#fd-summary tr[data-key=epochs] td")?.textContent,
+      lanes: !(div.querySelector("#fd-timeline")!.closest("section") as HTMLElement).hidden,
     };
   });
   expect(errors, "page errors").toEqual([]);
@@ -146,4 +179,5 @@ test("under Vite the assets arrive by import.meta.glob and the live view renders
   expect(got.htmlHasUplot).toBe(true);
   expect(got.charts, "live charts (no timeline/records: 8 uPlot charts)").toBe(CHARTS);
   expect(got.epochs).toBe("3");
+  expect(got.lanes, "live batches alone show the rank lanes").toBe(true);
 });

@@ -38,10 +38,8 @@ const MIN_ACCURACY = 0.5;
 // NOTE: in headless Chromium on SwiftShader, presenting a WebGPU canvas loses the GPU
 // device (and wipes every 2-D canvas) unless the compositor's GL runs on SwiftShader too.
 const launch = config.use?.launchOptions ?? {};
-test.use({
-  launchOptions: { ...launch, args: [...(launch.args ?? []), "--use-angle=swiftshader"] },
-  viewport: { width: 1280, height: 800 },
-});
+if (!launch.args?.includes("--use-angle=swiftshader")) throw new Error("playwright.config.ts lacks --use-angle=swiftshader");
+test.use({ viewport: { width: 1280, height: 800 } });
 
 interface DemoState {
   state: string;
@@ -85,6 +83,17 @@ async function open(page: Page, base: string): Promise<void> {
   await expect(page.locator("#gpu")).toHaveText(/^GPU adapter: \S/);
   expect(await page.evaluate(() => (globalThis as any).__demo.drift !== undefined), "3-D view created").toBe(true);
   expect(await page.evaluate(() => (globalThis as any).__demo.drift.probe()), "3-D view before training").toBe(0);
+  // Every option's text fits its dropdown ("cpu-cadence: ElChe cadenc" did not).
+  const cut = await page.evaluate(() =>
+    [...document.querySelectorAll("select")].flatMap((sel) => {
+      const cs = getComputedStyle(sel);
+      const g = document.createElement("canvas").getContext("2d")!;
+      g.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      const room = sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20; // 20: the arrow
+      return [...sel.options].filter((o) => g.measureText(o.text).width > room).map((o) => `${sel.id}: ${o.text}`);
+    })
+  );
+  expect(cut, "option texts wider than their dropdown").toEqual([]);
   // Remember every value the batch-loss chart shows, to see it grow during the run.
   await page.evaluate(() => {
     const seen: number[] = ((globalThis as any).__seen = []);
@@ -116,6 +125,25 @@ async function startRun(page: Page, o: RunOptions): Promise<void> {
   await page.evaluate(() => ((globalThis as any).__seen.length = 0));
   await page.click("#start");
   await expect(page.locator("#stop")).toBeEnabled();
+}
+
+/**
+ * While the ranks compile and the first epoch runs, the status counts (it said only
+ * "epoch 0/2…" for a minute), and the live charts are in view at 1280×800.
+ */
+async function checkWarmUp(page: Page): Promise<void> {
+  // (A fast GPU may finish before a poll sees a line: "Done after" is accepted then.)
+  await expect(page.locator("#status")).toHaveText(/^(Warming up: \d+ ranks compile|Epoch 1\/\d+ · batches: rank 0 \d+|Done after)/, {
+    timeout: 120_000,
+  });
+  await expect(page.locator("#status")).toHaveText(/^(Epoch \d+\/\d+ · batches: rank 0 \d+, rank 1 \d+ · \d+ samples\/s|Done after)/, {
+    timeout: 300_000,
+  });
+  // The view draws on animation frames, which wait while SwiftShader compiles the other rank's pipelines.
+  await expect(page.locator("#fd-loss-batch")).toBeVisible({ timeout: 120_000 });
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const box = (await page.locator("#fd-loss-batch").boundingBox())!;
+  expect(box.y + box.height / 2, "the batch-loss chart's middle is above the fold at 1280×800").toBeLessThan(800);
 }
 
 const settled = (page: Page) =>
@@ -205,6 +233,8 @@ async function checkDashboardDownload(page: Page, label: string, epochs: number,
   await saved.goto(pathToFileURL(file).href);
   await saved.waitForFunction(() => (globalThis as any).flodlDashboard !== undefined, null, { timeout: 30_000 });
   await expect(saved.locator("#fd-summary tr[data-key=epochs] td")).toHaveText(String(epochs));
+  await expect(saved.locator("h1")).toHaveText(`MNIST ${PROGRAM} · cpu-cadence · 2 ranks`);
+  await expect(saved.locator("#fd-cap-eval")).toHaveText("Eval accuracy per epoch");
   expect(await points(saved, "loss-epoch")).toBe(epochs);
   expect(await points(saved, "eval")).toBe(evals);
   expect(errors, "errors in the saved dashboard").toEqual([]);
@@ -243,6 +273,7 @@ async function flow(page: Page, base: string, label: string): Promise<void> {
   const errors = watchErrors(page);
   await open(page, base);
   await startRun(page, { ranks: 2, mode: "cpu-cadence", epochs: 1 });
+  await checkWarmUp(page);
   await settled(page);
   const first = await checkRun(page, 1);
   await drawDigit(page);
