@@ -12,7 +12,6 @@ import {
   type Module,
   observe,
   type RankSpecification,
-  type RunEpochMetrics,
   type TrainedState,
 } from "../src/index.ts";
 import { DashboardView } from "../src/monitor/dashboard_live.ts";
@@ -156,8 +155,8 @@ export class Session {
   async #follow(handle: DdpHandle): Promise<void> {
     for await (const m of handle) {
       this.epochs++;
-      this.view.appendEpoch(m as RunEpochMetrics);
-      this.recorder.epoch(m as RunEpochMetrics);
+      this.view.appendEpoch(m);
+      this.recorder.epoch(m);
       this.events.epoch(m, this);
     }
   }
