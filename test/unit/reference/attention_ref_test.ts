@@ -1,4 +1,4 @@
-import { dropoutMultipliers, mhaRef, sdpaRef } from "../../reference/attention.ts";
+import { dropoutMultipliers, mhaRef, type MhaWeights, sdpaRef } from "../../reference/attention.ts";
 import { rmsNormRef } from "../../reference/norm.ts";
 import { ropeRef } from "../../reference/rope.ts";
 import { assert, assertRelClose } from "../../util/assert.ts";
@@ -44,14 +44,15 @@ Deno.test("mha reference gradients (inputs and in/out projections) match central
   const w = { inProjWeight: f64(108, rng, 0.5), inProjBias: f64(18, rng), outProjWeight: f64(36, rng, 0.5), outProjBias: f64(6, rng) };
   const opts = { keyPaddingMask: [0, 0, 0, 1, 0, 0, 0, 0] };
   const g = mhaRef(query, key, value, dims, w, opts, dout);
-  const out = (qq = query, kk = key, vv = value, ww = w) => mhaRef(qq, kk, vv, dims, ww, opts, dout).out;
+  type A = ArrayLike<number>;
+  const out = (qq: A = query, kk: A = key, vv: A = value, ww: MhaWeights = w) => mhaRef(qq, kk, vv, dims, ww, opts, dout).out;
   assertRelClose(g.dQuery, numGrad((x) => out(x), query, dout), 1e-5, "dQuery");
   assertRelClose(g.dKey, numGrad((x) => out(query, x), key, dout), 1e-5, "dKey");
   assertRelClose(g.dValue, numGrad((x) => out(query, key, x), value, dout), 1e-5, "dValue");
-  assertRelClose(g.dInProjWeight, numGrad((x) => out(query, key, value, { ...w, inProjWeight: x }), w.inProjWeight as Float64Array, dout), 1e-5, "dInProjWeight");
-  assertRelClose(g.dInProjBias, numGrad((x) => out(query, key, value, { ...w, inProjBias: x }), w.inProjBias as Float64Array, dout), 1e-5, "dInProjBias");
-  assertRelClose(g.dOutProjWeight, numGrad((x) => out(query, key, value, { ...w, outProjWeight: x }), w.outProjWeight as Float64Array, dout), 1e-5, "dOutProjWeight");
-  assertRelClose(g.dOutProjBias, numGrad((x) => out(query, key, value, { ...w, outProjBias: x }), w.outProjBias as Float64Array, dout), 1e-5, "dOutProjBias");
+  assertRelClose(g.dInProjWeight, numGrad((x) => out(query, key, value, { ...w, inProjWeight: x }), w.inProjWeight, dout), 1e-5, "dInProjWeight");
+  assertRelClose(g.dInProjBias, numGrad((x) => out(query, key, value, { ...w, inProjBias: x }), w.inProjBias, dout), 1e-5, "dInProjBias");
+  assertRelClose(g.dOutProjWeight, numGrad((x) => out(query, key, value, { ...w, outProjWeight: x }), w.outProjWeight, dout), 1e-5, "dOutProjWeight");
+  assertRelClose(g.dOutProjBias, numGrad((x) => out(query, key, value, { ...w, outProjBias: x }), w.outProjBias, dout), 1e-5, "dOutProjBias");
 });
 
 Deno.test("rmsNorm reference gradients (x, weight) match central differences", () => {
