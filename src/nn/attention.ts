@@ -106,25 +106,40 @@ export class MultiheadAttention extends Module {
 
   constructor(readonly embedDim: number, readonly numHeads: number, options: MultiheadAttentionOptions = {}) {
     super();
-    if (!Number.isInteger(embedDim) || embedDim < 1) throw new RangeError(`MultiheadAttention: embedDim must be an integer >= 1, got ${embedDim}`);
+    if (!Number.isInteger(embedDim) || embedDim < 1) {
+      throw new RangeError(`MultiheadAttention: embedDim must be an integer >= 1, got ${embedDim}`);
+    }
     if (!Number.isInteger(numHeads) || numHeads < 1 || embedDim % numHeads !== 0) {
-      throw new RangeError(`MultiheadAttention: numHeads must be an integer >= 1 dividing embedDim ${embedDim}, got ${numHeads}`);
+      throw new RangeError(
+        `MultiheadAttention: numHeads must be an integer >= 1 dividing embedDim ${embedDim}, got ${numHeads}`,
+      );
     }
     const dropout = options.dropout ?? 0;
-    if (!(dropout >= 0 && dropout < 1)) throw new RangeError(`MultiheadAttention: dropout must be in [0, 1), got ${dropout}`);
+    if (!(dropout >= 0 && dropout < 1)) {
+      throw new RangeError(`MultiheadAttention: dropout must be in [0, 1), got ${dropout}`);
+    }
     this.dropout = dropout;
     this.batchFirst = options.batchFirst ?? false;
     this.headDim = embedDim / numHeads;
     const device = options.device ?? Device.default;
     const seed = options.seed;
     // Registered under PyTorch's names, in its order: in_proj_weight, in_proj_bias, out_proj.
-    this.inProjWeight = this.registerParameter("in_proj_weight", new Parameter(T.zeros([3 * embedDim, embedDim], { device }), "in_proj_weight"));
+    this.inProjWeight = this.registerParameter(
+      "in_proj_weight",
+      new Parameter(T.zeros([3 * embedDim, embedDim], { device }), "in_proj_weight"),
+    );
     xavierUniform(this.inProjWeight, 1, seed);
     if (options.bias !== false) {
-      this.inProjBias = this.registerParameter("in_proj_bias", new Parameter(T.zeros([3 * embedDim], { device }), "in_proj_bias"));
+      this.inProjBias = this.registerParameter(
+        "in_proj_bias",
+        new Parameter(T.zeros([3 * embedDim], { device }), "in_proj_bias"),
+      );
     }
     const linearSeed = seed === undefined ? undefined : (seed + 2) >>> 0;
-    this.outProj = this.registerModule("out_proj", new Linear(embedDim, embedDim, { device, bias: options.bias !== false, seed: linearSeed }));
+    this.outProj = this.registerModule(
+      "out_proj",
+      new Linear(embedDim, embedDim, { device, bias: options.bias !== false, seed: linearSeed }),
+    );
     if (this.outProj.bias) zeros(this.outProj.bias);
   }
 
@@ -145,7 +160,9 @@ export class MultiheadAttention extends Module {
   #checkInput(name: string, x: Variable): void {
     if (x.ndim !== 3 || x.shape[2] !== this.embedDim) {
       const layout = this.batchFirst ? "[B, T, E]" : "[T, B, E]";
-      throw new RangeError(`MultiheadAttention(${this.embedDim}, ${this.numHeads}): ${name} must be ${layout} with E = ${this.embedDim}, got [${x.shape}]`);
+      throw new RangeError(
+        `MultiheadAttention(${this.embedDim}, ${this.numHeads}): ${name} must be ${layout} with E = ${this.embedDim}, got [${x.shape}]`,
+      );
     }
   }
 

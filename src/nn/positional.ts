@@ -29,9 +29,14 @@ export class PositionalEmbedding extends Embedding {
   /** Embeddings of positions offset..offset+seqLen-1: [seqLen, dim]. */
   override forward(seqLen: number | Variable | T.Indices, offset = 0): Variable {
     if (typeof seqLen !== "number") return super.forward(seqLen);
-    if (!Number.isInteger(seqLen) || seqLen < 1 || !Number.isInteger(offset) || offset < 0 || offset + seqLen > this.maxLen) {
+    if (
+      !Number.isInteger(seqLen) || seqLen < 1 || !Number.isInteger(offset) || offset < 0 ||
+      offset + seqLen > this.maxLen
+    ) {
       throw new RangeError(
-        `PositionalEmbedding(${this.maxLen}): positions ${offset}..${offset + seqLen - 1} must lie in [0, ${this.maxLen}), got seqLen ${seqLen}, offset ${offset}`,
+        `PositionalEmbedding(${this.maxLen}): positions ${offset}..${
+          offset + seqLen - 1
+        } must lie in [0, ${this.maxLen}), got seqLen ${seqLen}, offset ${offset}`,
       );
     }
     return super.forward(Int32Array.from({ length: seqLen }, (_, i) => offset + i));
@@ -46,7 +51,9 @@ export class PositionalEmbedding extends Embedding {
 export function rotaryEmbedding(x: Variable, options: T.RopeOptions = {}): Variable {
   const { base, offset, interleaved } = T.ropeAttrs(options);
   const t = x.shape[x.shape.length - 2], d = x.shape[x.shape.length - 1];
-  if (x.ndim < 2 || d % 2 !== 0) throw new RangeError(`rotaryEmbedding: x must be [..., T, D] with an even D, got [${x.shape}]`);
+  if (x.ndim < 2 || d % 2 !== 0) {
+    throw new RangeError(`rotaryEmbedding: x must be [..., T, D] with an even D, got [${x.shape}]`);
+  }
   const tab = T.ropeTable(x.data.device, offset + t, d, base);
   return apply(T.ropeOp, [x, new Variable(tab)], { offset, interleaved });
 }

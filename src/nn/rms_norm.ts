@@ -37,9 +37,13 @@ export class RMSNorm extends Module {
     super();
     this.normalizedShape = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
     this.eps = options.eps ?? 1e-5;
-    if (!(this.eps >= 0) || !Number.isFinite(this.eps)) throw new RangeError(`RMSNorm: eps must be a finite number >= 0, got ${this.eps}`);
+    if (!(this.eps >= 0) || !Number.isFinite(this.eps)) {
+      throw new RangeError(`RMSNorm: eps must be a finite number >= 0, got ${this.eps}`);
+    }
     const device = options.device ?? Device.default;
-    if (options.elementwiseAffine !== false) this.weight = new Parameter(T.ones(this.normalizedShape, { device }), "weight");
+    if (options.elementwiseAffine !== false) {
+      this.weight = new Parameter(T.ones(this.normalizedShape, { device }), "weight");
+    }
   }
   forward(x: Variable): Variable {
     const inputs = this.weight ? [x, this.weight] : [x];

@@ -51,7 +51,7 @@ export function sdpaRef(
       if (m === -Infinity) continue; // no visible key: output and gradients stay 0
       const pr = new Float64Array(tk);
       let sum = 0;
-      for (let j = 0; j < tk; j++) sum += (pr[j] = s[j] === -Infinity ? 0 : Math.exp(s[j] - m));
+      for (let j = 0; j < tk; j++) sum += pr[j] = s[j] === -Infinity ? 0 : Math.exp(s[j] - m);
       for (let j = 0; j < tk; j++) pr[j] /= sum;
       const z = (j: number) => (opts.dropout ? opts.dropout[(bh * tq + i) * tk + j] : 1);
       for (let j = 0; j < tk; j++) {
@@ -104,7 +104,15 @@ export function dropoutMultipliers(seed: number, p: number, count: number): Floa
 }
 
 /** x [rows, in] · wᵀ + b with w [out, in], and its backward. */
-function linear(x: ArrayLike<number>, rows: number, w: ArrayLike<number>, b: ArrayLike<number>, wRow0: number, inF: number, outF: number) {
+function linear(
+  x: ArrayLike<number>,
+  rows: number,
+  w: ArrayLike<number>,
+  b: ArrayLike<number>,
+  wRow0: number,
+  inF: number,
+  outF: number,
+) {
   const y = new Float64Array(rows * outF);
   for (let r = 0; r < rows; r++) {
     for (let o = 0; o < outF; o++) {
@@ -193,13 +201,20 @@ export function mhaRef(
   const attnDout = new Float64Array(b * tq * e);
   const dOutW = new Float64Array(e * e), dOutB = new Float64Array(e);
   // Forward through sdpa with a zero gradient first, to get the attention output.
-  const first = sdpaRef(splitHeads(qp, b, tq, h, d), splitHeads(kp, b, tk, h, d), splitHeads(vp, b, tk, h, d), {
-    b,
-    h,
-    tq,
-    tk,
-    d,
-  }, opts, new Float64Array(b * h * tq * d));
+  const first = sdpaRef(
+    splitHeads(qp, b, tq, h, d),
+    splitHeads(kp, b, tk, h, d),
+    splitHeads(vp, b, tk, h, d),
+    {
+      b,
+      h,
+      tq,
+      tk,
+      d,
+    },
+    opts,
+    new Float64Array(b * h * tq * d),
+  );
   const attn = mergeHeads(first.o, b, tq, h, d);
   const out = linear(attn, b * tq, w.outProjWeight, w.outProjBias, 0, e, e);
   linearBack(attn, b * tq, w.outProjWeight, 0, e, e, dout, attnDout, dOutW, dOutB);
@@ -211,10 +226,21 @@ export function mhaRef(
     opts,
     splitHeads(attnDout, b, tq, h, d),
   );
-  const dQuery = new Float64Array(b * tq * e), dKey = new Float64Array(b * tk * e), dValue = new Float64Array(b * tk * e);
+  const dQuery = new Float64Array(b * tq * e),
+    dKey = new Float64Array(b * tk * e),
+    dValue = new Float64Array(b * tk * e);
   const dInW = new Float64Array(3 * e * e), dInB = new Float64Array(3 * e);
   linearBack(query, b * tq, w.inProjWeight, 0, e, e, mergeHeads(g.dq, b, tq, h, d), dQuery, dInW, dInB);
   linearBack(key, b * tk, w.inProjWeight, e, e, e, mergeHeads(g.dk, b, tk, h, d), dKey, dInW, dInB);
   linearBack(value, b * tk, w.inProjWeight, 2 * e, e, e, mergeHeads(g.dv, b, tk, h, d), dValue, dInW, dInB);
-  return { out, dQuery, dKey, dValue, dInProjWeight: dInW, dInProjBias: dInB, dOutProjWeight: dOutW, dOutProjBias: dOutB };
+  return {
+    out,
+    dQuery,
+    dKey,
+    dValue,
+    dInProjWeight: dInW,
+    dInProjBias: dInB,
+    dOutProjWeight: dOutW,
+    dOutProjBias: dOutB,
+  };
 }

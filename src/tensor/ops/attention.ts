@@ -55,7 +55,9 @@ export function attentionDims(
   const tk = k[2];
   if (k[0] !== b || k[1] !== h || k[3] !== d || v[0] !== b || v[1] !== h || v[2] !== tk || v[3] !== d) {
     throw new RangeError(
-      `${op}: need q [B,H,Tq,D], k and v [B,H,Tk,D] with the same B, H, D and Tk, got q=${fmt(q)} k=${fmt(k)} v=${fmt(v)}`,
+      `${op}: need q [B,H,Tq,D], k and v [B,H,Tk,D] with the same B, H, D and Tk, got q=${fmt(q)} k=${fmt(k)} v=${
+        fmt(v)
+      }`,
     );
   }
   if (attnMask && (attnMask.length !== 2 || attnMask[0] !== tq || attnMask[1] !== tk)) {
@@ -87,7 +89,12 @@ function noMask(device: Device): Tensor {
   return t;
 }
 
-function launch(entry: string, device: Device, values: Record<string, number>, buffers: Record<number, GPUBuffer>): void {
+function launch(
+  entry: string,
+  device: Device,
+  values: Record<string, number>,
+  buffers: Record<number, GPUBuffer>,
+): void {
   if (values.rows === 0) return;
   device.dispatch({
     shader: "attention",
@@ -122,7 +129,9 @@ export const attentionOp: OpDef<AttentionAttrs> = {
       q.sameDevice(t, op);
     }
     for (const [name, t] of [["attnMask", mask], ["keyPaddingMask", kpm]] as const) {
-      if (t && t.dtype !== "f32" && t.dtype !== "i32") throw new TypeError(`${op}: ${name} must be f32 or i32, got ${t.dtype}`);
+      if (t && t.dtype !== "f32" && t.dtype !== "i32") {
+        throw new TypeError(`${op}: ${name} must be f32 or i32, got ${t.dtype}`);
+      }
       if (t) q.sameDevice(t, op);
     }
     const { b, h, tq, tk, d } = attentionDims(q.shape, k.shape, v.shape, mask?.shape, kpm?.shape);

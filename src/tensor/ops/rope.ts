@@ -5,7 +5,13 @@ import { fmt } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/rope.wgsl. */
-export const ROPE_PARAMS = layout("rope", "Params", { pairs: "u32", t: "u32", d: "u32", offset: "u32", interleaved: "u32" });
+export const ROPE_PARAMS = layout("rope", "Params", {
+  pairs: "u32",
+  t: "u32",
+  d: "u32",
+  offset: "u32",
+  interleaved: "u32",
+});
 
 /** Options of {@link rotaryEmbedding}. */
 export interface RopeOptions {
@@ -65,7 +71,10 @@ function launch(entry: string, x: Tensor, tab: Tensor, y: Tensor, attrs: RopeAtt
   x.device.dispatch({
     shader: "rope",
     entry,
-    params: { layout: ROPE_PARAMS, values: { pairs, t, d, offset: attrs.offset, interleaved: attrs.interleaved ? 1 : 0 } },
+    params: {
+      layout: ROPE_PARAMS,
+      values: { pairs, t, d, offset: attrs.offset, interleaved: attrs.interleaved ? 1 : 0 },
+    },
     buffers: { 1: x.buffer, 2: tab.buffer, 3: y.buffer },
     groups: Device.grid(pairs),
   });
@@ -79,7 +88,9 @@ export const ropeOp: OpDef<RopeAttrs> = {
     if (x.dtype !== "f32") throw new TypeError(`${op}: expects an f32 tensor, got ${x.dtype}`);
     const { t, d } = ropeDims(x.shape, op);
     if (tab.ndim !== 3 || tab.shape[1] !== d / 2 || tab.shape[2] !== 2 || tab.shape[0] < attrs.offset + t) {
-      throw new RangeError(`${op}: table ${fmt(tab.shape)} must be [>= ${attrs.offset + t}, ${d / 2}, 2] for x ${fmt(x.shape)}`);
+      throw new RangeError(
+        `${op}: table ${fmt(tab.shape)} must be [>= ${attrs.offset + t}, ${d / 2}, 2] for x ${fmt(x.shape)}`,
+      );
     }
     const y = Tensor.empty(x.shape, { device: x.device }, op);
     launch("rope_forward", x, tab, y, attrs);
@@ -96,8 +107,12 @@ export const ropeOp: OpDef<RopeAttrs> = {
 /** Checked options with defaults (pure). */
 export function ropeAttrs(options: RopeOptions): { base: number; offset: number; interleaved: boolean } {
   const base = options.base ?? 10000, offset = options.offset ?? 0;
-  if (!(base > 1) || !Number.isFinite(base)) throw new RangeError(`rotaryEmbedding: base must be a finite number > 1, got ${base}`);
-  if (!Number.isInteger(offset) || offset < 0) throw new RangeError(`rotaryEmbedding: offset must be an integer >= 0, got ${offset}`);
+  if (!(base > 1) || !Number.isFinite(base)) {
+    throw new RangeError(`rotaryEmbedding: base must be a finite number > 1, got ${base}`);
+  }
+  if (!Number.isInteger(offset) || offset < 0) {
+    throw new RangeError(`rotaryEmbedding: offset must be an integer >= 0, got ${offset}`);
+  }
   return { base, offset, interleaved: options.interleaved ?? false };
 }
 

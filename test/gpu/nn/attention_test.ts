@@ -67,60 +67,79 @@ for (const c of golden.cases) {
   }
 }
 
-gpuTest("MultiheadAttention on odd shapes matches the f64 reference: output, inputs and weights' gradients", async () => {
-  const rng = mulberry32(411);
-  const dims = { b: 3, tq: 9, tk: 13, e: 10, h: 2 };
-  const mha = new MultiheadAttention(dims.e, dims.h, { batchFirst: true, seed: 3 });
-  const w = {
-    inProjWeight: await mha.inProjWeight.toArray(),
-    inProjBias: randn(30, rng),
-    outProjWeight: await mha.outProj.weight.toArray(),
-    outProjBias: randn(10, rng),
-  };
-  mha.inProjBias!.set(w.inProjBias);
-  mha.outProj.bias!.set(w.outProjBias);
-  const query = randn(3 * 9 * 10, rng), key = randn(3 * 13 * 10, rng), value = randn(3 * 13 * 10, rng);
-  const dout = randn(3 * 9 * 10, rng);
-  const kpm = Int32Array.from({ length: 39 }, (_, i) => Number(i % 13 === 4 || i === 38));
-  const want = mhaRef(query, key, value, dims, w, { keyPaddingMask: kpm }, dout);
-  const vq = new Variable(fromArray(query, [3, 9, 10]), true);
-  const vk = new Variable(fromArray(key, [3, 13, 10]), true);
-  const vv = new Variable(fromArray(value, [3, 13, 10]), true);
-  const out = mha.forward(vq, vk, vv, { keyPaddingMask: fromArray(kpm, [3, 13]) });
-  out.backward(fromArray(dout, [3, 9, 10]));
-  assertRelClose(await out.toArray(), want.out, 1e-4, "out");
-  assertRelClose(await vq.grad!.toArray(), want.dQuery, 1e-3, "dQuery");
-  assertRelClose(await vk.grad!.toArray(), want.dKey, 1e-3, "dKey");
-  assertRelClose(await vv.grad!.toArray(), want.dValue, 1e-3, "dValue");
-  assertRelClose(await mha.inProjWeight.grad!.toArray(), want.dInProjWeight, 1e-3, "dInProjWeight");
-  assertRelClose(await mha.inProjBias!.grad!.toArray(), want.dInProjBias, 1e-3, "dInProjBias");
-  assertRelClose(await mha.outProj.weight.grad!.toArray(), want.dOutProjWeight, 1e-3, "dOutProjWeight");
-  assertRelClose(await mha.outProj.bias!.grad!.toArray(), want.dOutProjBias, 1e-3, "dOutProjBias");
-});
+gpuTest(
+  "MultiheadAttention on odd shapes matches the f64 reference: output, inputs and weights' gradients",
+  async () => {
+    const rng = mulberry32(411);
+    const dims = { b: 3, tq: 9, tk: 13, e: 10, h: 2 };
+    const mha = new MultiheadAttention(dims.e, dims.h, { batchFirst: true, seed: 3 });
+    const w = {
+      inProjWeight: await mha.inProjWeight.toArray(),
+      inProjBias: randn(30, rng),
+      outProjWeight: await mha.outProj.weight.toArray(),
+      outProjBias: randn(10, rng),
+    };
+    mha.inProjBias!.set(w.inProjBias);
+    mha.outProj.bias!.set(w.outProjBias);
+    const query = randn(3 * 9 * 10, rng), key = randn(3 * 13 * 10, rng), value = randn(3 * 13 * 10, rng);
+    const dout = randn(3 * 9 * 10, rng);
+    const kpm = Int32Array.from({ length: 39 }, (_, i) => Number(i % 13 === 4 || i === 38));
+    const want = mhaRef(query, key, value, dims, w, { keyPaddingMask: kpm }, dout);
+    const vq = new Variable(fromArray(query, [3, 9, 10]), true);
+    const vk = new Variable(fromArray(key, [3, 13, 10]), true);
+    const vv = new Variable(fromArray(value, [3, 13, 10]), true);
+    const out = mha.forward(vq, vk, vv, { keyPaddingMask: fromArray(kpm, [3, 13]) });
+    out.backward(fromArray(dout, [3, 9, 10]));
+    assertRelClose(await out.toArray(), want.out, 1e-4, "out");
+    assertRelClose(await vq.grad!.toArray(), want.dQuery, 1e-3, "dQuery");
+    assertRelClose(await vk.grad!.toArray(), want.dKey, 1e-3, "dKey");
+    assertRelClose(await vv.grad!.toArray(), want.dValue, 1e-3, "dValue");
+    assertRelClose(await mha.inProjWeight.grad!.toArray(), want.dInProjWeight, 1e-3, "dInProjWeight");
+    assertRelClose(await mha.inProjBias!.grad!.toArray(), want.dInProjBias, 1e-3, "dInProjBias");
+    assertRelClose(await mha.outProj.weight.grad!.toArray(), want.dOutProjWeight, 1e-3, "dOutProjWeight");
+    assertRelClose(await mha.outProj.bias!.grad!.toArray(), want.dOutProjBias, 1e-3, "dOutProjBias");
+  },
+);
 
-gpuTest("MultiheadAttention: PyTorch's init (Xavier in_proj, zero biases) and attention dropout only in training", async () => {
-  const mha = new MultiheadAttention(16, 4, { dropout: 0.4, batchFirst: true, seed: 8 });
-  const bound = Math.sqrt(6 / (16 + 48));
-  const wIn = await mha.inProjWeight.toArray();
-  assert(wIn.every((x) => Math.abs(x) <= bound) && wIn.some((x) => Math.abs(x) > bound / 2), "in_proj_weight in U(±√(6/(E+3E)))");
-  assert((await mha.inProjBias!.toArray()).every((x) => x === 0), "in_proj_bias is 0");
-  assert((await mha.outProj.bias!.toArray()).every((x) => x === 0), "out_proj.bias is 0");
-  const x = new Variable(fromArray(randn(2 * 11 * 16, mulberry32(9)), [2, 11, 16]));
-  const train1 = await mha.forward(x, x, x, { causal: true }).toArray();
-  const train2 = await mha.forward(x, x, x, { causal: true }).toArray();
-  mha.eval();
-  const eval1 = await mha.forward(x, x, x, { causal: true }).toArray();
-  const eval2 = await mha.forward(x, x, x, { causal: true }).toArray();
-  assertEquals([...eval1], [...eval2], "eval is deterministic");
-  assert(train1.every(Number.isFinite) && train1.some((v, i) => Math.abs(v - eval1[i]) > 1e-3), "training drops weights");
-  assert(train1.some((v, i) => v !== train2[i]), "each training call draws a new mask");
-});
+gpuTest(
+  "MultiheadAttention: PyTorch's init (Xavier in_proj, zero biases) and attention dropout only in training",
+  async () => {
+    const mha = new MultiheadAttention(16, 4, { dropout: 0.4, batchFirst: true, seed: 8 });
+    const bound = Math.sqrt(6 / (16 + 48));
+    const wIn = await mha.inProjWeight.toArray();
+    assert(
+      wIn.every((x) => Math.abs(x) <= bound) && wIn.some((x) => Math.abs(x) > bound / 2),
+      "in_proj_weight in U(±√(6/(E+3E)))",
+    );
+    assert((await mha.inProjBias!.toArray()).every((x) => x === 0), "in_proj_bias is 0");
+    assert((await mha.outProj.bias!.toArray()).every((x) => x === 0), "out_proj.bias is 0");
+    const x = new Variable(fromArray(randn(2 * 11 * 16, mulberry32(9)), [2, 11, 16]));
+    const train1 = await mha.forward(x, x, x, { causal: true }).toArray();
+    const train2 = await mha.forward(x, x, x, { causal: true }).toArray();
+    mha.eval();
+    const eval1 = await mha.forward(x, x, x, { causal: true }).toArray();
+    const eval2 = await mha.forward(x, x, x, { causal: true }).toArray();
+    assertEquals([...eval1], [...eval2], "eval is deterministic");
+    assert(
+      train1.every(Number.isFinite) && train1.some((v, i) => Math.abs(v - eval1[i]) > 1e-3),
+      "training drops weights",
+    );
+    assert(train1.some((v, i) => v !== train2[i]), "each training call draws a new mask");
+  },
+);
 
 gpuTest("MultiheadAttention and scaledDotProductAttention reject bad sizes naming them", () => {
   assertThrows(() => new MultiheadAttention(10, 3), RangeError, "numHeads", "10", "3");
   assertThrows(() => new MultiheadAttention(8, 2, { dropout: 1 }), RangeError, "dropout", "1");
   const mha = new MultiheadAttention(8, 2);
-  assertThrows(() => mha.forward(new Variable(fromArray(new Float32Array(12), [2, 1, 6]))), RangeError, "query", "[T, B, E]", "E = 8", "2,1,6");
+  assertThrows(
+    () => mha.forward(new Variable(fromArray(new Float32Array(12), [2, 1, 6]))),
+    RangeError,
+    "query",
+    "[T, B, E]",
+    "E = 8",
+    "2,1,6",
+  );
   const q = new Variable(fromArray(new Float32Array(24), [1, 2, 3, 4]));
   assertThrows(() => scaledDotProductAttention(q, q, q, { dropoutP: -0.1 }), RangeError, "dropoutP", "-0.1");
 });
@@ -140,41 +159,48 @@ gpuTest("scaledDotProductAttention on Variables: gradients reach q, k, v through
   assertRelClose(await vv.grad!.toArray(), want.dv, 1e-3, "dv");
 });
 
-gpuTest("weight tying: one Parameter in Embedding and the output Linear, listed once, gradient from both uses", async () => {
-  const rng = mulberry32(21);
-  const vocab = 11, dim = 6;
-  class TinyLm extends Module {
-    emb = new Embedding(vocab, dim, { seed: 1 });
-    head = new Linear(dim, vocab, { bias: false, seed: 2 });
-    constructor() {
-      super();
-      // The pattern: point the Linear's field at the Embedding's Parameter (readonly is only a type-level guard).
-      (this.head as { weight: Parameter }).weight = this.emb.weight;
-    }
-    forward(x: Variable): Variable {
-      return this.head.forward(this.emb.forward(x));
-    }
-  }
-  const model = new TinyLm();
-  assertEquals(model.namedParameters().map(([n]) => n), ["emb.weight"], "a tied parameter is listed once, under its first name");
-  const emb = model.emb;
-  const idx = [3, 0, 10, 3, 7];
-  const dy = randn(idx.length * vocab, rng);
-  const w = await emb.weight.toArray();
-  const y = model.forward(new Variable(fromArray(Int32Array.from(idx), [idx.length])));
-  y.backward(fromArray(dy, [idx.length, vocab]));
-  // f64: x = W[idx]; y = x Wᵀ; dW = dyᵀ x (as the head's weight) + scatter of dy W into rows idx (as the table).
-  const want = new Float64Array(vocab * dim);
-  idx.forEach((r, n) => {
-    for (let o = 0; o < vocab; o++) {
-      for (let c = 0; c < dim; c++) {
-        want[o * dim + c] += dy[n * vocab + o] * w[r * dim + c];
-        want[r * dim + c] += dy[n * vocab + o] * w[o * dim + c];
+gpuTest(
+  "weight tying: one Parameter in Embedding and the output Linear, listed once, gradient from both uses",
+  async () => {
+    const rng = mulberry32(21);
+    const vocab = 11, dim = 6;
+    class TinyLm extends Module {
+      emb = new Embedding(vocab, dim, { seed: 1 });
+      head = new Linear(dim, vocab, { bias: false, seed: 2 });
+      constructor() {
+        super();
+        // The pattern: point the Linear's field at the Embedding's Parameter (readonly is only a type-level guard).
+        (this.head as { weight: Parameter }).weight = this.emb.weight;
+      }
+      forward(x: Variable): Variable {
+        return this.head.forward(this.emb.forward(x));
       }
     }
-  });
-  assertRelClose(await emb.weight.grad!.toArray(), want, 1e-4, "tied weight gradient");
-});
+    const model = new TinyLm();
+    assertEquals(
+      model.namedParameters().map(([n]) => n),
+      ["emb.weight"],
+      "a tied parameter is listed once, under its first name",
+    );
+    const emb = model.emb;
+    const idx = [3, 0, 10, 3, 7];
+    const dy = randn(idx.length * vocab, rng);
+    const w = await emb.weight.toArray();
+    const y = model.forward(new Variable(fromArray(Int32Array.from(idx), [idx.length])));
+    y.backward(fromArray(dy, [idx.length, vocab]));
+    // f64: x = W[idx]; y = x Wᵀ; dW = dyᵀ x (as the head's weight) + scatter of dy W into rows idx (as the table).
+    const want = new Float64Array(vocab * dim);
+    idx.forEach((r, n) => {
+      for (let o = 0; o < vocab; o++) {
+        for (let c = 0; c < dim; c++) {
+          want[o * dim + c] += dy[n * vocab + o] * w[r * dim + c];
+          want[r * dim + c] += dy[n * vocab + o] * w[o * dim + c];
+        }
+      }
+    });
+    assertRelClose(await emb.weight.grad!.toArray(), want, 1e-4, "tied weight gradient");
+  },
+);
 
 gpuTest("RMSNorm layer: weight of ones named 'weight', output and gradients against f64", async () => {
   const rng = mulberry32(31);

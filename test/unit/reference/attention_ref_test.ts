@@ -27,7 +27,10 @@ Deno.test("sdpa reference gradients (q, k, v) match central differences with cau
   const attnMask = Float64Array.from({ length: 20 }, (_, i) => (i === 7 ? 1 : 0));
   const keyPaddingMask = Float64Array.from([0, 0, 0, 0, 1, 0, 0, 0, 1, 1]);
   const dropout = dropoutMultipliers(9, 0.3, 2 * 2 * 4 * 5);
-  assert(dropout.some((z) => z === 0) && dropout.some((z) => z > 1), "the dropout multipliers drop some and scale others");
+  assert(
+    dropout.some((z) => z === 0) && dropout.some((z) => z > 1),
+    "the dropout multipliers drop some and scale others",
+  );
   for (const opts of [{}, { causal: true, keyPaddingMask }, { attnMask, dropout, scale: 0.7 }]) {
     const g = sdpaRef(q, k, v, dims, opts, dout);
     const tag = JSON.stringify(Object.keys(opts));
@@ -41,18 +44,44 @@ Deno.test("mha reference gradients (inputs and in/out projections) match central
   const rng = mulberry32(302);
   const dims = { b: 2, tq: 3, tk: 4, e: 6, h: 2 };
   const query = f64(2 * 3 * 6, rng), key = f64(2 * 4 * 6, rng), value = f64(2 * 4 * 6, rng), dout = f64(2 * 3 * 6, rng);
-  const w = { inProjWeight: f64(108, rng, 0.5), inProjBias: f64(18, rng), outProjWeight: f64(36, rng, 0.5), outProjBias: f64(6, rng) };
+  const w = {
+    inProjWeight: f64(108, rng, 0.5),
+    inProjBias: f64(18, rng),
+    outProjWeight: f64(36, rng, 0.5),
+    outProjBias: f64(6, rng),
+  };
   const opts = { keyPaddingMask: [0, 0, 0, 1, 0, 0, 0, 0] };
   const g = mhaRef(query, key, value, dims, w, opts, dout);
   type A = ArrayLike<number>;
-  const out = (qq: A = query, kk: A = key, vv: A = value, ww: MhaWeights = w) => mhaRef(qq, kk, vv, dims, ww, opts, dout).out;
+  const out = (qq: A = query, kk: A = key, vv: A = value, ww: MhaWeights = w) =>
+    mhaRef(qq, kk, vv, dims, ww, opts, dout).out;
   assertRelClose(g.dQuery, numGrad((x) => out(x), query, dout), 1e-5, "dQuery");
   assertRelClose(g.dKey, numGrad((x) => out(query, x), key, dout), 1e-5, "dKey");
   assertRelClose(g.dValue, numGrad((x) => out(query, key, x), value, dout), 1e-5, "dValue");
-  assertRelClose(g.dInProjWeight, numGrad((x) => out(query, key, value, { ...w, inProjWeight: x }), w.inProjWeight, dout), 1e-5, "dInProjWeight");
-  assertRelClose(g.dInProjBias, numGrad((x) => out(query, key, value, { ...w, inProjBias: x }), w.inProjBias, dout), 1e-5, "dInProjBias");
-  assertRelClose(g.dOutProjWeight, numGrad((x) => out(query, key, value, { ...w, outProjWeight: x }), w.outProjWeight, dout), 1e-5, "dOutProjWeight");
-  assertRelClose(g.dOutProjBias, numGrad((x) => out(query, key, value, { ...w, outProjBias: x }), w.outProjBias, dout), 1e-5, "dOutProjBias");
+  assertRelClose(
+    g.dInProjWeight,
+    numGrad((x) => out(query, key, value, { ...w, inProjWeight: x }), w.inProjWeight, dout),
+    1e-5,
+    "dInProjWeight",
+  );
+  assertRelClose(
+    g.dInProjBias,
+    numGrad((x) => out(query, key, value, { ...w, inProjBias: x }), w.inProjBias, dout),
+    1e-5,
+    "dInProjBias",
+  );
+  assertRelClose(
+    g.dOutProjWeight,
+    numGrad((x) => out(query, key, value, { ...w, outProjWeight: x }), w.outProjWeight, dout),
+    1e-5,
+    "dOutProjWeight",
+  );
+  assertRelClose(
+    g.dOutProjBias,
+    numGrad((x) => out(query, key, value, { ...w, outProjBias: x }), w.outProjBias, dout),
+    1e-5,
+    "dOutProjBias",
+  );
 });
 
 Deno.test("rmsNorm reference gradients (x, weight) match central differences", () => {

@@ -1,6 +1,11 @@
 import { fromArray } from "../../../../src/tensor/creation.ts";
 import { forwardBackward } from "../../../../src/tensor/op.ts";
-import { attentionCall, attentionDims, attentionOp, scaledDotProductAttention } from "../../../../src/tensor/ops/attention.ts";
+import {
+  attentionCall,
+  attentionDims,
+  attentionOp,
+  scaledDotProductAttention,
+} from "../../../../src/tensor/ops/attention.ts";
 import { dropoutMultipliers, sdpaRef } from "../../../reference/attention.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
@@ -37,7 +42,9 @@ for (const c of CASES) {
     const q = randn(nq, rng), k = randn(nk, rng), v = randn(nk, rng), dout = randn(nq, rng);
     // Masks hide a few keys, never all of a row (that row is tested on its own below).
     const mask = c.mask ? Float32Array.from({ length: c.tq * c.tk }, (_, i) => (i % 5 === 3 ? 1 : 0)) : undefined;
-    const kpm = c.kpm ? Int32Array.from({ length: c.b * c.tk }, (_, i) => (i % c.tk >= c.tk - 2 && i % c.tk > 0 ? 1 : 0)) : undefined;
+    const kpm = c.kpm
+      ? Int32Array.from({ length: c.b * c.tk }, (_, i) => (i % c.tk >= c.tk - 2 && i % c.tk > 0 ? 1 : 0))
+      : undefined;
     const seed = 1234;
     const dropout = c.dropoutP ? dropoutMultipliers(seed, c.dropoutP, c.b * c.h * c.tq * c.tk) : undefined;
     const want = sdpaRef(q, k, v, c, { causal: c.causal, attnMask: mask, keyPaddingMask: kpm, dropout }, dout);
@@ -69,9 +76,14 @@ gpuTest("scaledDotProductAttention: a query row with every key hidden outputs 0 
   const q = randn(18, rng), k = randn(24, rng), v = randn(24, rng), dout = randn(18, rng);
   const kpm = Int32Array.from([1, 1, 1, 1, 0, 0, 1, 0]); // batch 0 is all padding
   const want = sdpaRef(q, k, v, dims, { keyPaddingMask: kpm }, dout);
-  const { inputs, attrs } = attentionCall(fromArray(q, [2, 1, 3, 3]), fromArray(k, [2, 1, 4, 3]), fromArray(v, [2, 1, 4, 3]), {
-    keyPaddingMask: fromArray(kpm, [2, 4]),
-  });
+  const { inputs, attrs } = attentionCall(
+    fromArray(q, [2, 1, 3, 3]),
+    fromArray(k, [2, 1, 4, 3]),
+    fromArray(v, [2, 1, 4, 3]),
+    {
+      keyPaddingMask: fromArray(kpm, [2, 4]),
+    },
+  );
   const { output, grads } = forwardBackward(attentionOp, inputs, attrs, fromArray(dout, [2, 1, 3, 3]));
   const o = await output.toArray();
   assert(o.slice(0, 9).every((x) => x === 0), `batch 0 output is 0, got ${o.slice(0, 9)}`);
@@ -86,15 +98,31 @@ gpuTest("scaledDotProductAttention: large logits stay finite (max-subtracted sof
   const dims = { b: 1, h: 1, tq: 5, tk: 70, d: 4 };
   const q = randn(20, rng, 30), k = randn(280, rng, 30), v = randn(280, rng);
   const want = sdpaRef(q, k, v, dims, {}, new Float32Array(20));
-  const o = scaledDotProductAttention(fromArray(q, [1, 1, 5, 4]), fromArray(k, [1, 1, 70, 4]), fromArray(v, [1, 1, 70, 4]));
+  const o = scaledDotProductAttention(
+    fromArray(q, [1, 1, 5, 4]),
+    fromArray(k, [1, 1, 70, 4]),
+    fromArray(v, [1, 1, 70, 4]),
+  );
   assertRelClose(await o.toArray(), want.o, 1e-3, "o with scores near ±900");
 });
 
 gpuTest("scaledDotProductAttention rejects bad shapes, masks and dropout naming them", () => {
   const q = fromArray(new Float32Array(24), [1, 2, 3, 4]), k = fromArray(new Float32Array(40), [1, 2, 5, 4]);
   assertThrows(() => scaledDotProductAttention(q, k, q), RangeError, "q=[1,2,3,4]", "k=[1,2,5,4]");
-  assertThrows(() => scaledDotProductAttention(q, k, k, { attnMask: fromArray(new Float32Array(15), [5, 3]) }), RangeError, "attnMask", "[3, 5]", "[5,3]");
-  assertThrows(() => scaledDotProductAttention(q, k, k, { keyPaddingMask: fromArray(new Float32Array(5), [5]) }), RangeError, "keyPaddingMask", "[1, 5]", "[5]");
+  assertThrows(
+    () => scaledDotProductAttention(q, k, k, { attnMask: fromArray(new Float32Array(15), [5, 3]) }),
+    RangeError,
+    "attnMask",
+    "[3, 5]",
+    "[5,3]",
+  );
+  assertThrows(
+    () => scaledDotProductAttention(q, k, k, { keyPaddingMask: fromArray(new Float32Array(5), [5]) }),
+    RangeError,
+    "keyPaddingMask",
+    "[1, 5]",
+    "[5]",
+  );
   assertThrows(() => scaledDotProductAttention(q, k, k, { dropoutP: 1 }), RangeError, "dropoutP", "1");
   assertThrows(() => attentionDims([2, 3], [2, 3], [2, 3]), TypeError, "[B, H, T, D]");
 });

@@ -24,7 +24,12 @@ for (const affine of [true, false]) {
       const w = affine ? randn(len, rng) : undefined;
       const want = rmsNormRef(x, rows, len, w, 1e-5, dy);
       const inputs = [fromArray(x, shape), ...(w ? [fromArray(w, ns)] : [])];
-      const { output, grads } = forwardBackward(rmsNormOp, inputs, { normalizedShape: ns, eps: 1e-5 }, fromArray(dy, shape));
+      const { output, grads } = forwardBackward(
+        rmsNormOp,
+        inputs,
+        { normalizedShape: ns, eps: 1e-5 },
+        fromArray(dy, shape),
+      );
       const tag = `rmsNorm [${shape}] over [${ns}]`;
       assertRelClose(await output.toArray(), want.y, 1e-4, `${tag} y`);
       assertRelClose(await grads[0]!.toArray(), want.dx, 1e-4, `${tag} dx`);

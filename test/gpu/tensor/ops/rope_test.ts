@@ -15,16 +15,19 @@ const CASES: { shape: number[]; base: number; offset: number; interleaved: boole
 ];
 
 for (const c of CASES) {
-  gpuTest(`rotaryEmbedding [${c.shape}] offset ${c.offset} interleaved ${c.interleaved}: y and dx match f64 reference`, async (device) => {
-    const rng = mulberry32(c.shape.length * 7 + c.offset);
-    const n = count(c.shape), t = c.shape.at(-2)!, d = c.shape.at(-1)!;
-    const x = randn(n, rng), dy = randn(n, rng);
-    const want = ropeRef(x, t, d, c, dy);
-    const tab = ropeTable(device, c.offset + t, d, c.base);
-    const { output, grads } = forwardBackward(ropeOp, [fromArray(x, c.shape), tab], c, fromArray(dy, c.shape));
-    assertRelClose(await output.toArray(), want.y, 1e-4, "y");
-    assertRelClose(await grads[0]!.toArray(), want.dx, 1e-4, "dx");
-  });
+  gpuTest(
+    `rotaryEmbedding [${c.shape}] offset ${c.offset} interleaved ${c.interleaved}: y and dx match f64 reference`,
+    async (device) => {
+      const rng = mulberry32(c.shape.length * 7 + c.offset);
+      const n = count(c.shape), t = c.shape.at(-2)!, d = c.shape.at(-1)!;
+      const x = randn(n, rng), dy = randn(n, rng);
+      const want = ropeRef(x, t, d, c, dy);
+      const tab = ropeTable(device, c.offset + t, d, c.base);
+      const { output, grads } = forwardBackward(ropeOp, [fromArray(x, c.shape), tab], c, fromArray(dy, c.shape));
+      assertRelClose(await output.toArray(), want.y, 1e-4, "y");
+      assertRelClose(await grads[0]!.toArray(), want.dx, 1e-4, "dx");
+    },
+  );
 }
 
 gpuTest("rotaryEmbedding grows its cached table when a longer sequence comes", async () => {
