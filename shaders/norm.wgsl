@@ -192,3 +192,37 @@ fn batch_norm_backward_params(@builtin(workgroup_id) g: vec3u, @builtin(num_work
   let s = channel_sums(c, t, stats[2u * c], stats[2u * c + 1u]);
   if (t == 0u) { dw[c] = s.y; db[c] = s.x; }
 }
+
+// ---- RMS norm --------------------------------------------------------------------
+
+// y = x * rstd * w with rstd = 1 / sqrt(mean(x^2) + eps): no centring and no bias. Saves
+// stats[2r] = 0 and stats[2r + 1] = rstd, so layer_norm_backward_weight gives its dw.
+@compute @workgroup_size(WG)
+fn rms_norm_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
+                    @builtin(local_invocation_index) t: u32) {
+  let r = group_index(g, nw);
+  if (r >= p.rows) { return; }
+  let base = r * p.len;
+  var q = 0.0;
+  for (var j = t; j < p.len; j += WG) { let xj = x[base + j]; q += xj * xj; }
+  let rstd = inverseSqrt(wg_sum2(t, vec2f(q, 0.0)).x / f32(p.len) + p.eps);
+  for (var j = t; j < p.len; j += WG) { y[base + j] = x[base + j] * rstd * w[j * p.w_stride]; }
+  if (t == 0u) { stats[2u * r] = 0.0; stats[2u * r + 1u] = rstd; }
+}
+
+// With g = dy * w and xhat = x * rstd: dx = rstd * (g - xhat * mean(g * xhat)).
+@compute @workgroup_size(WG)
+fn rms_norm_backward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
+                     @builtin(local_invocation_index) t: u32) {
+  let r = group_index(g, nw);
+  if (r >= p.rows) { return; }
+  let base = r * p.len;
+  let rstd = stats[2u * r + 1u];
+  var acc = 0.0;
+  for (var j = t; j < p.len; j += WG) { let i = base + j; acc += dy[i] * w[j * p.w_stride] * x[i] * rstd; }
+  let mgx = wg_sum2(t, vec2f(acc, 0.0)).x / f32(p.len);
+  for (var j = t; j < p.len; j += WG) {
+    let i = base + j;
+    dx[i] = rstd * (dy[i] * w[j * p.w_stride] - x[i] * rstd * mgx);
+  }
+}

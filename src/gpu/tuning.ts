@@ -76,3 +76,11 @@ export const UNIFORM_SLOT_BYTES = 256;
 
 /** Dispatches recorded before the device submits on its own, so a long eval loop does not build one huge command buffer. */
 export const MAX_DISPATCHES_PER_SUBMIT = 4096;
+
+/**
+ * Threads per workgroup of the fused attention kernels (shaders/attention.wgsl): one
+ * workgroup per query (or key) row, one key (or query) per thread in each block, then one
+ * head-dim column per thread. 64 covers gpt-nano's head dim (32) and a 128-token row in two
+ * blocks, and fills 8-wide SIMD on CPU adapters.
+ */
+export const ATTENTION_WG = 64;

@@ -41,6 +41,11 @@ export {
   Softplus,
   Tanh,
 } from "./activation.ts";
+export { MultiheadAttention, scaledDotProductAttention } from "./attention.ts";
+export type { AttentionCallOptions, MultiheadAttentionOptions } from "./attention.ts";
+export { RMSNorm } from "./rms_norm.ts";
+export type { RMSNormOptions } from "./rms_norm.ts";
+export { PositionalEmbedding, rotaryEmbedding } from "./positional.ts";
 export * as F from "./functional.ts";
 export {
   bceLoss,

@@ -18,6 +18,8 @@ export * from "./ops/bf16.ts";
 export * from "./ops/conv.ts";
 export * from "./ops/pool.ts";
 export * from "./ops/matmul.ts";
+export * from "./ops/attention.ts";
+export * from "./ops/rope.ts";
 export * from "./ops/lerp.ts";
 export { checkHostIndices, indexChecksEnabled, indexMessage, setIndexChecks } from "./index_check.ts";
 export type { IndexRule } from "./index_check.ts";

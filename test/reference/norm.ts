@@ -112,3 +112,36 @@ export function batchNormRef(
   }
   return { y, dx, dw, db, runningMean: rm, runningVar: rv };
 }
+
+/**
+ * RMS norm of x [rows, len] over each row, y = x / sqrt(mean(x²) + eps) · weight (no centring,
+ * no bias), and the gradients of x and weight for `dy`.
+ */
+export function rmsNormRef(
+  x: ArrayLike<number>,
+  rows: number,
+  len: number,
+  weight: ArrayLike<number> | undefined,
+  eps: number,
+  dy: ArrayLike<number>,
+): { y: Float64Array; dx: Float64Array; dw: Float64Array } {
+  const y = new Float64Array(rows * len), dx = new Float64Array(rows * len), dw = new Float64Array(len);
+  const w = (j: number) => (weight ? weight[j] : 1);
+  for (let r = 0; r < rows; r++) {
+    let ms = 0;
+    for (let j = 0; j < len; j++) ms += x[r * len + j] ** 2 / len;
+    const rstd = 1 / Math.sqrt(ms + eps);
+    let mgx = 0;
+    for (let j = 0; j < len; j++) {
+      const i = r * len + j, xh = x[i] * rstd;
+      y[i] = xh * w(j);
+      dw[j] += dy[i] * xh;
+      mgx += dy[i] * w(j) * xh / len;
+    }
+    for (let j = 0; j < len; j++) {
+      const i = r * len + j;
+      dx[i] = rstd * (dy[i] * w(j) - x[i] * rstd * mgx);
+    }
+  }
+  return { y, dx, dw };
+}

@@ -1,0 +1,195 @@
+/**
+ * Attention for Variables: the functional scaled-dot-product attention (the fused kernel of
+ * src/tensor/ops/attention.ts on the tape) and PyTorch's nn.MultiheadAttention.
+ */
+import { apply, Parameter, Variable } from "../autograd/mod.ts";
+import { Device } from "../gpu/mod.ts";
+import * as T from "../tensor/mod.ts";
+import type { Tensor } from "../tensor/mod.ts";
+import { xavierUniform, zeros } from "./init.ts";
+import { Linear } from "./layers.ts";
+import { Module } from "./module.ts";
+
+/** Masks and flags of an attention call; a mask hides a key where it is nonzero (f32 or i32). */
+export interface AttentionCallOptions {
+  /** [Tq, Tk]: nonzero hides key j from query i (PyTorch's boolean attn_mask; float additive masks are not supported). */
+  attnMask?: Tensor | Variable;
+  /** [B, Tk]: nonzero marks key j of batch b as padding (PyTorch's key_padding_mask, True = ignore). */
+  keyPaddingMask?: Tensor | Variable;
+  /** Hide key j from query i when j > i (top-left aligned, as torch's is_causal). */
+  causal?: boolean;
+}
+
+const asVar = (x: Tensor | Variable): Variable => (x instanceof Variable ? x : new Variable(x));
+
+/**
+ * Scaled dot-product attention of q [B, H, Tq, D], k and v [B, H, Tk, D] on the tape, as
+ * `torch.nn.functional.scaled_dot_product_attention` with a boolean mask, plus a key-padding
+ * mask: one fused kernel per query row, gradients for q, k and v. A query row whose keys are
+ * all hidden gives 0 (PyTorch gives NaN).
+ * @param options.dropoutP Dropout on the attention weights in [0, 1) (default 0); pass 0 in eval.
+ * @throws {TypeError} For non-4-D inputs or masks that are not f32/i32.
+ * @throws {RangeError} For mismatched shapes (all named) or dropoutP outside [0, 1).
+ * @example
+ * ```ts
+ * import { Device } from "../gpu/mod.ts";
+ * import { randn } from "../tensor/mod.ts";
+ * import { Variable } from "../autograd/mod.ts";
+ * import { scaledDotProductAttention } from "./attention.ts";
+ * await Device.request();
+ * const q = new Variable(randn([2, 4, 16, 8]), true);
+ * const y = scaledDotProductAttention(q, q, q, { causal: true });
+ * y.sum().backward();
+ * ```
+ */
+export function scaledDotProductAttention(
+  q: Variable,
+  k: Variable,
+  v: Variable,
+  options: AttentionCallOptions & { dropoutP?: number; scale?: number; seed?: number } = {},
+): Variable {
+  const { inputs, attrs } = T.attentionCall(q, k, v, {
+    ...options,
+    attnMask: options.attnMask && asVar(options.attnMask),
+    keyPaddingMask: options.keyPaddingMask && asVar(options.keyPaddingMask),
+  });
+  return apply(T.attentionOp, inputs, attrs);
+}
+
+/** Options of {@link MultiheadAttention}. */
+export interface MultiheadAttentionOptions {
+  /** Dropout on the attention weights in training (default 0). */
+  dropout?: number;
+  /** Biases on the input and output projections (default true). */
+  bias?: boolean;
+  /** Inputs and output are [B, T, E] when true, [T, B, E] when false (PyTorch's default, false). */
+  batchFirst?: boolean;
+  /** Device for the parameters; default `Device.default`. */
+  device?: Device;
+  /** Seed of the initialisation; default the global stream. */
+  seed?: number;
+}
+
+/**
+ * Multi-head attention with PyTorch's parameter layout, so its state dicts load:
+ * `in_proj_weight` [3E, E] (rows: query, key, value projections), `in_proj_bias` [3E],
+ * `out_proj.weight` [E, E], `out_proj.bias` [E]; init as PyTorch (Xavier-uniform input
+ * projection, zero biases, Linear's default for out_proj.weight). Heads split E into
+ * H slices of D = E / H; attention runs in the fused kernel.
+ *
+ * `forward(query, key = query, value = key, { attnMask, keyPaddingMask, causal })` returns
+ * the attention output only (PyTorch's `need_weights=False`: the weights are never formed).
+ * Unsupported PyTorch options: kdim/vdim ≠ E, add_bias_kv, add_zero_attn, 3-D attn masks,
+ * float additive masks.
+ * @throws {RangeError} From the constructor when embedDim is not divisible by numHeads or
+ *   dropout is outside [0, 1); from forward for inputs whose last dim is not embedDim.
+ * @example
+ * ```ts
+ * import { Device } from "../gpu/mod.ts";
+ * import { randn } from "../tensor/mod.ts";
+ * import { Variable } from "../autograd/mod.ts";
+ * import { MultiheadAttention } from "./attention.ts";
+ * await Device.request();
+ * const mha = new MultiheadAttention(16, 4, { batchFirst: true });
+ * const x = new Variable(randn([2, 10, 16]));
+ * const y = mha.forward(x, x, x, { causal: true }); // [2, 10, 16]
+ * console.log(y.shape);
+ * ```
+ */
+export class MultiheadAttention extends Module {
+  readonly inProjWeight: Parameter;
+  readonly inProjBias?: Parameter;
+  readonly outProj: Linear;
+  readonly headDim: number;
+  readonly dropout: number;
+  readonly batchFirst: boolean;
+
+  constructor(readonly embedDim: number, readonly numHeads: number, options: MultiheadAttentionOptions = {}) {
+    super();
+    if (!Number.isInteger(embedDim) || embedDim < 1) {
+      throw new RangeError(`MultiheadAttention: embedDim must be an integer >= 1, got ${embedDim}`);
+    }
+    if (!Number.isInteger(numHeads) || numHeads < 1 || embedDim % numHeads !== 0) {
+      throw new RangeError(
+        `MultiheadAttention: numHeads must be an integer >= 1 dividing embedDim ${embedDim}, got ${numHeads}`,
+      );
+    }
+    const dropout = options.dropout ?? 0;
+    if (!(dropout >= 0 && dropout < 1)) {
+      throw new RangeError(`MultiheadAttention: dropout must be in [0, 1), got ${dropout}`);
+    }
+    this.dropout = dropout;
+    this.batchFirst = options.batchFirst ?? false;
+    this.headDim = embedDim / numHeads;
+    const device = options.device ?? Device.default;
+    const seed = options.seed;
+    // Registered under PyTorch's names, in its order: in_proj_weight, in_proj_bias, out_proj.
+    this.inProjWeight = this.registerParameter(
+      "in_proj_weight",
+      new Parameter(T.zeros([3 * embedDim, embedDim], { device }), "in_proj_weight"),
+    );
+    xavierUniform(this.inProjWeight, 1, seed);
+    if (options.bias !== false) {
+      this.inProjBias = this.registerParameter(
+        "in_proj_bias",
+        new Parameter(T.zeros([3 * embedDim], { device }), "in_proj_bias"),
+      );
+    }
+    const linearSeed = seed === undefined ? undefined : (seed + 2) >>> 0;
+    this.outProj = this.registerModule(
+      "out_proj",
+      new Linear(embedDim, embedDim, { device, bias: options.bias !== false, seed: linearSeed }),
+    );
+    if (this.outProj.bias) zeros(this.outProj.bias);
+  }
+
+  /** One of the three input projections: rows [part·E, (part+1)·E) of in_proj. */
+  #project(x: Variable, part: number): Variable {
+    const e = this.embedDim;
+    const w = this.inProjWeight.narrow(0, part * e, e);
+    const b = this.inProjBias?.narrow(0, part * e, e);
+    return apply(T.linearOp, b ? [x, w, b] : [x, w], undefined);
+  }
+
+  /** [B, T, E] to [B, H, T, D]. */
+  #heads(x: Variable): Variable {
+    const [b, t] = x.shape;
+    return x.reshape([b, t, this.numHeads, this.headDim]).permute([0, 2, 1, 3]);
+  }
+
+  #checkInput(name: string, x: Variable): void {
+    if (x.ndim !== 3 || x.shape[2] !== this.embedDim) {
+      const layout = this.batchFirst ? "[B, T, E]" : "[T, B, E]";
+      throw new RangeError(
+        `MultiheadAttention(${this.embedDim}, ${this.numHeads}): ${name} must be ${layout} with E = ${this.embedDim}, got [${x.shape}]`,
+      );
+    }
+  }
+
+  /**
+   * Attention of `query` over `key`/`value` ([B, T, E] with batchFirst, else [T, B, E]).
+   * Self-attention: `forward(x)` or `forward(x, x, x, { causal: true })`.
+   */
+  forward(query: Variable, key: Variable = query, value: Variable = key, options: AttentionCallOptions = {}): Variable {
+    this.#checkInput("query", query);
+    this.#checkInput("key", key);
+    this.#checkInput("value", value);
+    const toBatchFirst = (x: Variable) => (this.batchFirst ? x : x.transpose(0, 1));
+    const qb = toBatchFirst(query);
+    const kb = key === query ? qb : toBatchFirst(key);
+    const vb = value === key ? kb : toBatchFirst(value);
+    const q = this.#heads(this.#project(qb, 0));
+    const k = this.#heads(this.#project(kb, 1));
+    const v = this.#heads(this.#project(vb, 2));
+    const dropoutP = this.training ? this.dropout : 0;
+    const o = scaledDotProductAttention(q, k, v, { ...options, dropoutP });
+    const [b, , t] = o.shape;
+    const merged = o.permute([0, 2, 1, 3]).reshape([b, t, this.embedDim]);
+    const out = this.outProj.forward(merged);
+    return this.batchFirst ? out : out.transpose(0, 1);
+  }
+
+  override extraRepr(): string {
+    return `embedDim=${this.embedDim}, numHeads=${this.numHeads}, dropout=${this.dropout}, batchFirst=${this.batchFirst}`;
+  }
+}

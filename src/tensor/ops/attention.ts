@@ -1,0 +1,276 @@
+import { Device, layout, tuning } from "../../gpu/mod.ts";
+import { fromArray, nextSeed } from "../creation.ts";
+import type { OpDef } from "../op.ts";
+import { fmt, type Shape } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+
+/** Mirrors `struct Params` in shaders/attention.wgsl. */
+export const ATTENTION_PARAMS = layout("attention", "Params", {
+  rows: "u32",
+  heads: "u32",
+  tq: "u32",
+  tk: "u32",
+  d: "u32",
+  scale: "f32",
+  causal: "u32",
+  has_mask: "u32",
+  has_kpm: "u32",
+  seed: "u32",
+  p_drop: "f32",
+  keep_scale: "f32",
+});
+
+/**
+ * Attributes of {@link attentionOp}; inputs are [q, k, v, attnMask?, keyPaddingMask?]
+ * (the flags say which masks follow, in that order).
+ */
+export interface AttentionAttrs {
+  /** Hide key j from query i when j > i (top-left aligned, as torch's `is_causal`). */
+  causal: boolean;
+  /** Score multiplier; default 1/√D. */
+  scale?: number;
+  /** An attention mask [Tq, Tk] follows v among the inputs (nonzero = hidden). */
+  attnMask: boolean;
+  /** A key-padding mask [B, Tk] follows (nonzero = padding, hidden from every query). */
+  keyPaddingMask: boolean;
+  /** Dropout probability on the attention weights, in [0, 1); 0 = none. */
+  dropoutP: number;
+  /** Dropout mask seed (u32); the backward regenerates the same mask from it. */
+  seed: number;
+}
+
+/** Shapes of an attention call (pure; unit-testable): q [B,H,Tq,D], k and v [B,H,Tk,D]. */
+export function attentionDims(
+  q: Shape,
+  k: Shape,
+  v: Shape,
+  attnMask?: Shape,
+  keyPaddingMask?: Shape,
+): { b: number; h: number; tq: number; tk: number; d: number } {
+  const op = "scaledDotProductAttention";
+  if (q.length !== 4 || k.length !== 4 || v.length !== 4) {
+    throw new TypeError(`${op}: q, k, v must be [B, H, T, D], got q=${fmt(q)} k=${fmt(k)} v=${fmt(v)}`);
+  }
+  const [b, h, tq, d] = q;
+  const tk = k[2];
+  if (k[0] !== b || k[1] !== h || k[3] !== d || v[0] !== b || v[1] !== h || v[2] !== tk || v[3] !== d) {
+    throw new RangeError(
+      `${op}: need q [B,H,Tq,D], k and v [B,H,Tk,D] with the same B, H, D and Tk, got q=${fmt(q)} k=${fmt(k)} v=${
+        fmt(v)
+      }`,
+    );
+  }
+  if (attnMask && (attnMask.length !== 2 || attnMask[0] !== tq || attnMask[1] !== tk)) {
+    throw new RangeError(`${op}: attnMask must be [Tq, Tk] = [${tq}, ${tk}], got ${fmt(attnMask)}`);
+  }
+  if (keyPaddingMask && (keyPaddingMask.length !== 2 || keyPaddingMask[0] !== b || keyPaddingMask[1] !== tk)) {
+    throw new RangeError(`${op}: keyPaddingMask must be [B, Tk] = [${b}, ${tk}], got ${fmt(keyPaddingMask)}`);
+  }
+  return { b, h, tq, tk, d };
+}
+
+function checkDropout(p: number, seed: number): void {
+  const op = "scaledDotProductAttention";
+  if (typeof p !== "number" || !(p >= 0 && p < 1)) throw new RangeError(`${op}: dropoutP must be in [0, 1), got ${p}`);
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) {
+    throw new RangeError(`${op}: seed must be an integer in [0, 2^32), got ${seed}`);
+  }
+}
+
+const zeroWords = new WeakMap<Device, Tensor>();
+
+/** A kept one-word zero tensor: bound where a mask is absent (the kernel never reads it then). */
+function noMask(device: Device): Tensor {
+  let t = zeroWords.get(device);
+  if (!t || t.released) {
+    t = fromArray(new Int32Array(1), [1], { device }).keep();
+    zeroWords.set(device, t);
+  }
+  return t;
+}
+
+function launch(
+  entry: string,
+  device: Device,
+  values: Record<string, number>,
+  buffers: Record<number, GPUBuffer>,
+): void {
+  if (values.rows === 0) return;
+  device.dispatch({
+    shader: "attention",
+    entry,
+    overrides: { WG: tuning.ATTENTION_WG },
+    params: { layout: ATTENTION_PARAMS, values },
+    buffers,
+    groups: Device.grid(values.rows, 1),
+  });
+}
+
+/**
+ * Fused scaled-dot-product attention (shaders/attention.wgsl): scores, max-subtracted
+ * softmax and the weighted sum of values in one kernel per query row, never writing the
+ * [Tq, Tk] weights. Saves q, k, v, the masks and the per-row logsumexp [B, H, Tq]; the
+ * backward recomputes the weights from them in two kernels (dQ, then dK and dV).
+ */
+export const attentionOp: OpDef<AttentionAttrs> = {
+  name: "scaledDotProductAttention",
+  forward(inputs, attrs) {
+    const op = "scaledDotProductAttention";
+    const [q, k, v] = inputs;
+    const mask = attrs.attnMask ? inputs[3] : undefined;
+    const kpm = attrs.keyPaddingMask ? inputs[attrs.attnMask ? 4 : 3] : undefined;
+    if (inputs.length !== 3 + Number(attrs.attnMask) + Number(attrs.keyPaddingMask)) {
+      throw new RangeError(
+        `${op}: got ${inputs.length} inputs, attrs say attnMask ${attrs.attnMask}, keyPaddingMask ${attrs.keyPaddingMask}`,
+      );
+    }
+    for (const [name, t] of [["q", q], ["k", k], ["v", v]] as const) {
+      if (t.dtype !== "f32") throw new TypeError(`${op}: ${name} must be f32, got ${t.dtype}`);
+      q.sameDevice(t, op);
+    }
+    for (const [name, t] of [["attnMask", mask], ["keyPaddingMask", kpm]] as const) {
+      if (t && t.dtype !== "f32" && t.dtype !== "i32") {
+        throw new TypeError(`${op}: ${name} must be f32 or i32, got ${t.dtype}`);
+      }
+      if (t) q.sameDevice(t, op);
+    }
+    const { b, h, tq, tk, d } = attentionDims(q.shape, k.shape, v.shape, mask?.shape, kpm?.shape);
+    checkDropout(attrs.dropoutP, attrs.seed);
+    const scale = attrs.scale ?? 1 / Math.sqrt(d);
+    if (!Number.isFinite(scale)) throw new RangeError(`${op}: scale must be finite, got ${scale}`);
+    const dev = q.device;
+    const o = Tensor.empty(q.shape, { device: dev }, op);
+    const lse = Tensor.empty([b, h, tq], { device: dev }, `${op}.lse`);
+    const m = mask ?? noMask(dev), pad = kpm ?? noMask(dev);
+    const values = paramsOf(attrs, { rows: b * h * tq, heads: h, tq, tk, d, scale }, !!mask, !!kpm);
+    launch("attention_forward", dev, values, {
+      1: q.buffer,
+      2: k.buffer,
+      3: v.buffer,
+      4: o.buffer,
+      5: lse.buffer,
+      6: m.buffer,
+      7: pad.buffer,
+    });
+    return { output: o, saved: [q, k, v, lse, m, pad] };
+  },
+  backward(dout, ctx) {
+    const [q, k, v, lse, m, pad] = ctx.saved;
+    const grads: (Tensor | null)[] = ctx.shapes.map(() => null);
+    if (!ctx.needs[0] && !ctx.needs[1] && !ctx.needs[2]) return grads;
+    const [b, h, tq, d] = q.shape;
+    const tk = k.shape[2];
+    const dev = dout.device;
+    const scale = ctx.attrs.scale ?? 1 / Math.sqrt(d);
+    const base = { heads: h, tq, tk, d, scale };
+    const dq = Tensor.empty(q.shape, { device: dev }, "scaledDotProductAttention.backward");
+    const delta = Tensor.empty([b, h, tq], { device: dev }, "scaledDotProductAttention.delta");
+    const bufs = { 1: q.buffer, 2: k.buffer, 3: v.buffer, 5: lse.buffer, 6: m.buffer, 7: pad.buffer, 8: dout.buffer };
+    const a = ctx.attrs;
+    // dQ first: it also writes delta, which the dK/dV kernel reads.
+    launch("attention_backward_dq", dev, paramsOf(a, { ...base, rows: b * h * tq }, a.attnMask, a.keyPaddingMask), {
+      ...bufs,
+      4: ctx.output.buffer,
+      9: delta.buffer,
+      10: dq.buffer,
+    });
+    if (ctx.needs[1] || ctx.needs[2]) {
+      const dk = Tensor.empty(k.shape, { device: dev }, "scaledDotProductAttention.backward");
+      const dv = Tensor.empty(v.shape, { device: dev }, "scaledDotProductAttention.backward");
+      launch("attention_backward_dkv", dev, paramsOf(a, { ...base, rows: b * h * tk }, a.attnMask, a.keyPaddingMask), {
+        ...bufs,
+        9: delta.buffer,
+        11: dk.buffer,
+        12: dv.buffer,
+      });
+      if (ctx.needs[1]) grads[1] = dk;
+      else dk.dispose();
+      if (ctx.needs[2]) grads[2] = dv;
+      else dv.dispose();
+    }
+    if (ctx.needs[0]) grads[0] = dq;
+    else dq.dispose();
+    return grads;
+  },
+};
+
+function paramsOf(
+  attrs: AttentionAttrs,
+  dims: { rows: number; heads: number; tq: number; tk: number; d: number; scale: number },
+  hasMask: boolean,
+  hasKpm: boolean,
+): Record<string, number> {
+  return {
+    ...dims,
+    causal: attrs.causal ? 1 : 0,
+    has_mask: hasMask ? 1 : 0,
+    has_kpm: hasKpm ? 1 : 0,
+    seed: attrs.seed,
+    p_drop: attrs.dropoutP,
+    keep_scale: 1 / (1 - attrs.dropoutP),
+  };
+}
+
+/** Options of {@link scaledDotProductAttention}. */
+export interface AttentionOptions {
+  /** Mask [Tq, Tk], f32 or i32: a nonzero entry hides key j from query i (PyTorch's boolean attn_mask). */
+  attnMask?: Tensor;
+  /** Mask [B, Tk], f32 or i32: a nonzero entry marks key j of batch b as padding (PyTorch's key_padding_mask). */
+  keyPaddingMask?: Tensor;
+  /** Hide future keys: j > i (default false). */
+  causal?: boolean;
+  /** Dropout probability on the attention weights, in [0, 1) (default 0). */
+  dropoutP?: number;
+  /** Dropout mask seed; default the next seed of the global stream when dropout is on. */
+  seed?: number;
+  /** Score multiplier (default 1/√D). */
+  scale?: number;
+}
+
+/**
+ * Scaled dot-product attention on [B, H, T, D] tensors, as
+ * `torch.nn.functional.scaled_dot_product_attention` with a boolean mask:
+ * softmax(q·kᵀ·scale, hidden keys removed)·v, in one fused kernel per query row.
+ * A query row whose keys are all hidden gives 0 (PyTorch gives NaN).
+ * @throws {TypeError} For non-4-D q, k, v, non-f32 values or a mask that is not f32/i32.
+ * @throws {RangeError} For mismatched shapes (all shown), dropoutP outside [0, 1) or a bad seed.
+ * @example
+ * ```ts
+ * import { Device } from "../../gpu/mod.ts";
+ * import { randn } from "../creation.ts";
+ * import { scaledDotProductAttention } from "./attention.ts";
+ * await Device.request();
+ * const q = randn([1, 2, 5, 4]), k = randn([1, 2, 5, 4]), v = randn([1, 2, 5, 4]);
+ * const o = scaledDotProductAttention(q, k, v, { causal: true }); // [1, 2, 5, 4]
+ * console.log(o.shape);
+ * ```
+ */
+export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
+  const { inputs, attrs } = attentionCall(q, k, v, options);
+  return attentionOp.forward(inputs, attrs).output;
+}
+
+/** Inputs and attrs of {@link attentionOp} for a call (shared by the Variable form). */
+export function attentionCall<T>(
+  q: T,
+  k: T,
+  v: T,
+  options: Omit<AttentionOptions, "attnMask" | "keyPaddingMask"> & { attnMask?: T; keyPaddingMask?: T },
+): { inputs: T[]; attrs: AttentionAttrs } {
+  const dropoutP = options.dropoutP ?? 0;
+  const inputs = [q, k, v];
+  if (options.attnMask) inputs.push(options.attnMask);
+  if (options.keyPaddingMask) inputs.push(options.keyPaddingMask);
+  return {
+    inputs,
+    attrs: {
+      causal: options.causal ?? false,
+      scale: options.scale,
+      attnMask: !!options.attnMask,
+      keyPaddingMask: !!options.keyPaddingMask,
+      dropoutP,
+      // Only attention that draws a mask advances the global stream (as dropout()).
+      seed: options.seed ?? (dropoutP > 0 ? nextSeed() : 0),
+    },
+  };
+}

@@ -1,0 +1,128 @@
+import { fromArray } from "../../../../src/tensor/creation.ts";
+import { forwardBackward } from "../../../../src/tensor/op.ts";
+import {
+  attentionCall,
+  attentionDims,
+  attentionOp,
+  scaledDotProductAttention,
+} from "../../../../src/tensor/ops/attention.ts";
+import { dropoutMultipliers, sdpaRef } from "../../../reference/attention.ts";
+import { assert, assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
+import { gpuTest } from "../../../util/gpu.ts";
+import { mulberry32, randn } from "../../../util/random.ts";
+
+interface Case {
+  b: number;
+  h: number;
+  tq: number;
+  tk: number;
+  d: number;
+  causal?: boolean;
+  mask?: boolean;
+  kpm?: boolean;
+  dropoutP?: number;
+}
+
+const CASES: Case[] = [
+  { b: 1, h: 1, tq: 7, tk: 7, d: 5 },
+  { b: 2, h: 3, tq: 9, tk: 13, d: 7, kpm: true },
+  { b: 2, h: 2, tq: 33, tk: 33, d: 16, causal: true, kpm: true },
+  { b: 1, h: 2, tq: 5, tk: 70, d: 3, mask: true, kpm: true }, // keys span two blocks of 64
+  { b: 3, h: 1, tq: 65, tk: 65, d: 9, causal: true, dropoutP: 0.25 },
+  { b: 1, h: 1, tq: 128, tk: 128, d: 64, causal: true }, // gpt-nano's longest row and a wide head
+];
+
+for (const c of CASES) {
+  const tag = `[${c.b},${c.h},${c.tq}|${c.tk},${c.d}]${c.causal ? " causal" : ""}${c.mask ? " attnMask" : ""}${
+    c.kpm ? " keyPadding" : ""
+  }${c.dropoutP ? ` dropout ${c.dropoutP}` : ""}`;
+  gpuTest(`scaledDotProductAttention ${tag}: output and dq, dk, dv match f64 reference`, async () => {
+    const rng = mulberry32(c.tq * 31 + c.d);
+    const nq = c.b * c.h * c.tq * c.d, nk = c.b * c.h * c.tk * c.d;
+    const q = randn(nq, rng), k = randn(nk, rng), v = randn(nk, rng), dout = randn(nq, rng);
+    // Masks hide a few keys, never all of a row (that row is tested on its own below).
+    const mask = c.mask ? Float32Array.from({ length: c.tq * c.tk }, (_, i) => (i % 5 === 3 ? 1 : 0)) : undefined;
+    const kpm = c.kpm
+      ? Int32Array.from({ length: c.b * c.tk }, (_, i) => (i % c.tk >= c.tk - 2 && i % c.tk > 0 ? 1 : 0))
+      : undefined;
+    const seed = 1234;
+    const dropout = c.dropoutP ? dropoutMultipliers(seed, c.dropoutP, c.b * c.h * c.tq * c.tk) : undefined;
+    const want = sdpaRef(q, k, v, c, { causal: c.causal, attnMask: mask, keyPaddingMask: kpm, dropout }, dout);
+    const { inputs, attrs } = attentionCall(
+      fromArray(q, [c.b, c.h, c.tq, c.d]),
+      fromArray(k, [c.b, c.h, c.tk, c.d]),
+      fromArray(v, [c.b, c.h, c.tk, c.d]),
+      {
+        causal: c.causal,
+        attnMask: mask && fromArray(mask, [c.tq, c.tk]),
+        keyPaddingMask: kpm && fromArray(kpm, [c.b, c.tk]),
+        dropoutP: c.dropoutP,
+        seed,
+      },
+    );
+    const { output, grads } = forwardBackward(attentionOp, inputs, attrs, fromArray(dout, [c.b, c.h, c.tq, c.d]));
+    assertRelClose(await output.toArray(), want.o, 1e-3, `${tag} o`);
+    assertRelClose(await grads[0]!.toArray(), want.dq, 1e-3, `${tag} dq`);
+    assertRelClose(await grads[1]!.toArray(), want.dk, 1e-3, `${tag} dk`);
+    assertRelClose(await grads[2]!.toArray(), want.dv, 1e-3, `${tag} dv`);
+    assertEquals(grads.length, inputs.length, `${tag} one gradient per input`);
+    if (mask) assertEquals(grads[3], null, `${tag} no mask gradient`);
+  });
+}
+
+gpuTest("scaledDotProductAttention: a query row with every key hidden outputs 0 with 0 gradients", async () => {
+  const rng = mulberry32(5);
+  const dims = { b: 2, h: 1, tq: 3, tk: 4, d: 3 };
+  const q = randn(18, rng), k = randn(24, rng), v = randn(24, rng), dout = randn(18, rng);
+  const kpm = Int32Array.from([1, 1, 1, 1, 0, 0, 1, 0]); // batch 0 is all padding
+  const want = sdpaRef(q, k, v, dims, { keyPaddingMask: kpm }, dout);
+  const { inputs, attrs } = attentionCall(
+    fromArray(q, [2, 1, 3, 3]),
+    fromArray(k, [2, 1, 4, 3]),
+    fromArray(v, [2, 1, 4, 3]),
+    {
+      keyPaddingMask: fromArray(kpm, [2, 4]),
+    },
+  );
+  const { output, grads } = forwardBackward(attentionOp, inputs, attrs, fromArray(dout, [2, 1, 3, 3]));
+  const o = await output.toArray();
+  assert(o.slice(0, 9).every((x) => x === 0), `batch 0 output is 0, got ${o.slice(0, 9)}`);
+  assertRelClose(o, want.o, 1e-4, "o");
+  assertRelClose(await grads[0]!.toArray(), want.dq, 1e-4, "dq");
+  assertRelClose(await grads[1]!.toArray(), want.dk, 1e-4, "dk");
+  assertRelClose(await grads[2]!.toArray(), want.dv, 1e-4, "dv");
+});
+
+gpuTest("scaledDotProductAttention: large logits stay finite (max-subtracted softmax)", async () => {
+  const rng = mulberry32(6);
+  const dims = { b: 1, h: 1, tq: 5, tk: 70, d: 4 };
+  const q = randn(20, rng, 30), k = randn(280, rng, 30), v = randn(280, rng);
+  const want = sdpaRef(q, k, v, dims, {}, new Float32Array(20));
+  const o = scaledDotProductAttention(
+    fromArray(q, [1, 1, 5, 4]),
+    fromArray(k, [1, 1, 70, 4]),
+    fromArray(v, [1, 1, 70, 4]),
+  );
+  assertRelClose(await o.toArray(), want.o, 1e-3, "o with scores near ±900");
+});
+
+gpuTest("scaledDotProductAttention rejects bad shapes, masks and dropout naming them", () => {
+  const q = fromArray(new Float32Array(24), [1, 2, 3, 4]), k = fromArray(new Float32Array(40), [1, 2, 5, 4]);
+  assertThrows(() => scaledDotProductAttention(q, k, q), RangeError, "q=[1,2,3,4]", "k=[1,2,5,4]");
+  assertThrows(
+    () => scaledDotProductAttention(q, k, k, { attnMask: fromArray(new Float32Array(15), [5, 3]) }),
+    RangeError,
+    "attnMask",
+    "[3, 5]",
+    "[5,3]",
+  );
+  assertThrows(
+    () => scaledDotProductAttention(q, k, k, { keyPaddingMask: fromArray(new Float32Array(5), [5]) }),
+    RangeError,
+    "keyPaddingMask",
+    "[1, 5]",
+    "[5]",
+  );
+  assertThrows(() => scaledDotProductAttention(q, k, k, { dropoutP: 1 }), RangeError, "dropoutP", "1");
+  assertThrows(() => attentionDims([2, 3], [2, 3], [2, 3]), TypeError, "[B, H, T, D]");
+});
