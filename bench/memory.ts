@@ -13,7 +13,18 @@
  * each rank's own JS heap arrives as an epoch scalar (bench/memory_program.ts).
  * bench/memory_raw.ts isolates the cause: Deno frees WebGPU objects only when V8 collects them.
  */
-import { Adam, crossEntropy, Device, ElCheConfig, loadMnist, observe, permutation, setProgramArgs, toDevice, Variable } from "../src/index.ts";
+import {
+  Adam,
+  crossEntropy,
+  Device,
+  ElCheConfig,
+  loadMnist,
+  observe,
+  permutation,
+  setProgramArgs,
+  toDevice,
+  Variable,
+} from "../src/index.ts";
 import type { RunEpochMetrics } from "../src/index.ts";
 import { exitNow } from "../examples/exit.ts";
 import { mlp } from "../examples/models.ts";
@@ -22,13 +33,17 @@ function flag(name: string, fallback: number): number {
   const i = Deno.args.indexOf(`--${name}`);
   if (i < 0) return fallback;
   const v = Number(Deno.args[i + 1]);
-  if (!Number.isInteger(v) || v < 1) throw new RangeError(`bench/memory.ts: --${name} must be a positive integer, got ${Deno.args[i + 1]}`);
+  if (!Number.isInteger(v) || v < 1) {
+    throw new RangeError(`bench/memory.ts: --${name} must be a positive integer, got ${Deno.args[i + 1]}`);
+  }
   return v;
 }
 
 const mode = Deno.args[0];
 if (mode !== "engine" && mode !== "trainer") {
-  throw new RangeError(`bench/memory.ts: the first argument must be "engine" or "trainer", got ${JSON.stringify(mode)}`);
+  throw new RangeError(
+    `bench/memory.ts: the first argument must be "engine" or "trainer", got ${JSON.stringify(mode)}`,
+  );
 }
 const STEPS = flag("steps", 10_000);
 const EVERY = flag("every", 1000);
@@ -39,7 +54,9 @@ const MiB = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 /** One row of the curve: RSS and heap of this process, plus what the mode adds. */
 function sample(step: number, extra: string): number {
   const m = Deno.memoryUsage();
-  console.log(`${String(step).padStart(6)}  rss ${MiB(m.rss).padStart(6)} MiB  heap ${MiB(m.heapUsed).padStart(5)} MiB  ${extra}`);
+  console.log(
+    `${String(step).padStart(6)}  rss ${MiB(m.rss).padStart(6)} MiB  heap ${MiB(m.heapUsed).padStart(5)} MiB  ${extra}`,
+  );
   return m.rss;
 }
 
@@ -58,8 +75,15 @@ async function engine(): Promise<void> {
   const model = mlp(device);
   const opt = new Adam(model.parameters(), { lr: 1e-3 });
   const perEpoch = Math.floor(train.len() / B);
-  console.log(`bench/memory engine: MNIST MLP, batch ${B}, ${STEPS} steps, ${device.info.description || device.info.architecture}`);
-  let pending: Promise<ArrayLike<number>> | undefined, perm = permutation(7, 0, train.len()), rssWarm: number | undefined, rss = 0;
+  console.log(
+    `bench/memory engine: MNIST MLP, batch ${B}, ${STEPS} steps, ${
+      device.info.description || device.info.architecture
+    }`,
+  );
+  let pending: Promise<ArrayLike<number>> | undefined,
+    perm = permutation(7, 0, train.len()),
+    rssWarm: number | undefined,
+    rss = 0;
   for (let step = 1; step <= STEPS; step++) {
     const s = (step - 1) % perEpoch;
     if (s === 0) perm = permutation(7, Math.floor((step - 1) / perEpoch), train.len());
@@ -74,7 +98,10 @@ async function engine(): Promise<void> {
     pending = read;
     if (step % EVERY === 0 || step === WARM) {
       const m = device.memory();
-      rss = sample(step, `gpu ${MiB(m.totalBytes)} MiB  bind groups ${m.bindGroupsCreated ?? "-"}  collections ${m.collections ?? "-"}`);
+      rss = sample(
+        step,
+        `gpu ${MiB(m.totalBytes)} MiB  bind groups ${m.bindGroupsCreated ?? "-"}  collections ${m.collections ?? "-"}`,
+      );
       if (step === WARM) rssWarm = rss;
     }
   }
@@ -88,7 +115,9 @@ async function trainer(): Promise<void> {
   const { builder } = await import("./memory_program.ts");
   const perRankEpoch = Math.floor(subset / B / ranks);
   const epochs = Math.ceil(STEPS / perRankEpoch) + 1;
-  console.log(`bench/memory trainer: MNIST MLP, ${ranks} ranks, ${subset} samples, batch ${B}, ${epochs} epochs (~${STEPS} steps/rank)`);
+  console.log(
+    `bench/memory trainer: MNIST MLP, ${ranks} ranks, ${subset} samples, batch ${B}, ${epochs} epochs (~${STEPS} steps/rank)`,
+  );
   builder.batchSize(B).numEpochs(epochs).elche(ElCheConfig.defaultFor("cpu-cadence")).bf16Wire(true)
     .cluster({ ranks: Array.from({ length: ranks }, () => ({})) });
   const steps = new Array<number>(ranks).fill(0);
@@ -109,9 +138,13 @@ async function trainer(): Promise<void> {
   });
   const handle = await builder.run();
   for await (const m of handle) {
-    const heaps = (m as RunEpochMetrics).perRank.map((s) => (s.heapMiB ?? NaN).toFixed(1)).join(", ");
+    const per = (m as RunEpochMetrics).perRank,
+      each = (k: string, d: number) => per.map((s) => (s[k] ?? NaN).toFixed(d)).join(", ");
     const gpu = (await handle.memory()).map((g) => (g ? MiB(g.totalBytes) : "-")).join(", ");
-    console.log(`  epoch ${(m as RunEpochMetrics).epoch}: rank JS heaps [${heaps}] MiB, rank GPU bytes [${gpu}] MiB`);
+    console.log(
+      `  epoch ${(m as RunEpochMetrics).epoch}: rank JS heaps [${each("heapMiB", 1)}] MiB, GPU bytes [${gpu}] MiB, ` +
+        `bind groups [${each("bindGroups", 0)}], collections [${each("collections", 0)}]`,
+    );
   }
   await handle.join();
   rss = sample(Math.min(...steps), `steps per rank [${steps}]`);
