@@ -1,14 +1,17 @@
+import { collectGarbage, loadCollector } from "./collect.ts";
 import { DeviceLostError, GpuError } from "./errors.ts";
 import { type Layout, writeParams } from "./params.ts";
 import { BufferPool, type PoolStats, sizeClass, STORAGE_USAGE } from "./pool.ts";
 import { shaderSource } from "./shaders.ts";
 import {
+  BIND_GROUP_CACHE,
   ELEMENTWISE_WG,
   MATMUL_CPU,
   MATMUL_GPU,
   type MatmulTiling,
   MAX_DISPATCHES_PER_SUBMIT,
   MAX_GROUPS_PER_DIM,
+  NATIVE_OBJECTS_PER_COLLECT,
   UNIFORM_ARENA_BYTES,
   UNIFORM_SLOT_BYTES,
 } from "./tuning.ts";
@@ -41,6 +44,12 @@ export interface Dispatch {
   groups: readonly [number, number?, number?];
 }
 
+/** Cache key of a pipeline: shader, entry and the override constants in name order. */
+function pipelineKey(shader: string, entry: string, overrides?: Record<string, number>): string {
+  if (!overrides) return `${shader}/${entry}`;
+  return `${shader}/${entry}` + Object.keys(overrides).sort().map((k) => `/${k}=${overrides[k]}`).join("");
+}
+
 /** Something that gives its GPU memory back at the end of a step (a step-scoped tensor). */
 export interface StepScoped {
   /** Return the memory to the pool; must be idempotent. */
@@ -51,6 +60,10 @@ export interface StepScoped {
 export interface MemoryStats extends PoolStats {
   /** Bytes held by persistent tensors and step tensors together (= liveBytes). */
   totalBytes: number;
+  /** Bind groups ever created; flat after warm-up when the cache serves every dispatch. */
+  bindGroupsCreated: number;
+  /** Major collections this device asked for (Deno; src/gpu/collect.ts). */
+  collections: number;
 }
 
 const deviceGlobal = globalThis as { [k: symbol]: Device | undefined };
@@ -89,6 +102,14 @@ export class Device {
   #arenaUsed = 0;
   #slot: number;
   #staging = new Map<number, GPUBuffer[]>();
+  /** Bind groups by pipeline, arena offset and buffers, oldest use first (Map order). */
+  #bindGroups = new Map<string, GPUBindGroup>();
+  #bufferIds = new WeakMap<GPUBuffer, number>();
+  #nextBufferId = 0;
+  #bindGroupsCreated = 0;
+  /** GPU objects created since the last collection that only a GC frees (collect.ts). */
+  #uncollected = 0;
+  #collections = 0;
   #step = new Set<StepScoped>();
   #lost: GPUDeviceLostInfo | undefined;
   #error: GPUError | undefined;
@@ -162,6 +183,7 @@ export class Device {
         maxComputeWorkgroupSizeY: l.maxComputeWorkgroupSizeY,
       },
     });
+    await loadCollector();
     const device = new Device(gpuDevice, adapter, options.label ?? "gpu", options.matmul);
     deviceGlobal[DEFAULT_KEY] ??= device;
     return device;
@@ -268,7 +290,12 @@ export class Device {
   /** Pool and live byte counts. */
   memory(): MemoryStats {
     const s = this.#pool.stats();
-    return { ...s, totalBytes: s.liveBytes + s.pooledBytes };
+    return {
+      ...s,
+      totalBytes: s.liveBytes + s.pooledBytes,
+      bindGroupsCreated: this.#bindGroupsCreated,
+      collections: this.#collections,
+    };
   }
 
   /** Number of submits so far (tests check that a step records with one submit). */
@@ -287,8 +314,10 @@ export class Device {
 
   /** The compiled pipeline for `shader/entry/overrides`, compiled once per device. */
   pipeline(shader: string, entry: string, overrides?: Record<string, number>): GPUComputePipeline {
-    const keys = overrides ? Object.keys(overrides).sort() : [];
-    const key = `${shader}/${entry}` + keys.map((k) => `/${k}=${overrides![k]}`).join("");
+    return this.#pipeline(pipelineKey(shader, entry, overrides), shader, entry, overrides);
+  }
+
+  #pipeline(key: string, shader: string, entry: string, overrides?: Record<string, number>): GPUComputePipeline {
     let p = this.#pipelines.get(key);
     if (!p) {
       this.onCompile?.(key);
@@ -309,7 +338,10 @@ export class Device {
   }
 
   #encoderNow(): GPUCommandEncoder {
-    this.#encoder ??= this.gpu.createCommandEncoder({ label: `${this.label}/step` });
+    if (!this.#encoder) {
+      this.#encoder = this.gpu.createCommandEncoder({ label: `${this.label}/step` });
+      this.#uncollected += 2; // the encoder and its command buffer
+    }
     return this.#encoder;
   }
 
@@ -322,32 +354,61 @@ export class Device {
   dispatch(d: Dispatch): void {
     this.check();
     if (this.#dispatches >= MAX_DISPATCHES_PER_SUBMIT || this.#arenaUsed + this.#slot > UNIFORM_ARENA_BYTES) this.flush();
-    const pipeline = this.pipeline(d.shader, d.entry, d.overrides);
-    const entries: GPUBindGroupEntry[] = [];
+    const pkey = pipelineKey(d.shader, d.entry, d.overrides);
+    const pipeline = this.#pipeline(pkey, d.shader, d.entry, d.overrides);
+    let key = pkey;
+    let offset = -1;
     if (d.params) {
-      const offset = this.#arenaUsed;
+      offset = this.#arenaUsed;
       writeParams(this.#arenaView, offset, d.params.layout, d.params.values);
       this.#arenaUsed += this.#slot;
-      entries.push({ binding: 0, resource: { buffer: this.#arena, offset, size: Math.max(d.params.layout.bytes, 4) } });
+      key += `|${offset}:${d.params.layout.bytes}`;
     }
-    for (const [binding, buffer] of Object.entries(d.buffers)) {
-      entries.push({ binding: Number(binding), resource: { buffer } });
-    }
-    const bindGroup = this.gpu.createBindGroup({
-      label: `${d.shader}/${d.entry}`,
-      layout: pipeline.getBindGroupLayout(0),
-      entries,
-    });
+    for (const binding in d.buffers) key += `|${binding}=${this.#bufferId(d.buffers[binding])}`;
+    const bindGroup = this.#bindGroup(key, pipeline, d, offset);
     const [x, y = 1, z = 1] = d.groups;
     if (x === 0 || y === 0 || z === 0) return;
     if (x > MAX_GROUPS_PER_DIM || y > MAX_GROUPS_PER_DIM || z > MAX_GROUPS_PER_DIM) {
       throw new RangeError(`${d.shader}/${d.entry}: grid [${x}, ${y}, ${z}] exceeds ${MAX_GROUPS_PER_DIM} workgroups per dimension`);
     }
-    this.#pass ??= this.#encoderNow().beginComputePass({ label: `${this.label}/pass` });
+    if (!this.#pass) {
+      this.#pass = this.#encoderNow().beginComputePass({ label: `${this.label}/pass` });
+      this.#uncollected++;
+    }
     this.#pass.setPipeline(pipeline);
     this.#pass.setBindGroup(0, bindGroup);
     this.#pass.dispatchWorkgroups(x, y, z);
     this.#dispatches++;
+  }
+
+  #bufferId(buf: GPUBuffer): number {
+    let id = this.#bufferIds.get(buf);
+    if (id === undefined) this.#bufferIds.set(buf, id = this.#nextBufferId++);
+    return id;
+  }
+
+  /**
+   * The bind group of a dispatch, reused when the same pipeline binds the same buffers at
+   * the same arena offset (BIND_GROUP_CACHE says why: Deno frees bind groups only on GC).
+   */
+  #bindGroup(key: string, pipeline: GPUComputePipeline, d: Dispatch, offset: number): GPUBindGroup {
+    const cache = this.#bindGroups;
+    let bg = cache.get(key);
+    if (bg) {
+      cache.delete(key); // re-inserted below: most recently used last
+    } else {
+      const entries: GPUBindGroupEntry[] = [];
+      if (d.params) {
+        entries.push({ binding: 0, resource: { buffer: this.#arena, offset, size: Math.max(d.params.layout.bytes, 4) } });
+      }
+      for (const binding in d.buffers) entries.push({ binding: Number(binding), resource: { buffer: d.buffers[binding] } });
+      bg = this.gpu.createBindGroup({ label: `${d.shader}/${d.entry}`, layout: pipeline.getBindGroupLayout(0), entries });
+      this.#bindGroupsCreated++;
+      this.#uncollected += 2; // the bind group and its layout's wrapper
+      if (cache.size >= BIND_GROUP_CACHE) cache.delete(cache.keys().next().value!);
+    }
+    cache.set(key, bg);
+    return bg;
   }
 
   /** Record a buffer-to-buffer copy. */
@@ -401,6 +462,10 @@ export class Device {
     }
     this.#dispatches = 0;
     this.#pool.afterSubmit();
+    if (this.#uncollected >= NATIVE_OBJECTS_PER_COLLECT) {
+      this.#uncollected = 0;
+      if (collectGarbage()) this.#collections++;
+    }
   }
 
   /** Submit and wait until the GPU finished everything submitted. */
@@ -417,6 +482,7 @@ export class Device {
     const staging = this.#staging.get(size)?.pop() ??
       this.gpu.createBuffer({ label: `${this.label}/readback/${size}`, size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     this.copy(buf, offset, staging, 0, bytes);
+    this.#uncollected++; // the mapping's promise and its callback
     this.flush();
     try {
       await staging.mapAsync(GPUMapMode.READ, 0, bytes);
@@ -443,6 +509,7 @@ export class Device {
 
   /** Give every pooled buffer back to the driver (live tensors keep theirs). */
   trim(): void {
+    this.#bindGroups.clear(); // they may bind the buffers destroyed below
     this.#pool.trim();
   }
 

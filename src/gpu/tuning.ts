@@ -84,3 +84,22 @@ export const MAX_DISPATCHES_PER_SUBMIT = 4096;
  * blocks, and fills 8-wide SIMD on CPU adapters.
  */
 export const ATTENTION_WG = 64;
+
+/**
+ * Bind groups the device keeps for reuse (least recently used dropped first). In Deno a
+ * GPUBindGroup's native memory (~1 KiB in wgpu) is freed only when V8 collects its wrapper,
+ * and V8 does not count that memory, so one new bind group per dispatch grew the process by
+ * tens of KiB per step (bench/README.md "Memory"). A training step reuses the same pooled
+ * buffers at the same arena offsets, so its few hundred bind groups hit the cache from the
+ * second step on; 4096 leaves room for an eval loop beside it.
+ */
+export const BIND_GROUP_CACHE = 4096;
+
+/**
+ * WebGPU objects that only a garbage collection frees in Deno (command encoders, passes,
+ * command buffers, bind groups, readbacks) the device creates before it asks V8 for a
+ * major collection (src/gpu/collect.ts says why). Each holds about 1 KiB of wgpu memory,
+ * so this bounds the uncollected memory to a few MiB; the MNIST MLP step creates about
+ * five, so a collection (a few ms with the engine's small JS heap) runs every ~800 steps.
+ */
+export const NATIVE_OBJECTS_PER_COLLECT = 4096;

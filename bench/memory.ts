@@ -1,0 +1,156 @@
+/**
+ * Memory over a long run (bench/README.md "Memory"): process RSS, JS heap and the engine's
+ * GPU bytes every `--every` steps, and how much RSS grew from step `--warm` to the end.
+ *
+ *   deno run -A --no-check bench/memory.ts engine  [--steps 10000] [--every 1000] [--warm 2000]
+ *   deno run -A --no-check bench/memory.ts trainer [--steps 10000] [--every 1000] [--warm 2000] [--subset 12800]
+ *
+ * `engine`: one process, no workers, the plain loop of examples/mnist_mlp.ts (MNIST batches of
+ * 64 through toDevice, MLP 784-256-10, cross-entropy, Adam 1e-3, loss read one step behind).
+ * `trainer`: what `npm start` runs, 2 ranks (Web Workers, each its own GPUDevice) in this
+ * process, cpu-cadence, bf16 wire, an eval after every epoch; `--steps` counts steps per
+ * rank. Ranks are threads of this process, so its RSS covers the coordinator and every rank;
+ * each rank's own JS heap arrives as an epoch scalar (bench/memory_program.ts).
+ * bench/memory_raw.ts isolates the cause: Deno frees WebGPU objects only when V8 collects them.
+ */
+import {
+  Adam,
+  crossEntropy,
+  Device,
+  ElCheConfig,
+  loadMnist,
+  observe,
+  permutation,
+  setProgramArgs,
+  toDevice,
+  Variable,
+} from "../src/index.ts";
+import type { RunEpochMetrics } from "../src/index.ts";
+import { exitNow } from "../examples/exit.ts";
+import { mlp } from "../examples/models.ts";
+
+function flag(name: string, fallback: number): number {
+  const i = Deno.args.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const v = Number(Deno.args[i + 1]);
+  if (!Number.isInteger(v) || v < 1) {
+    throw new RangeError(`bench/memory.ts: --${name} must be a positive integer, got ${Deno.args[i + 1]}`);
+  }
+  return v;
+}
+
+const mode = Deno.args[0];
+if (mode !== "engine" && mode !== "trainer") {
+  throw new RangeError(
+    `bench/memory.ts: the first argument must be "engine" or "trainer", got ${JSON.stringify(mode)}`,
+  );
+}
+const STEPS = flag("steps", 10_000);
+const EVERY = flag("every", 1000);
+const WARM = flag("warm", 2000);
+const B = 64;
+const MiB = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+
+/** One row of the curve: RSS and heap of this process, plus what the mode adds. */
+function sample(step: number, extra: string): number {
+  const m = Deno.memoryUsage();
+  console.log(
+    `${String(step).padStart(6)}  rss ${MiB(m.rss).padStart(6)} MiB  heap ${MiB(m.heapUsed).padStart(5)} MiB  ${extra}`,
+  );
+  return m.rss;
+}
+
+function summary(rssWarm: number | undefined, rssEnd: number, steps: number): void {
+  if (rssWarm === undefined) return console.log(`fewer than --warm ${WARM} steps: no growth figure`);
+  const grew = rssEnd - rssWarm;
+  console.log(
+    `RSS from step ${WARM} to ${steps}: ${grew >= 0 ? "+" : ""}${MiB(grew)} MiB over ${steps - WARM} steps ` +
+      `(${(grew / (steps - WARM) / 1024).toFixed(2)} KiB/step)`,
+  );
+}
+
+async function engine(): Promise<void> {
+  const device = await Device.request({ label: "memory" });
+  const train = await loadMnist({ split: "train", normalize: true });
+  const model = mlp(device);
+  const opt = new Adam(model.parameters(), { lr: 1e-3 });
+  const perEpoch = Math.floor(train.len() / B);
+  console.log(
+    `bench/memory engine: MNIST MLP, batch ${B}, ${STEPS} steps, ${
+      device.info.description || device.info.architecture
+    }`,
+  );
+  let pending: Promise<ArrayLike<number>> | undefined,
+    perm = permutation(7, 0, train.len()),
+    rssWarm: number | undefined,
+    rss = 0;
+  for (let step = 1; step <= STEPS; step++) {
+    const s = (step - 1) % perEpoch;
+    if (s === 0) perm = permutation(7, Math.floor((step - 1) / perEpoch), train.len());
+    const [x, y] = toDevice(train.getBatch(Array.from(perm.subarray(s * B, (s + 1) * B))), device);
+    const loss = crossEntropy(model.forward(new Variable(x)), y);
+    loss.backward();
+    opt.step();
+    opt.zeroGrad();
+    const read = loss.data.toArray();
+    device.endStep();
+    if (pending) await pending;
+    pending = read;
+    if (step % EVERY === 0 || step === WARM) {
+      const m = device.memory();
+      rss = sample(
+        step,
+        `gpu ${MiB(m.totalBytes)} MiB  bind groups ${m.bindGroupsCreated ?? "-"}  collections ${m.collections ?? "-"}`,
+      );
+      if (step === WARM) rssWarm = rss;
+    }
+  }
+  await pending;
+  summary(rssWarm, rss, STEPS);
+}
+
+async function trainer(): Promise<void> {
+  const subset = flag("subset", 12_800), ranks = 2;
+  setProgramArgs({ subset, testSubset: 2000 });
+  const { builder } = await import("./memory_program.ts");
+  const perRankEpoch = Math.floor(subset / B / ranks);
+  const epochs = Math.ceil(STEPS / perRankEpoch) + 1;
+  console.log(
+    `bench/memory trainer: MNIST MLP, ${ranks} ranks, ${subset} samples, batch ${B}, ${epochs} epochs (~${STEPS} steps/rank)`,
+  );
+  builder.batchSize(B).numEpochs(epochs).elche(ElCheConfig.defaultFor("cpu-cadence")).bf16Wire(true)
+    .cluster({ ranks: Array.from({ length: ranks }, () => ({})) });
+  const steps = new Array<number>(ranks).fill(0);
+  let next = EVERY, rssWarm: number | undefined, rss = 0, warmDone = false;
+  observe(builder.state, {
+    batch: (e) => {
+      steps[e.rank]++;
+      const done = Math.min(...steps);
+      if (done < STEPS && done >= next) {
+        rss = sample(done, `steps per rank [${steps}]`);
+        next += EVERY;
+      }
+      if (!warmDone && done >= WARM) {
+        rssWarm = Deno.memoryUsage().rss;
+        warmDone = true;
+      }
+    },
+  });
+  const handle = await builder.run();
+  for await (const m of handle) {
+    const per = (m as RunEpochMetrics).perRank,
+      each = (k: string, d: number) => per.map((s) => (s[k] ?? NaN).toFixed(d)).join(", ");
+    const gpu = (await handle.memory()).map((g) => (g ? MiB(g.totalBytes) : "-")).join(", ");
+    console.log(
+      `  epoch ${(m as RunEpochMetrics).epoch}: rank JS heaps [${each("heapMiB", 1)}] MiB, GPU bytes [${gpu}] MiB, ` +
+        `bind groups [${each("bindGroups", 0)}], collections [${each("collections", 0)}]`,
+    );
+  }
+  await handle.join();
+  rss = sample(Math.min(...steps), `steps per rank [${steps}]`);
+  summary(rssWarm, rss, Math.min(...steps));
+}
+
+if (mode === "engine") await engine();
+else await trainer();
+exitNow(0); // Deno 2.9 sometimes segfaults tearing down after many WebGPU devices (examples/exit.ts)
