@@ -19,5 +19,6 @@ export * from "./ops/conv.ts";
 export * from "./ops/pool.ts";
 export * from "./ops/matmul.ts";
 export * from "./ops/lerp.ts";
+export * from "./ops/rnn.ts";
 export { checkHostIndices, indexChecksEnabled, indexMessage, setIndexChecks } from "./index_check.ts";
 export type { IndexRule } from "./index_check.ts";

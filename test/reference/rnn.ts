@@ -191,7 +191,7 @@ export function rnnRef(
   const hn = new Float64Array(L * S), cn = new Float64Array(L * S);
   const dh0 = new Float64Array(L * S), dc0 = new Float64Array(L * S);
   const grads: RnnLayerGrads[] = new Array(L);
-  let dyk: ArrayLike<number> = dy, dx = new Float64Array(0);
+  let dyk: ArrayLike<number> = dy, dx: Float64Array = new Float64Array(0);
   for (let k = L - 1; k >= 0; k--) {
     const size = k === 0 ? d.input : H;
     const run = layer(kind, d, size, layers[k], inputs[k], part(h0, k), part(c0, k), dyk, part(dhn, k), part(dcn, k));
