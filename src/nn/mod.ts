@@ -41,6 +41,8 @@ export {
   Softplus,
   Tanh,
 } from "./activation.ts";
+export { GRU, GRUCell, LSTM, LSTMCell } from "./rnn.ts";
+export type { LstmState, RnnCellOptions, RnnOptions } from "./rnn.ts";
 export * as F from "./functional.ts";
 export {
   bceLoss,
