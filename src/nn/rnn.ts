@@ -111,7 +111,9 @@ abstract class RnnBase extends Module {
     this.numLayers = options.numLayers ?? 1;
     checkPositiveInt(name, "numLayers", this.numLayers);
     this.dropout = options.dropout ?? 0;
-    if (!(this.dropout >= 0 && this.dropout < 1)) throw new RangeError(`${name}: dropout must be in [0, 1), got ${options.dropout}`);
+    if (!(this.dropout >= 0 && this.dropout < 1)) {
+      throw new RangeError(`${name}: dropout must be in [0, 1), got ${options.dropout}`);
+    }
     this.bias = options.bias ?? true;
     this.batchFirst = options.batchFirst ?? false;
     const gates = mode === "lstm" ? 4 : 3;
@@ -126,23 +128,38 @@ abstract class RnnBase extends Module {
     const name = this.constructor.name;
     if (x.ndim !== 3 || x.shape[2] !== this.inputSize) {
       const layout = this.batchFirst ? "[batch, seq, inputSize]" : "[seq, batch, inputSize]";
-      throw new RangeError(`${name}(${this.inputSize}, ${this.hiddenSize}): input must be ${layout} = [.., .., ${this.inputSize}], got ${fmt(x.shape)}`);
+      throw new RangeError(
+        `${name}(${this.inputSize}, ${this.hiddenSize}): input must be ${layout} = [.., .., ${this.inputSize}], got ${
+          fmt(x.shape)
+        }`,
+      );
     }
     const seq = this.batchFirst ? x.transpose(0, 1) : x;
     const [steps, batch] = seq.shape;
     const H = this.hiddenSize, L = this.numLayers;
     for (const [label, s] of [["h0", h0], ["c0", c0]] as const) {
       if (s && (s.ndim !== 3 || s.shape[0] !== L || s.shape[1] !== batch || s.shape[2] !== H)) {
-        throw new RangeError(`${name}: ${label} must be [numLayers, batch, hiddenSize] = [${L}, ${batch}, ${H}], got ${fmt(s.shape)}`);
+        throw new RangeError(
+          `${name}: ${label} must be [numLayers, batch, hiddenSize] = [${L}, ${batch}, ${H}], got ${fmt(s.shape)}`,
+        );
       }
     }
     const device = this.parameters()[0].data.device;
     const zero = !h0 || (this.mode === "lstm" && !c0) ? zerosLike([batch, H], device) : undefined;
-    const layerOf = (s: Variable | undefined, k: number) => (s ? (L === 1 ? s : s.narrow(0, k, 1)).reshape([batch, H]) : zero!);
+    const layerOf = (
+      s: Variable | undefined,
+      k: number,
+    ) => (s ? (L === 1 ? s : s.narrow(0, k, 1)).reshape([batch, H]) : zero!);
     const hs: Variable[] = [], cs: Variable[] = [];
     let inp = seq;
     for (let k = 0; k < L; k++) {
-      const out = runLayer(this.mode, inp, this.#layers[k], layerOf(h0, k), this.mode === "lstm" ? layerOf(c0, k) : undefined);
+      const out = runLayer(
+        this.mode,
+        inp,
+        this.#layers[k],
+        layerOf(h0, k),
+        this.mode === "lstm" ? layerOf(c0, k) : undefined,
+      );
       if (this.mode === "lstm") {
         inp = out.narrow(0, 0, steps);
         hs.push(out.narrow(0, steps - 1, 1));
@@ -258,7 +275,12 @@ export class GRU extends RnnBase {
 abstract class CellBase extends Module {
   readonly bias: boolean;
   readonly #w: Weights;
-  constructor(readonly mode: T.RnnMode, readonly inputSize: number, readonly hiddenSize: number, options: RnnCellOptions) {
+  constructor(
+    readonly mode: T.RnnMode,
+    readonly inputSize: number,
+    readonly hiddenSize: number,
+    options: RnnCellOptions,
+  ) {
     super();
     const name = mode === "lstm" ? "LSTMCell" : "GRUCell";
     checkPositiveInt(name, "inputSize", inputSize);
@@ -270,17 +292,27 @@ abstract class CellBase extends Module {
   protected step(x: Variable, h?: Variable, c?: Variable): Variable {
     const name = this.constructor.name, H = this.hiddenSize;
     if (x.ndim !== 2 || x.shape[1] !== this.inputSize) {
-      throw new RangeError(`${name}(${this.inputSize}, ${H}): input must be [batch, ${this.inputSize}], got ${fmt(x.shape)}`);
+      throw new RangeError(
+        `${name}(${this.inputSize}, ${H}): input must be [batch, ${this.inputSize}], got ${fmt(x.shape)}`,
+      );
     }
     const batch = x.shape[0];
     for (const [label, s] of [["h", h], ["c", c]] as const) {
       if (s && (s.ndim !== 2 || s.shape[0] !== batch || s.shape[1] !== H)) {
-        throw new RangeError(`${name}: state ${label} must be [batch, hiddenSize] = [${batch}, ${H}], got ${fmt(s.shape)}`);
+        throw new RangeError(
+          `${name}: state ${label} must be [batch, hiddenSize] = [${batch}, ${H}], got ${fmt(s.shape)}`,
+        );
       }
     }
     const device = this.#w.wih.data.device;
     const zero = !h || (this.mode === "lstm" && !c) ? zerosLike([batch, H], device) : undefined;
-    return runLayer(this.mode, x.reshape([1, batch, this.inputSize]), this.#w, h ?? zero!, this.mode === "lstm" ? c ?? zero : undefined);
+    return runLayer(
+      this.mode,
+      x.reshape([1, batch, this.inputSize]),
+      this.#w,
+      h ?? zero!,
+      this.mode === "lstm" ? c ?? zero : undefined,
+    );
   }
 
   override extraRepr(): string {

@@ -126,7 +126,12 @@ function layer(
           const si = sig(i), sf = sig(f), tg = Math.tanh(gg), so = sig(o);
           const c = cs[((t + 1) * B + b) * H + j], cp = cs[(t * B + b) * H + j], tc = Math.tanh(c);
           const dct = dc[e] + dht * so * (1 - tc * tc);
-          const pre = [dct * tg * si * (1 - si), dct * cp * sf * (1 - sf), dct * si * (1 - tg * tg), dht * tc * so * (1 - so)];
+          const pre = [
+            dct * tg * si * (1 - si),
+            dct * cp * sf * (1 - sf),
+            dct * si * (1 - tg * tg),
+            dht * tc * so * (1 - so),
+          ];
           for (let k = 0; k < 4; k++) dax[k * H + j] = dah[k * H + j] = pre[k];
           dcPrev[e] = dct * sf;
         } else {
@@ -185,7 +190,18 @@ export function rnnRef(
   const zerosY = new Float64Array(T * S);
   for (let k = 0; k < L; k++) {
     const size = k === 0 ? d.input : H;
-    const run = layer(kind, d, size, layers[k], inputs[k], part(h0, k), part(c0, k), zerosY, part(dhn, k), part(dcn, k));
+    const run = layer(
+      kind,
+      d,
+      size,
+      layers[k],
+      inputs[k],
+      part(h0, k),
+      part(c0, k),
+      zerosY,
+      part(dhn, k),
+      part(dcn, k),
+    );
     inputs.push(run.y);
   }
   const hn = new Float64Array(L * S), cn = new Float64Array(L * S);

@@ -52,7 +52,9 @@ export function recurrencePlan(mode: RnnMode, shapes: readonly Shape[], bias: bo
   const names = ["gx", "w_hh", ...(bias ? ["b_hh"] : []), "h0", ...(mode === "lstm" ? ["c0"] : [])];
   const got = () => names.map((n, i) => `${n}=${shapes[i] ? fmt(shapes[i]) : "missing"}`).join(" ");
   if (shapes.length !== names.length) {
-    throw new RangeError(`${mode}: expects ${names.length} inputs (${names.join(", ")}), got ${shapes.length}: ${got()}`);
+    throw new RangeError(
+      `${mode}: expects ${names.length} inputs (${names.join(", ")}), got ${shapes.length}: ${got()}`,
+    );
   }
   const [gx, w] = shapes;
   const h0 = shapes[bias ? 3 : 2];
@@ -67,11 +69,19 @@ export function recurrencePlan(mode: RnnMode, shapes: readonly Shape[], bias: bo
   if (steps < 1 || batch < 1 || hidden < 1) fail("steps, batch and hidden must be at least 1");
   if (bias && !sameShape(shapes[2], [gates])) fail(`b_hh must be ${fmt([gates])}`);
   if (!sameShape(h0, [batch, hidden])) fail(`h0 must be ${fmt([batch, hidden])}`);
-  if (mode === "lstm" && !sameShape(shapes[names.length - 1], [batch, hidden])) fail(`c0 must be ${fmt([batch, hidden])}`);
+  if (mode === "lstm" && !sameShape(shapes[names.length - 1], [batch, hidden])) {
+    fail(`c0 must be ${fmt([batch, hidden])}`);
+  }
   return { steps, batch, hidden, gates, out: [mode === "lstm" ? steps + 1 : steps, batch, hidden] };
 }
 
-function step(device: Device, entry: string, plan: RecurrencePlan, t: number, buffers: Record<number, GPUBuffer>): void {
+function step(
+  device: Device,
+  entry: string,
+  plan: RecurrencePlan,
+  t: number,
+  buffers: Record<number, GPUBuffer>,
+): void {
   const n = plan.batch * plan.hidden;
   device.dispatch({
     shader: "rnn",
@@ -99,7 +109,9 @@ function defineRecurrence(mode: RnnMode): OpDef<RecurrenceAttrs> {
       const plan = recurrencePlan(mode, inputs.map((t) => t.shape), bias);
       for (const t of inputs) {
         t.sameDevice(inputs[0], mode);
-        if (t.dtype !== "f32") throw new TypeError(`${mode}: expects f32 tensors, got ${inputs.map((x) => x.dtype).join(", ")}`);
+        if (t.dtype !== "f32") {
+          throw new TypeError(`${mode}: expects f32 tensors, got ${inputs.map((x) => x.dtype).join(", ")}`);
+        }
       }
       const [gx, w] = inputs;
       const b = bias ? inputs[2] : undefined;
@@ -164,7 +176,9 @@ function defineRecurrence(mode: RnnMode): OpDef<RecurrenceAttrs> {
       }
       const rows = steps * batch;
       const grads: (Tensor | null)[] = [ctx.needs[0] ? dgx : null];
-      grads.push(ctx.needs[1] ? matmul(dgh.reshape([rows, gates]), hprev.reshape([rows, hidden]), { transA: true }) : null);
+      grads.push(
+        ctx.needs[1] ? matmul(dgh.reshape([rows, gates]), hprev.reshape([rows, hidden]), { transA: true }) : null,
+      );
       if (bias) grads.push(ctx.needs[2] ? sum(dgh.reshape([rows, gates]), 0) : null);
       // dh0 = the part through step 0's matmul, plus (GRU) the elementwise part dh_0·z_0.
       grads.push(ctx.needs[h0At] ? (lstm ? dhrec! : add(dhrec!, carry)) : null);

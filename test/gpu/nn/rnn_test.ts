@@ -5,7 +5,7 @@
  */
 import { Device, fromArray, GRU, GRUCell, LSTM, LSTMCell, Variable } from "../../../src/index.ts";
 import type { Module } from "../../../src/nn/mod.ts";
-import { rnnRef, type RnnKind, type RnnLayerWeights } from "../../reference/rnn.ts";
+import { type RnnKind, type RnnLayerWeights, rnnRef } from "../../reference/rnn.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 import { mulberry32, randn } from "../../util/random.ts";
@@ -54,9 +54,9 @@ for (const kind of ["lstm", "gru"] as RnnKind[]) {
         const opts = { numLayers: L, batchFirst, bias, seed: 17 };
         const m = kind === "lstm" ? new LSTM(I, H, opts) : new GRU(I, H, opts);
         const names = m.namedParameters().map(([n]) => n);
-        const want = [...Array(L).keys()].flatMap((k) =>
-          [`weight_ih_l${k}`, `weight_hh_l${k}`, ...(bias ? [`bias_ih_l${k}`, `bias_hh_l${k}`] : [])]
-        );
+        const want = [...Array(L).keys()].flatMap((
+          k,
+        ) => [`weight_ih_l${k}`, `weight_hh_l${k}`, ...(bias ? [`bias_ih_l${k}`, `bias_hh_l${k}`] : [])]);
         assertEquals(names, want, "PyTorch's parameter names and order");
         const weights = await weightsOf(m, L, (k) => `_l${k}`);
         const bound = 1 / Math.sqrt(H);
@@ -69,7 +69,17 @@ for (const kind of ["lstm", "gru"] as RnnKind[]) {
         const dy = randn(T * S, rng), dhn = randn(L * S, rng), dcn = randn(L * S, rng);
         // The reference runs [T, B, ...]; the module takes and returns [B, T, ...] when batchFirst.
         const xIn = batchFirst ? swap01(x, T, B, I) : x, dyIn = batchFirst ? swap01(dy, T, B, H) : dy;
-        const ref = rnnRef(kind, { steps: T, batch: B, input: I, hidden: H }, weights, x, h0, c0, dy, dhn, kind === "lstm" ? dcn : []);
+        const ref = rnnRef(
+          kind,
+          { steps: T, batch: B, input: I, hidden: H },
+          weights,
+          x,
+          h0,
+          c0,
+          dy,
+          dhn,
+          kind === "lstm" ? dcn : [],
+        );
         const xv = new Variable(fromArray(xIn, batchFirst ? [B, T, I] : [T, B, I]), true);
         const hv = new Variable(fromArray(h0, [L, B, H]), true), cv = new Variable(fromArray(c0, [L, B, H]), true);
         const dot = (v: Variable, a: Float32Array) => v.mul(new Variable(fromArray(a, [...v.shape]))).sum();
@@ -97,7 +107,12 @@ for (const kind of ["lstm", "gru"] as RnnKind[]) {
         if (kind === "lstm") assertRelClose(await cv.grad!.toArray(), ref.dc0, 1e-3, `${tag} dc0`);
         const params = new Map(m.namedParameters());
         for (let k = 0; k < L; k++) {
-          for (const [key, name] of [["wih", "weight_ih"], ["whh", "weight_hh"], ["bih", "bias_ih"], ["bhh", "bias_hh"]] as const) {
+          for (
+            const [key, name] of [["wih", "weight_ih"], ["whh", "weight_hh"], ["bih", "bias_ih"], [
+              "bhh",
+              "bias_hh",
+            ]] as const
+          ) {
             const p = params.get(`${name}_l${k}`);
             if (!p) continue;
             assertRelClose(await p.grad!.toArray(), ref.layers[k][key], 1e-3, `${tag} ${name}_l${k} grad`);
@@ -109,42 +124,55 @@ for (const kind of ["lstm", "gru"] as RnnKind[]) {
 }
 
 for (const kind of ["lstm", "gru"] as RnnKind[]) {
-  gpuTest(`${kind === "lstm" ? "LSTMCell" : "GRUCell"} stepped 4 times through the tape matches the f64 one-layer reference`, async () => {
-    const rng = mulberry32(kind === "lstm" ? 601 : 602);
-    const T = 4, B = 3, I = 7, H = 9, S = B * H;
-    const cell = kind === "lstm" ? new LSTMCell(I, H, { seed: 3 }) : new GRUCell(I, H, { seed: 3 });
-    const suffix = ["weight_ih", "weight_hh", "bias_ih", "bias_hh"];
-    assertEquals(cell.namedParameters().map(([n]) => n), suffix, "PyTorch's cell parameter names");
-    const weights = await weightsOf(cell, 1, () => "");
-    const x = randn(T * B * I, rng), h0 = randn(S, rng), c0 = randn(S, rng);
-    const dy = randn(T * S, rng), dcn = randn(S, rng);
-    const ref = rnnRef(kind, { steps: T, batch: B, input: I, hidden: H }, weights, x, h0, c0, dy, new Float32Array(S), dcn);
-    const xv = new Variable(fromArray(x, [T, B, I]), true);
-    const hv = new Variable(fromArray(h0, [B, H]), true), cv = new Variable(fromArray(c0, [B, H]), true);
-    const dot = (v: Variable, a: ArrayLike<number>) => v.mul(new Variable(fromArray(a, [...v.shape]))).sum();
-    let h = hv, c = cv, loss: Variable | undefined;
-    const hs: Variable[] = [];
-    for (let t = 0; t < T; t++) {
-      const xt = xv.narrow(0, t, 1).reshape([B, I]);
-      if (cell instanceof LSTMCell) ({ h, c } = cell.forwardStep(xt, { h, c }));
-      else h = (cell as GRUCell).forwardStep(xt, h);
-      hs.push(h);
-      const term = dot(h, dy.subarray(t * S, (t + 1) * S));
-      loss = loss ? loss.add(term) : term;
-    }
-    if (kind === "lstm") loss = loss!.add(dot(c, dcn));
-    loss!.backward();
-    const ys = (await Promise.all(hs.map((v) => v.toArray()))).flatMap((a) => [...a]);
-    assertRelClose(ys, ref.y, 1e-3, `${kind} cell h_t`);
-    if (kind === "lstm") assertRelClose(await c.toArray(), ref.cn, 1e-3, "cell c_T");
-    assertRelClose(await xv.grad!.toArray(), ref.dx, 1e-3, `${kind} cell dx`);
-    assertRelClose(await hv.grad!.toArray(), ref.dh0, 1e-3, `${kind} cell dh0`);
-    if (kind === "lstm") assertRelClose(await cv.grad!.toArray(), ref.dc0, 1e-3, "cell dc0");
-    const keys = ["wih", "whh", "bih", "bhh"] as const;
-    for (const [i, [name, p]] of cell.namedParameters().entries()) {
-      assertRelClose(await p.grad!.toArray(), ref.layers[0][keys[i]], 1e-3, `${kind} cell ${name} grad`);
-    }
-  });
+  gpuTest(
+    `${kind === "lstm" ? "LSTMCell" : "GRUCell"} stepped 4 times through the tape matches the f64 one-layer reference`,
+    async () => {
+      const rng = mulberry32(kind === "lstm" ? 601 : 602);
+      const T = 4, B = 3, I = 7, H = 9, S = B * H;
+      const cell = kind === "lstm" ? new LSTMCell(I, H, { seed: 3 }) : new GRUCell(I, H, { seed: 3 });
+      const suffix = ["weight_ih", "weight_hh", "bias_ih", "bias_hh"];
+      assertEquals(cell.namedParameters().map(([n]) => n), suffix, "PyTorch's cell parameter names");
+      const weights = await weightsOf(cell, 1, () => "");
+      const x = randn(T * B * I, rng), h0 = randn(S, rng), c0 = randn(S, rng);
+      const dy = randn(T * S, rng), dcn = randn(S, rng);
+      const ref = rnnRef(
+        kind,
+        { steps: T, batch: B, input: I, hidden: H },
+        weights,
+        x,
+        h0,
+        c0,
+        dy,
+        new Float32Array(S),
+        dcn,
+      );
+      const xv = new Variable(fromArray(x, [T, B, I]), true);
+      const hv = new Variable(fromArray(h0, [B, H]), true), cv = new Variable(fromArray(c0, [B, H]), true);
+      const dot = (v: Variable, a: ArrayLike<number>) => v.mul(new Variable(fromArray(a, [...v.shape]))).sum();
+      let h = hv, c = cv, loss: Variable | undefined;
+      const hs: Variable[] = [];
+      for (let t = 0; t < T; t++) {
+        const xt = xv.narrow(0, t, 1).reshape([B, I]);
+        if (cell instanceof LSTMCell) ({ h, c } = cell.forwardStep(xt, { h, c }));
+        else h = (cell as GRUCell).forwardStep(xt, h);
+        hs.push(h);
+        const term = dot(h, dy.subarray(t * S, (t + 1) * S));
+        loss = loss ? loss.add(term) : term;
+      }
+      if (kind === "lstm") loss = loss!.add(dot(c, dcn));
+      loss!.backward();
+      const ys = (await Promise.all(hs.map((v) => v.toArray()))).flatMap((a) => [...a]);
+      assertRelClose(ys, ref.y, 1e-3, `${kind} cell h_t`);
+      if (kind === "lstm") assertRelClose(await c.toArray(), ref.cn, 1e-3, "cell c_T");
+      assertRelClose(await xv.grad!.toArray(), ref.dx, 1e-3, `${kind} cell dx`);
+      assertRelClose(await hv.grad!.toArray(), ref.dh0, 1e-3, `${kind} cell dh0`);
+      if (kind === "lstm") assertRelClose(await cv.grad!.toArray(), ref.dc0, 1e-3, "cell dc0");
+      const keys = ["wih", "whh", "bih", "bhh"] as const;
+      for (const [i, [name, p]] of cell.namedParameters().entries()) {
+        assertRelClose(await p.grad!.toArray(), ref.layers[0][keys[i]], 1e-3, `${kind} cell ${name} grad`);
+      }
+    },
+  );
 }
 
 gpuTest("LSTM dropout between layers acts in training only; eval output matches the reference", async () => {
@@ -154,7 +182,17 @@ gpuTest("LSTM dropout between layers acts in training only; eval output matches 
   const x = randn(T * B * I, rng);
   const weights = await weightsOf(lstm, 2, (k) => `_l${k}`);
   const zeros = new Float32Array(2 * B * H);
-  const ref = rnnRef("lstm", { steps: T, batch: B, input: I, hidden: H }, weights, x, zeros, zeros, new Float32Array(T * B * H), zeros, zeros);
+  const ref = rnnRef(
+    "lstm",
+    { steps: T, batch: B, input: I, hidden: H },
+    weights,
+    x,
+    zeros,
+    zeros,
+    new Float32Array(T * B * H),
+    zeros,
+    zeros,
+  );
   const run = async () => await lstm.forward(new Variable(fromArray(x, [T, B, I]))).toArray();
   const train = await run();
   lstm.eval();
@@ -162,7 +200,10 @@ gpuTest("LSTM dropout between layers acts in training only; eval output matches 
   lstm.train();
   let differs = 0;
   train.forEach((v, i) => (differs += +(Math.abs(v - ref.y[i]) > 1e-3)));
-  assert(differs > train.length / 10, `training output should differ from eval with dropout 0.5, ${differs} of ${train.length} do`);
+  assert(
+    differs > train.length / 10,
+    `training output should differ from eval with dropout 0.5, ${differs} of ${train.length} do`,
+  );
 });
 
 gpuTest("LSTM and GRU record 2 dispatches per time step forward and 2 backward", (device: Device) => {
@@ -202,9 +243,19 @@ gpuTest("RNN modules refuse bad sizes and shapes naming the knob and the value",
   assertThrows(() => new GRU(7, 9, { numLayers: 1.5 }), RangeError, "numLayers", "1.5");
   assertThrows(() => new GRU(7, 9, { dropout: 1 }), RangeError, "dropout must be in [0, 1)", "got 1");
   const lstm = new LSTM(7, 9, { numLayers: 2 });
-  assertThrows(() => lstm.forward(new Variable(fromArray(new Float32Array(30), [5, 6]))), RangeError, "[seq, batch, inputSize]", "[5,6]");
+  assertThrows(
+    () => lstm.forward(new Variable(fromArray(new Float32Array(30), [5, 6]))),
+    RangeError,
+    "[seq, batch, inputSize]",
+    "[5,6]",
+  );
   const x = new Variable(fromArray(new Float32Array(5 * 3 * 7), [5, 3, 7]));
   const h = new Variable(fromArray(new Float32Array(27), [1, 3, 9]));
-  assertThrows(() => lstm.forwardSeq(x, { h, c: h }), RangeError, "h0 must be [numLayers, batch, hiddenSize] = [2, 3, 9]", "[1,3,9]");
+  assertThrows(
+    () => lstm.forwardSeq(x, { h, c: h }),
+    RangeError,
+    "h0 must be [numLayers, batch, hiddenSize] = [2, 3, 9]",
+    "[1,3,9]",
+  );
   assertThrows(() => new GRUCell(7, 9).forward(x), RangeError, "GRUCell(7, 9)", "[batch, 7]", "[5,3,7]");
 });

@@ -13,8 +13,21 @@ Deno.test("recurrencePlan refuses a bad shape naming the input and every shape",
     "h0 must be [3,9]",
     "h0=[2,9]",
   );
-  assertThrows(() => recurrencePlan("lstm", [[5, 3, 27], [27, 9], [3, 9], [3, 9]], false), RangeError, "w_hh must be [4·H, H]");
-  assertThrows(() => recurrencePlan("lstm", [[5, 3, 36], [36, 9], [3, 9]], false), RangeError, "expects 4 inputs", "c0=missing");
+  assertThrows(
+    () => recurrencePlan("lstm", [[5, 3, 27], [27, 9], [3, 9], [3, 9]], false),
+    RangeError,
+    "w_hh must be [4·H, H]",
+  );
+  assertThrows(
+    () => recurrencePlan("lstm", [[5, 3, 36], [36, 9], [3, 9]], false),
+    RangeError,
+    "expects 4 inputs",
+    "c0=missing",
+  );
   assertThrows(() => recurrencePlan("gru", [[0, 3, 27], [27, 9], [3, 9]], false), RangeError, "at least 1");
-  assertThrows(() => recurrencePlan("lstm", [[5, 3, 36], [36, 9], [36], [3, 9], [3, 8]], true), RangeError, "c0 must be [3,9]");
+  assertThrows(
+    () => recurrencePlan("lstm", [[5, 3, 36], [36, 9], [36], [3, 9], [3, 8]], true),
+    RangeError,
+    "c0 must be [3,9]",
+  );
 });
