@@ -126,13 +126,18 @@ abstract class RnnBase extends Module {
   /** Run every layer; `h0`/`c0` are [numLayers, B, H] or absent (zeros). */
   protected run(x: Variable, h0?: Variable, c0?: Variable): { output: Variable; h: Variable; c?: Variable } {
     const name = this.constructor.name;
-    if (x.ndim !== 3 || x.shape[2] !== this.inputSize) {
-      const layout = this.batchFirst ? "[batch, seq, inputSize]" : "[seq, batch, inputSize]";
+    if ((x.ndim !== 2 && x.ndim !== 3) || x.shape[x.ndim - 1] !== this.inputSize) {
+      const layout = this.batchFirst ? `[batch, seq, ${this.inputSize}]` : `[seq, batch, ${this.inputSize}]`;
       throw new RangeError(
-        `${name}(${this.inputSize}, ${this.hiddenSize}): input must be ${layout} = [.., .., ${this.inputSize}], got ${
+        `${name}(${this.inputSize}, ${this.hiddenSize}): input must be ${layout} or unbatched [seq, ${this.inputSize}], got ${
           fmt(x.shape)
         }`,
       );
+    }
+    if (x.ndim === 2) {
+      // Unbatched, as PyTorch: x [seq, inputSize], states [numLayers, hiddenSize].
+      const r = this.run(x.unsqueeze(this.batchFirst ? 0 : 1), h0?.unsqueeze(1), c0?.unsqueeze(1));
+      return { output: r.output.squeeze(this.batchFirst ? 0 : 1), h: r.h.squeeze(1), c: r.c?.squeeze(1) };
     }
     const seq = this.batchFirst ? x.transpose(0, 1) : x;
     const [steps, batch] = seq.shape;
@@ -215,7 +220,8 @@ export class LSTM extends RnnBase {
 
   /**
    * Run the sequence (flodl's `forward_seq`; PyTorch's `lstm(x, (h0, c0))`).
-   * @param x [seq, batch, inputSize], or [batch, seq, inputSize] with `batchFirst`.
+   * @param x [seq, batch, inputSize], or [batch, seq, inputSize] with `batchFirst`; unbatched
+   *   [seq, inputSize] as in PyTorch (states and results then lose the batch dim).
    * @param state Initial h and c, each [numLayers, batch, hiddenSize]; zeros when absent.
    * @returns The last layer's h at every step (shaped as x, with hiddenSize features) and the
    *   final h and c of every layer, [numLayers, batch, hiddenSize].
@@ -255,7 +261,8 @@ export class GRU extends RnnBase {
 
   /**
    * Run the sequence (flodl's `forward_seq`; PyTorch's `gru(x, h0)`).
-   * @param x [seq, batch, inputSize], or [batch, seq, inputSize] with `batchFirst`.
+   * @param x [seq, batch, inputSize], or [batch, seq, inputSize] with `batchFirst`; unbatched
+   *   [seq, inputSize] as in PyTorch (h0 and results then lose the batch dim).
    * @param h0 Initial hidden state [numLayers, batch, hiddenSize]; zeros when absent.
    * @returns The last layer's h at every step and the final h of every layer [numLayers, batch, hiddenSize].
    * @throws {RangeError} When x or h0 has the wrong shape (both shapes shown).
@@ -293,7 +300,9 @@ abstract class CellBase extends Module {
     const name = this.constructor.name, H = this.hiddenSize;
     if (x.ndim !== 2 || x.shape[1] !== this.inputSize) {
       throw new RangeError(
-        `${name}(${this.inputSize}, ${H}): input must be [batch, ${this.inputSize}], got ${fmt(x.shape)}`,
+        `${name}(${this.inputSize}, ${H}): input must be [batch, ${this.inputSize}] or unbatched [${this.inputSize}], got ${
+          fmt(x.shape)
+        }`,
       );
     }
     const batch = x.shape[0];
@@ -342,12 +351,17 @@ export class LSTMCell extends CellBase {
 
   /**
    * One step (PyTorch's `cell(x, (h, c))`).
-   * @param x [batch, inputSize].
+   * @param x [batch, inputSize], or unbatched [inputSize] (state and results then [hiddenSize]).
    * @param state h and c, each [batch, hiddenSize]; zeros when absent.
    * @returns The next h and c.
    * @throws {RangeError} When x or the state has the wrong shape (both shapes shown).
    */
   forwardStep(x: Variable, state?: LstmState): LstmState {
+    if (x.ndim === 1) {
+      // Unbatched, as PyTorch: x [inputSize], h and c [hiddenSize].
+      const r = this.forwardStep(x.unsqueeze(0), state && { h: state.h.unsqueeze(0), c: state.c.unsqueeze(0) });
+      return { h: r.h.squeeze(0), c: r.c.squeeze(0) };
+    }
     const out = this.step(x, state?.h, state?.c); // [2, B, H]: h then c
     const shape = [x.shape[0], this.hiddenSize];
     return { h: out.narrow(0, 0, 1).reshape(shape), c: out.narrow(0, 1, 1).reshape(shape) };
@@ -378,12 +392,13 @@ export class GRUCell extends CellBase {
 
   /**
    * One step (PyTorch's `cell(x, h)`).
-   * @param x [batch, inputSize].
+   * @param x [batch, inputSize], or unbatched [inputSize] (h and the result then [hiddenSize]).
    * @param h [batch, hiddenSize]; zeros when absent.
    * @returns The next h [batch, hiddenSize].
    * @throws {RangeError} When x or h has the wrong shape (both shapes shown).
    */
   forwardStep(x: Variable, h?: Variable): Variable {
+    if (x.ndim === 1) return this.forwardStep(x.unsqueeze(0), h?.unsqueeze(0)).squeeze(0); // unbatched, as PyTorch
     return this.step(x, h).reshape([x.shape[0], this.hiddenSize]);
   }
 

@@ -246,8 +246,8 @@ gpuTest("RNN modules refuse bad sizes and shapes naming the knob and the value",
   assertThrows(
     () => lstm.forward(new Variable(fromArray(new Float32Array(30), [5, 6]))),
     RangeError,
-    "[seq, batch, inputSize]",
-    "[5,6]",
+    "LSTM(7, 9): input must be [seq, batch, 7] or unbatched [seq, 7]",
+    "got [5,6]",
   );
   const x = new Variable(fromArray(new Float32Array(5 * 3 * 7), [5, 3, 7]));
   const h = new Variable(fromArray(new Float32Array(27), [1, 3, 9]));
@@ -258,4 +258,72 @@ gpuTest("RNN modules refuse bad sizes and shapes naming the knob and the value",
     "[1,3,9]",
   );
   assertThrows(() => new GRUCell(7, 9).forward(x), RangeError, "GRUCell(7, 9)", "[batch, 7]", "[5,3,7]");
+});
+
+gpuTest("LSTM, GRU and the cells take unbatched input as PyTorch does (the batch dim dropped)", async () => {
+  const rng = mulberry32(800);
+  const T = 5, I = 7, H = 9;
+  const x = randn(T * I, rng), h0 = randn(2 * H, rng), c0 = randn(2 * H, rng);
+  for (const kind of ["lstm", "gru"] as RnnKind[]) {
+    for (const batchFirst of [false, true]) {
+      const opts = { numLayers: 2, batchFirst, seed: 9 };
+      const m = kind === "lstm" ? new LSTM(I, H, opts) : new GRU(I, H, opts);
+      const ref = rnnRef(
+        kind,
+        { steps: T, batch: 1, input: I, hidden: H },
+        await weightsOf(m, 2, (k) => `_l${k}`),
+        x,
+        h0,
+        c0,
+        new Float32Array(T * H),
+        new Float32Array(2 * H),
+        new Float32Array(2 * H),
+      );
+      const xv = new Variable(fromArray(x, [T, I])), hv = new Variable(fromArray(h0, [2, H]));
+      const r = m instanceof LSTM
+        ? m.forwardSeq(xv, { h: hv, c: new Variable(fromArray(c0, [2, H])) })
+        : (m as GRU).forwardSeq(xv, hv);
+      const tag = `${kind} unbatched (batchFirst ${batchFirst})`;
+      assertEquals([...r.output.shape, ...r.h.shape], [T, H, 2, H], `${tag} shapes`);
+      assertRelClose(await r.output.toArray(), ref.y, 1e-3, `${tag} output`);
+      assertRelClose(await r.h.toArray(), ref.hn, 1e-3, `${tag} h_n`);
+    }
+  }
+  const cell = new LSTMCell(I, H, { seed: 2 });
+  const weights = await weightsOf(cell, 1, () => "");
+  const one = rnnRef(
+    "lstm",
+    { steps: 1, batch: 1, input: I, hidden: H },
+    weights,
+    x.subarray(0, I),
+    h0.subarray(0, H),
+    c0.subarray(0, H),
+    new Float32Array(H),
+    new Float32Array(H),
+    new Float32Array(H),
+  );
+  const s = cell.forwardStep(new Variable(fromArray(x.subarray(0, I), [I])), {
+    h: new Variable(fromArray(h0.subarray(0, H), [H])),
+    c: new Variable(fromArray(c0.subarray(0, H), [H])),
+  });
+  assertEquals([...s.h.shape, ...s.c.shape], [H, H], "LSTMCell unbatched shapes");
+  assertRelClose(await s.c.toArray(), one.cn, 1e-3, "LSTMCell unbatched c");
+  const gru = new GRUCell(I, H, { seed: 2 });
+  const g1 = rnnRef(
+    "gru",
+    { steps: 1, batch: 1, input: I, hidden: H },
+    await weightsOf(gru, 1, () => ""),
+    x.subarray(0, I),
+    h0.subarray(0, H),
+    [],
+    new Float32Array(H),
+    new Float32Array(H),
+    [],
+  );
+  const gh = gru.forwardStep(
+    new Variable(fromArray(x.subarray(0, I), [I])),
+    new Variable(fromArray(h0.subarray(0, H), [H])),
+  );
+  assertEquals([...gh.shape], [H], "GRUCell unbatched shape");
+  assertRelClose(await gh.toArray(), g1.y, 1e-3, "GRUCell unbatched h");
 });
