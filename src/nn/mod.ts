@@ -46,6 +46,8 @@ export type { AttentionCallOptions, MultiheadAttentionOptions } from "./attentio
 export { RMSNorm } from "./rms_norm.ts";
 export type { RMSNormOptions } from "./rms_norm.ts";
 export { PositionalEmbedding, rotaryEmbedding } from "./positional.ts";
+export { GRU, GRUCell, LSTM, LSTMCell } from "./rnn.ts";
+export type { LstmState, RnnCellOptions, RnnOptions } from "./rnn.ts";
 export * as F from "./functional.ts";
 export {
   bceLoss,

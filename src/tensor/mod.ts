@@ -21,5 +21,6 @@ export * from "./ops/matmul.ts";
 export * from "./ops/attention.ts";
 export * from "./ops/rope.ts";
 export * from "./ops/lerp.ts";
+export * from "./ops/rnn.ts";
 export { checkHostIndices, indexChecksEnabled, indexMessage, setIndexChecks } from "./index_check.ts";
 export type { IndexRule } from "./index_check.ts";

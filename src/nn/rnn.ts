@@ -1,0 +1,409 @@
+/**
+ * Recurrent layers with PyTorch's semantics, parameter names and default initialisation:
+ * LSTM, GRU (multi-layer, `batchFirst`, dropout between layers) and their cells.
+ *
+ * A layer is one matmul for the input projections of all steps (x·W_ihᵀ + b_ih, on the tape
+ * as a `linear`) and one recurrence op (src/tensor/ops/rnn.ts): per step a matmul
+ * h·W_hhᵀ + b_hh and one fused gate kernel, backward through time in the op itself.
+ */
+import { apply, cat, Parameter, Variable } from "../autograd/mod.ts";
+import { Device } from "../gpu/mod.ts";
+import * as T from "../tensor/mod.ts";
+import { fmt, nextSeed } from "../tensor/mod.ts";
+import { uniform } from "./init.ts";
+import type { LayerOptions } from "./layers.ts";
+import { Module } from "./module.ts";
+
+/** Options of {@link LSTM} and {@link GRU} (PyTorch's keyword arguments). */
+export interface RnnOptions extends LayerOptions {
+  /** Stacked layers, each feeding its output sequence to the next. Default 1. */
+  numLayers?: number;
+  /** Use b_ih and b_hh. Default true. */
+  bias?: boolean;
+  /** Input and output are [batch, seq, feature] instead of [seq, batch, feature]. Default false. */
+  batchFirst?: boolean;
+  /** Dropout probability on each layer's output except the last, in training mode. In [0, 1); default 0. */
+  dropout?: number;
+}
+
+/** Options of {@link LSTMCell} and {@link GRUCell}. */
+export interface RnnCellOptions extends LayerOptions {
+  /** Use b_ih and b_hh. Default true. */
+  bias?: boolean;
+}
+
+/** LSTM state: hidden and cell, [numLayers, batch, hidden] for {@link LSTM}, [batch, hidden] for {@link LSTMCell}. */
+export interface LstmState {
+  h: Variable;
+  c: Variable;
+}
+
+function checkPositiveInt(layer: string, name: string, v: number): void {
+  if (!Number.isInteger(v) || v < 1) throw new RangeError(`${layer}: ${name} must be an integer >= 1, got ${v}`);
+}
+
+/** One layer's parameters, PyTorch's shapes: weight_ih [G, in], weight_hh [G, H], biases [G]. */
+interface Weights {
+  wih: Parameter;
+  whh: Parameter;
+  bih?: Parameter;
+  bhh?: Parameter;
+}
+
+/**
+ * Create and register one layer's parameters under `weight_ih<suffix>`, ... with PyTorch's
+ * init U(−1/√H, 1/√H) for every one of them (`reset_parameters` of RNNBase and RNNCellBase).
+ */
+function makeWeights(
+  m: Module,
+  suffix: string,
+  gates: number,
+  inSize: number,
+  hidden: number,
+  bias: boolean,
+  options: LayerOptions,
+  seedAt: number,
+): Weights {
+  const device = options.device ?? Device.default;
+  const bound = 1 / Math.sqrt(hidden);
+  const make = (name: string, shape: number[], i: number) => {
+    const p = m.registerParameter(`${name}${suffix}`, new Parameter(T.zeros(shape, { device }), `${name}${suffix}`));
+    uniform(p, -bound, bound, options.seed === undefined ? nextSeed() : (options.seed + seedAt + i) >>> 0);
+    return p;
+  };
+  const w: Weights = {
+    wih: make("weight_ih", [gates * hidden, inSize], 0),
+    whh: make("weight_hh", [gates * hidden, hidden], 1),
+  };
+  if (bias) {
+    w.bih = make("bias_ih", [gates * hidden], 2);
+    w.bhh = make("bias_hh", [gates * hidden], 3);
+  }
+  return w;
+}
+
+/**
+ * One layer over a sequence x [T, B, in]: the input projection of all steps (one linear),
+ * then the recurrence. Returns the recurrence's output (LSTM [T + 1, B, H]: h_1..h_T then c_T;
+ * GRU [T, B, H]).
+ */
+function runLayer(mode: T.RnnMode, x: Variable, w: Weights, h0: Variable, c0?: Variable): Variable {
+  const gx = apply(T.linearOp, w.bih ? [x, w.wih, w.bih] : [x, w.wih], undefined);
+  const inputs = [gx, w.whh, ...(w.bhh ? [w.bhh] : []), h0, ...(c0 ? [c0] : [])];
+  return apply(mode === "lstm" ? T.lstmRecurrenceOp : T.gruRecurrenceOp, inputs, { bias: !!w.bhh });
+}
+
+const zerosLike = (shape: number[], device: Device) => new Variable(T.zeros(shape, { device }));
+
+/** Shared body of {@link LSTM} and {@link GRU}. */
+abstract class RnnBase extends Module {
+  readonly numLayers: number;
+  readonly bias: boolean;
+  readonly batchFirst: boolean;
+  readonly dropout: number;
+  readonly #layers: Weights[] = [];
+
+  constructor(readonly mode: T.RnnMode, readonly inputSize: number, readonly hiddenSize: number, options: RnnOptions) {
+    super();
+    const name = mode === "lstm" ? "LSTM" : "GRU";
+    checkPositiveInt(name, "inputSize", inputSize);
+    checkPositiveInt(name, "hiddenSize", hiddenSize);
+    this.numLayers = options.numLayers ?? 1;
+    checkPositiveInt(name, "numLayers", this.numLayers);
+    this.dropout = options.dropout ?? 0;
+    if (!(this.dropout >= 0 && this.dropout < 1)) {
+      throw new RangeError(`${name}: dropout must be in [0, 1), got ${options.dropout}`);
+    }
+    this.bias = options.bias ?? true;
+    this.batchFirst = options.batchFirst ?? false;
+    const gates = mode === "lstm" ? 4 : 3;
+    for (let k = 0; k < this.numLayers; k++) {
+      const inSize = k === 0 ? inputSize : hiddenSize;
+      this.#layers.push(makeWeights(this, `_l${k}`, gates, inSize, hiddenSize, this.bias, options, 4 * k));
+    }
+  }
+
+  /** Run every layer; `h0`/`c0` are [numLayers, B, H] or absent (zeros). */
+  protected run(x: Variable, h0?: Variable, c0?: Variable): { output: Variable; h: Variable; c?: Variable } {
+    const name = this.constructor.name;
+    if ((x.ndim !== 2 && x.ndim !== 3) || x.shape[x.ndim - 1] !== this.inputSize) {
+      const layout = this.batchFirst ? `[batch, seq, ${this.inputSize}]` : `[seq, batch, ${this.inputSize}]`;
+      throw new RangeError(
+        `${name}(${this.inputSize}, ${this.hiddenSize}): input must be ${layout} or unbatched [seq, ${this.inputSize}], got ${
+          fmt(x.shape)
+        }`,
+      );
+    }
+    if (x.ndim === 2) {
+      // Unbatched, as PyTorch: x [seq, inputSize], states [numLayers, hiddenSize].
+      const r = this.run(x.unsqueeze(this.batchFirst ? 0 : 1), h0?.unsqueeze(1), c0?.unsqueeze(1));
+      return { output: r.output.squeeze(this.batchFirst ? 0 : 1), h: r.h.squeeze(1), c: r.c?.squeeze(1) };
+    }
+    const seq = this.batchFirst ? x.transpose(0, 1) : x;
+    const [steps, batch] = seq.shape;
+    const H = this.hiddenSize, L = this.numLayers;
+    for (const [label, s] of [["h0", h0], ["c0", c0]] as const) {
+      if (s && (s.ndim !== 3 || s.shape[0] !== L || s.shape[1] !== batch || s.shape[2] !== H)) {
+        throw new RangeError(
+          `${name}: ${label} must be [numLayers, batch, hiddenSize] = [${L}, ${batch}, ${H}], got ${fmt(s.shape)}`,
+        );
+      }
+    }
+    const device = this.parameters()[0].data.device;
+    const zero = !h0 || (this.mode === "lstm" && !c0) ? zerosLike([batch, H], device) : undefined;
+    const layerOf = (
+      s: Variable | undefined,
+      k: number,
+    ) => (s ? (L === 1 ? s : s.narrow(0, k, 1)).reshape([batch, H]) : zero!);
+    const hs: Variable[] = [], cs: Variable[] = [];
+    let inp = seq;
+    for (let k = 0; k < L; k++) {
+      const out = runLayer(
+        this.mode,
+        inp,
+        this.#layers[k],
+        layerOf(h0, k),
+        this.mode === "lstm" ? layerOf(c0, k) : undefined,
+      );
+      if (this.mode === "lstm") {
+        inp = out.narrow(0, 0, steps);
+        hs.push(out.narrow(0, steps - 1, 1));
+        cs.push(out.narrow(0, steps, 1));
+      } else {
+        inp = out;
+        hs.push(steps === 1 ? out : out.narrow(0, steps - 1, 1));
+      }
+      if (this.training && this.dropout > 0 && k < L - 1) {
+        inp = apply(T.dropoutOp, [inp], { p: this.dropout, training: true, seed: nextSeed() });
+      }
+    }
+    const stackOf = (vs: Variable[]) => (vs.length === 1 ? vs[0] : cat(vs, 0));
+    return {
+      output: this.batchFirst ? inp.transpose(0, 1) : inp,
+      h: stackOf(hs),
+      c: this.mode === "lstm" ? stackOf(cs) : undefined,
+    };
+  }
+
+  override extraRepr(): string {
+    const extra = [
+      this.numLayers !== 1 ? `num_layers=${this.numLayers}` : "",
+      this.bias ? "" : "bias=false",
+      this.batchFirst ? "batch_first=true" : "",
+      this.dropout ? `dropout=${this.dropout}` : "",
+    ].filter(Boolean);
+    return [`${this.inputSize}, ${this.hiddenSize}`, ...extra].join(", ");
+  }
+}
+
+/**
+ * Multi-layer LSTM with PyTorch's semantics (torch.nn.LSTM, unidirectional, no projection):
+ * gates i, f, g, o; parameters `weight_ih_l{k}` [4H, in], `weight_hh_l{k}` [4H, H],
+ * `bias_ih_l{k}`, `bias_hh_l{k}` [4H], all initialised U(−1/√H, 1/√H), so PyTorch state
+ * dicts load by name. Dropout (training only) on every layer's output but the last.
+ *
+ * Dispatches per time step and layer: 2 forward (h·W_hhᵀ + b_hh, fused gates), 2 backward.
+ * @throws {RangeError} For sizes that are not integers >= 1 or dropout outside [0, 1).
+ * @example
+ * ```ts
+ * import { Device, LSTM, Variable, ops } from "../index.ts";
+ * await Device.request();
+ * const lstm = new LSTM(7, 9, { numLayers: 2 });
+ * const { output, h, c } = lstm.forwardSeq(new Variable(ops.randn([5, 3, 7])));
+ * console.log(output.shape, h.shape, c.shape); // [5, 3, 9] [2, 3, 9] [2, 3, 9]
+ * ```
+ */
+export class LSTM extends RnnBase {
+  constructor(inputSize: number, hiddenSize: number, options: RnnOptions = {}) {
+    super("lstm", inputSize, hiddenSize, options);
+  }
+
+  /**
+   * Run the sequence (flodl's `forward_seq`; PyTorch's `lstm(x, (h0, c0))`).
+   * @param x [seq, batch, inputSize], or [batch, seq, inputSize] with `batchFirst`; unbatched
+   *   [seq, inputSize] as in PyTorch (states and results then lose the batch dim).
+   * @param state Initial h and c, each [numLayers, batch, hiddenSize]; zeros when absent.
+   * @returns The last layer's h at every step (shaped as x, with hiddenSize features) and the
+   *   final h and c of every layer, [numLayers, batch, hiddenSize].
+   * @throws {RangeError} When x or the state has the wrong shape (both shapes shown).
+   */
+  forwardSeq(x: Variable, state?: LstmState): { output: Variable; h: Variable; c: Variable } {
+    const r = this.run(x, state?.h, state?.c);
+    return { output: r.output, h: r.h, c: r.c! };
+  }
+
+  /** The output sequence only (the Module contract; use {@link forwardSeq} for the final state). */
+  forward(x: Variable, state?: LstmState): Variable {
+    return this.forwardSeq(x, state).output;
+  }
+}
+
+/**
+ * Multi-layer GRU with PyTorch's semantics (torch.nn.GRU, unidirectional): gates r, z, n with
+ * n = tanh(W_in x + b_in + r·(W_hn h + b_hn)); parameters `weight_ih_l{k}` [3H, in],
+ * `weight_hh_l{k}` [3H, H], `bias_ih_l{k}`, `bias_hh_l{k}` [3H], initialised U(−1/√H, 1/√H).
+ *
+ * Dispatches per time step and layer: 2 forward, 2 backward.
+ * @throws {RangeError} For sizes that are not integers >= 1 or dropout outside [0, 1).
+ * @example
+ * ```ts
+ * import { Device, GRU, Variable, ops } from "../index.ts";
+ * await Device.request();
+ * const gru = new GRU(7, 9, { batchFirst: true });
+ * const { output, h } = gru.forwardSeq(new Variable(ops.randn([3, 5, 7])));
+ * console.log(output.shape, h.shape); // [3, 5, 9] [1, 3, 9]
+ * ```
+ */
+export class GRU extends RnnBase {
+  constructor(inputSize: number, hiddenSize: number, options: RnnOptions = {}) {
+    super("gru", inputSize, hiddenSize, options);
+  }
+
+  /**
+   * Run the sequence (flodl's `forward_seq`; PyTorch's `gru(x, h0)`).
+   * @param x [seq, batch, inputSize], or [batch, seq, inputSize] with `batchFirst`; unbatched
+   *   [seq, inputSize] as in PyTorch (h0 and results then lose the batch dim).
+   * @param h0 Initial hidden state [numLayers, batch, hiddenSize]; zeros when absent.
+   * @returns The last layer's h at every step and the final h of every layer [numLayers, batch, hiddenSize].
+   * @throws {RangeError} When x or h0 has the wrong shape (both shapes shown).
+   */
+  forwardSeq(x: Variable, h0?: Variable): { output: Variable; h: Variable } {
+    const r = this.run(x, h0);
+    return { output: r.output, h: r.h };
+  }
+
+  /** The output sequence only (the Module contract; use {@link forwardSeq} for the final state). */
+  forward(x: Variable, h0?: Variable): Variable {
+    return this.forwardSeq(x, h0).output;
+  }
+}
+
+/** Shared body of the cells: one step is a recurrence of length 1. */
+abstract class CellBase extends Module {
+  readonly bias: boolean;
+  readonly #w: Weights;
+  constructor(
+    readonly mode: T.RnnMode,
+    readonly inputSize: number,
+    readonly hiddenSize: number,
+    options: RnnCellOptions,
+  ) {
+    super();
+    const name = mode === "lstm" ? "LSTMCell" : "GRUCell";
+    checkPositiveInt(name, "inputSize", inputSize);
+    checkPositiveInt(name, "hiddenSize", hiddenSize);
+    this.bias = options.bias ?? true;
+    this.#w = makeWeights(this, "", mode === "lstm" ? 4 : 3, inputSize, hiddenSize, this.bias, options, 0);
+  }
+
+  protected step(x: Variable, h?: Variable, c?: Variable): Variable {
+    const name = this.constructor.name, H = this.hiddenSize;
+    if (x.ndim !== 2 || x.shape[1] !== this.inputSize) {
+      throw new RangeError(
+        `${name}(${this.inputSize}, ${H}): input must be [batch, ${this.inputSize}] or unbatched [${this.inputSize}], got ${
+          fmt(x.shape)
+        }`,
+      );
+    }
+    const batch = x.shape[0];
+    for (const [label, s] of [["h", h], ["c", c]] as const) {
+      if (s && (s.ndim !== 2 || s.shape[0] !== batch || s.shape[1] !== H)) {
+        throw new RangeError(
+          `${name}: state ${label} must be [batch, hiddenSize] = [${batch}, ${H}], got ${fmt(s.shape)}`,
+        );
+      }
+    }
+    const device = this.#w.wih.data.device;
+    const zero = !h || (this.mode === "lstm" && !c) ? zerosLike([batch, H], device) : undefined;
+    return runLayer(
+      this.mode,
+      x.reshape([1, batch, this.inputSize]),
+      this.#w,
+      h ?? zero!,
+      this.mode === "lstm" ? c ?? zero : undefined,
+    );
+  }
+
+  override extraRepr(): string {
+    return `${this.inputSize}, ${this.hiddenSize}${this.bias ? "" : ", bias=false"}`;
+  }
+}
+
+/**
+ * One LSTM step (torch.nn.LSTMCell): parameters `weight_ih` [4H, in], `weight_hh` [4H, H],
+ * `bias_ih`, `bias_hh` [4H], initialised U(−1/√H, 1/√H). Backward through time runs through
+ * the tape across steps. 5 dispatches a step (input projection, recurrent matmul, fused gates,
+ * and two copies splitting h from c).
+ * @example
+ * ```ts
+ * import { Device, LSTMCell, Variable, ops } from "../index.ts";
+ * await Device.request();
+ * const cell = new LSTMCell(7, 9);
+ * let state = cell.forwardStep(new Variable(ops.randn([3, 7])));
+ * state = cell.forwardStep(new Variable(ops.randn([3, 7])), state);
+ * console.log(state.h.shape, state.c.shape); // [3, 9] [3, 9]
+ * ```
+ */
+export class LSTMCell extends CellBase {
+  constructor(inputSize: number, hiddenSize: number, options: RnnCellOptions = {}) {
+    super("lstm", inputSize, hiddenSize, options);
+  }
+
+  /**
+   * One step (PyTorch's `cell(x, (h, c))`).
+   * @param x [batch, inputSize], or unbatched [inputSize] (state and results then [hiddenSize]).
+   * @param state h and c, each [batch, hiddenSize]; zeros when absent.
+   * @returns The next h and c.
+   * @throws {RangeError} When x or the state has the wrong shape (both shapes shown).
+   */
+  forwardStep(x: Variable, state?: LstmState): LstmState {
+    if (x.ndim === 1) {
+      // Unbatched, as PyTorch: x [inputSize], h and c [hiddenSize].
+      const r = this.forwardStep(x.unsqueeze(0), state && { h: state.h.unsqueeze(0), c: state.c.unsqueeze(0) });
+      return { h: r.h.squeeze(0), c: r.c.squeeze(0) };
+    }
+    const out = this.step(x, state?.h, state?.c); // [2, B, H]: h then c
+    const shape = [x.shape[0], this.hiddenSize];
+    return { h: out.narrow(0, 0, 1).reshape(shape), c: out.narrow(0, 1, 1).reshape(shape) };
+  }
+
+  /** The next h only (the Module contract). */
+  forward(x: Variable, state?: LstmState): Variable {
+    return this.forwardStep(x, state).h;
+  }
+}
+
+/**
+ * One GRU step (torch.nn.GRUCell): parameters `weight_ih` [3H, in], `weight_hh` [3H, H],
+ * `bias_ih`, `bias_hh` [3H], initialised U(−1/√H, 1/√H). 3 dispatches a step.
+ * @example
+ * ```ts
+ * import { Device, GRUCell, Variable, ops } from "../index.ts";
+ * await Device.request();
+ * const cell = new GRUCell(7, 9);
+ * const h = cell.forward(new Variable(ops.randn([3, 7])));
+ * console.log(h.shape); // [3, 9]
+ * ```
+ */
+export class GRUCell extends CellBase {
+  constructor(inputSize: number, hiddenSize: number, options: RnnCellOptions = {}) {
+    super("gru", inputSize, hiddenSize, options);
+  }
+
+  /**
+   * One step (PyTorch's `cell(x, h)`).
+   * @param x [batch, inputSize], or unbatched [inputSize] (h and the result then [hiddenSize]).
+   * @param h [batch, hiddenSize]; zeros when absent.
+   * @returns The next h [batch, hiddenSize].
+   * @throws {RangeError} When x or h has the wrong shape (both shapes shown).
+   */
+  forwardStep(x: Variable, h?: Variable): Variable {
+    if (x.ndim === 1) return this.forwardStep(x.unsqueeze(0), h?.unsqueeze(0)).squeeze(0); // unbatched, as PyTorch
+    return this.step(x, h).reshape([x.shape[0], this.hiddenSize]);
+  }
+
+  /** Same as {@link forwardStep} (the Module contract). */
+  forward(x: Variable, h?: Variable): Variable {
+    return this.forwardStep(x, h);
+  }
+}
