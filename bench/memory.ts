@@ -3,15 +3,20 @@
  * GPU bytes every `--every` steps, and how much RSS grew from step `--warm` to the end.
  *
  *   deno run -A --no-check bench/memory.ts engine  [--steps 10000] [--every 1000] [--warm 2000]
- *   deno run -A --no-check bench/memory.ts trainer [--steps 10000] [--every 1000] [--warm 2000] [--subset 12800]
+ *   deno run -A --no-check bench/memory.ts trainer [--steps 10000] [--every 1000] [--warm 2000] [--subset 12800] [--collect N]
  *
  * `engine`: one process, no workers, the plain loop of examples/mnist_mlp.ts (MNIST batches of
  * 64 through toDevice, MLP 784-256-10, cross-entropy, Adam 1e-3, loss read one step behind).
  * `trainer`: what `npm start` runs, 2 ranks (Web Workers, each its own GPUDevice) in this
  * process, cpu-cadence, bf16 wire, an eval after every epoch; `--steps` counts steps per
  * rank. Ranks are threads of this process, so its RSS covers the coordinator and every rank;
- * each rank's own JS heap arrives as an epoch scalar (bench/memory_program.ts).
- * bench/memory_raw.ts isolates the cause: Deno frees WebGPU objects only when V8 collects them.
+ * each rank's own JS heap and external (ArrayBuffer) bytes arrive as epoch scalars
+ * (bench/memory_program.ts), next to the coordinator's and the epoch's reduces. The growth
+ * figure ends at the last sample taken while training (join adds a one-off bump: the final
+ * exact reduce, the last eval, teardown). `--collect N`: the coordinator also runs a major
+ * collection every N batch events (the bisection in bench/README.md "Memory").
+ * bench/memory_raw.ts isolates the engine's cause: Deno frees WebGPU objects only when V8
+ * collects them; bench/memory_worker.ts the cost of the rank ↔ coordinator messages.
  */
 import {
   Adam,
@@ -26,6 +31,7 @@ import {
   Variable,
 } from "../src/index.ts";
 import type { RunEpochMetrics } from "../src/index.ts";
+import { collectGarbage, loadCollector } from "../src/gpu/collect.ts";
 import { exitNow } from "../examples/exit.ts";
 import { mlp } from "../examples/models.ts";
 
@@ -55,7 +61,7 @@ const MiB = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 function sample(step: number, extra: string): number {
   const m = Deno.memoryUsage();
   console.log(
-    `${String(step).padStart(6)}  rss ${MiB(m.rss).padStart(6)} MiB  heap ${MiB(m.heapUsed).padStart(5)} MiB  ${extra}`,
+    `${String(step).padStart(6)}  rss ${MiB(m.rss).padStart(6)} MiB  heap ${MiB(m.heapUsed).padStart(5)} MiB  external ${MiB(m.external).padStart(5)} MiB  ${extra}`,
   );
   return m.rss;
 }
@@ -121,13 +127,18 @@ async function trainer(): Promise<void> {
   builder.batchSize(B).numEpochs(epochs).elche(ElCheConfig.defaultFor("cpu-cadence")).bf16Wire(true)
     .cluster({ ranks: Array.from({ length: ranks }, () => ({})) });
   const steps = new Array<number>(ranks).fill(0);
-  let next = EVERY, rssWarm: number | undefined, rss = 0, warmDone = false;
+  const collectEvery = Deno.args.includes("--collect") ? flag("collect", 1) : 0;
+  if (collectEvery && !(await loadCollector())) throw new Error("bench/memory.ts: --collect needs node:v8 / node:vm");
+  let events = 0, coordCollections = 0;
+  let last = 0, next = EVERY, rssWarm: number | undefined, rss = 0, warmDone = false;
   observe(builder.state, {
     batch: (e) => {
       steps[e.rank]++;
+      if (collectEvery && ++events % collectEvery === 0 && collectGarbage()) coordCollections++;
       const done = Math.min(...steps);
       if (done < STEPS && done >= next) {
-        rss = sample(done, `steps per rank [${steps}]`);
+        rss = sample(done, `steps per rank [${steps}]  coordinator collections ${coordCollections}`);
+        last = done;
         next += EVERY;
       }
       if (!warmDone && done >= WARM) {
@@ -141,14 +152,19 @@ async function trainer(): Promise<void> {
     const per = (m as RunEpochMetrics).perRank,
       each = (k: string, d: number) => per.map((s) => (s[k] ?? NaN).toFixed(d)).join(", ");
     const gpu = (await handle.memory()).map((g) => (g ? MiB(g.totalBytes) : "-")).join(", ");
+    const run = m as RunEpochMetrics, here = Deno.memoryUsage();
     console.log(
-      `  epoch ${(m as RunEpochMetrics).epoch}: rank JS heaps [${each("heapMiB", 1)}] MiB, GPU bytes [${gpu}] MiB, ` +
+      `  epoch ${run.epoch}: rss ${MiB(here.rss)} MiB, coordinator external ${MiB(here.external)} MiB, ` +
+        `reduces ${run.reduces} of ${(run.wireBytesPerReduce / 1024).toFixed(0)} KiB, ` +
+        `rank JS heaps [${each("heapMiB", 1)}] MiB, rank external [${each("externalMiB", 1)}] MiB, GPU bytes [${gpu}] MiB, ` +
         `bind groups [${each("bindGroups", 0)}], collections [${each("collections", 0)}]`,
     );
   }
   await handle.join();
-  rss = sample(Math.min(...steps), `steps per rank [${steps}]`);
-  summary(rssWarm, rss, Math.min(...steps));
+  // The last sample taken while training: after join() the final exact reduce, the last
+  // eval and the workers' teardown add a one-off bump that is not growth per step.
+  summary(rssWarm, rss, last);
+  sample(Math.min(...steps), `steps per rank [${steps}] (after join, not in the growth figure)`);
 }
 
 if (mode === "engine") await engine();

@@ -27,7 +27,9 @@ export const builder = Trainer.builder(
   (params) => new Adam(params, { lr: 1e-3 }),
   (model, [x, y]: Tensor[]) => {
     const m = model.device().memory();
-    recordScalar("heapMiB", Deno.memoryUsage().heapUsed / 2 ** 20);
+    const usage = Deno.memoryUsage();
+    recordScalar("heapMiB", usage.heapUsed / 2 ** 20);
+    recordScalar("externalMiB", usage.external / 2 ** 20);
     recordScalar("bindGroups", m.bindGroupsCreated);
     recordScalar("collections", m.collections);
     return crossEntropy(model.forward(new Variable(x)), y);

@@ -30,16 +30,19 @@ export class RankClient {
    * and say so; otherwise it was lost (worker died, device lost, silent) — survivable.
    */
   onDown?: (err: RankLostError, fatal: boolean) => void;
-  #failed: Promise<never>;
-  #reject!: (e: Error) => void;
+  /**
+   * The rejecters of the calls in flight, which `fail` rejects. One short-lived promise per
+   * call, not one shared promise raced by every call: a promise that never settles keeps
+   * every `Promise.race` over it, and through it that call's result (a frame's
+   * ArrayBuffers, a report), alive for the whole run (bench/README.md "Memory").
+   */
+  #inFlight = new Set<(e: Error) => void>();
   #cause?: Error;
 
   constructor(rank: number, api: RankApi, worker?: Worker) {
     this.rank = rank;
     this.api = api;
     this.worker = worker;
-    this.#failed = new Promise<never>((_, reject) => (this.#reject = reject));
-    this.#failed.catch(() => {});
     worker?.addEventListener("error", (e: ErrorEvent) => {
       e.preventDefault();
       this.fail(new RankLostError(rank, `rank ${rank}: its worker died: ${e.message}`), false);
@@ -88,15 +91,18 @@ export class RankClient {
     if (!this.alive) return;
     this.alive = false;
     this.#cause = err;
-    this.#reject(err);
+    for (const reject of this.#inFlight) reject(err);
+    this.#inFlight.clear();
     this.onDown?.(err, fatal);
   }
 
   /** Call the rank; a failure names the rank, the call and the cause; a lost rank rejects at once. */
   async call<T>(what: string, fn: (api: RankApi) => Promise<T>): Promise<T> {
     if (!this.alive) throw this.#cause ?? new RankLostError(this.rank, `rank ${this.rank} is lost`);
+    let reject!: (e: Error) => void;
+    const failed = new Promise<never>((_, r) => this.#inFlight.add(reject = r));
     try {
-      const out = await Promise.race([fn(this.api), this.#failed]);
+      const out = await Promise.race([fn(this.api), failed]);
       this.lastSeen = performance.now();
       return out;
     } catch (e) {
@@ -112,6 +118,8 @@ export class RankClient {
       );
       this.fail(err, !lost);
       throw err;
+    } finally {
+      this.#inFlight.delete(reject);
     }
   }
 
