@@ -4,8 +4,9 @@
  *
  *   npx deno run -A examples/mnist_mlp.ts [--epochs 3] [--limit N]
  *
- * Prints loss and test accuracy per epoch; exits non-zero below --target (default 0.975
- * for the full 3 epochs).
+ * Prints loss and test accuracy per epoch; exits non-zero below --target (default 0.968
+ * for the full 3 epochs: below the lowest of PyTorch's 10 seeds on this job, 97.03%;
+ * bench/README.md "Accuracy").
  */
 import { Adam, Device, loadMnist, manualSeed, permutation } from "../src/index.ts";
 import { accuracy, mlp, trainEpoch } from "./models.ts";
@@ -20,7 +21,7 @@ function flag(name: string, fallback: number): number {
 
 const epochs = flag("epochs", 3);
 const limit = flag("limit", 0) || undefined;
-const target = flag("target", 0.975);
+const target = flag("target", 0.968);
 const B = 64;
 
 const device = await Device.request();

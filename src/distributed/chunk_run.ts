@@ -165,10 +165,9 @@ export class ChunkRun {
    * and compute-only ms ({@link stepComputeMs}, never more than delivered); ElChe uses
    * either (spec §3.2). When a cluster simulates a slow rank (`slowdown`), every rank
    * settles each step at once (no overlap, so steps are comparable across ranks) and the
-   * slow rank then sleeps (slowdown − 1) × the step's compute time, idle like a slower GPU
-   * (data loading is not slowed); both times include the sleep. The rank's very first
-   * step is not stretched: its time is shader compilation, which a slower GPU would not
-   * multiply.
+   * slow rank then sleeps (slowdown − 1) × the step's delivered time and reports slowdown ×
+   * its compute time, as a device that slow would. The rank's very first step is not
+   * stretched: its time is shader compilation, which a slower GPU would not multiply.
    */
   async #settle(): Promise<void> {
     const p = this.#pending;
@@ -181,9 +180,12 @@ export class ChunkRun {
     let now = done;
     if (r.setup.slowdown > 1) {
       if (warmed.has(r.setup)) {
-        await sleep((r.setup.slowdown - 1) * computeMs);
+        // Stretch the whole delivered step and report s × the compute: both of ElChe's
+        // timing feeds then see exactly an s times slower rank, whatever share of the step
+        // the host's data work takes (it grows under machine load).
+        await sleep((r.setup.slowdown - 1) * (done - this.#last));
         now = performance.now();
-        computeMs += now - done;
+        computeMs *= r.setup.slowdown;
       } else warmed.add(r.setup);
     }
     this.#done = now; // a slowed GPU is busy through its sleep

@@ -1,11 +1,13 @@
 /**
  * Accuracy on the full MNIST test set (60,000 train / 10,000 test, 3 epochs, batch 64,
- * Adam 1e-3, the 784-256-10 MLP): the engine alone (examples/mnist_mlp.ts) and the
- * data-parallel trainer with 2 ranks, cpu-cadence and the bf16 wire (the default
- * `npm start`) both reach ≥ 97.5%. Both standardize pixels as torchvision's MNIST examples do:
- * PyTorch itself (this model and optimizer, 2-rank local SGD with bf16 averaging simulated, 3
- * seeds) averages 97.3% / 97.4% on raw [0, 1] pixels and 97.6% / 97.6% standardized.
+ * Adam 1e-3, the 784-256-10 MLP, pixels standardized as torchvision's examples do): the
+ * engine alone (examples/mnist_mlp.ts) and the data-parallel trainer with 2 ranks,
+ * cpu-cadence and the bf16 wire (the default `npm start`). The bar, 96.8%, sits below the
+ * lowest run seen of ours (the soak's 50 default runs) and of PyTorch's 10 seeds on the
+ * same job (97.03%), so only a real regression crosses it; the distributions are in
+ * bench/README.md ("Accuracy", "Soak").
  */
+const BAR = 0.968;
 import { assert } from "../util/assert.ts";
 import { gpuTest } from "../util/gpu.ts";
 
@@ -22,18 +24,18 @@ function lastAccuracy(out: string): number {
   return Number(all[all.length - 1][1]) / 100;
 }
 
-gpuTest("examples/mnist_mlp.ts (the engine, one device) reaches >= 97.5% test accuracy in 3 epochs", async () => {
-  const out = await run(["-c", ". scripts/env.sh && deno run -A --no-check examples/mnist_mlp.ts --epochs 3 --target 0.975"]);
+gpuTest(`examples/mnist_mlp.ts (the engine, one device) reaches >= ${(BAR * 100).toFixed(1)}% test accuracy in 3 epochs`, async () => {
+  const out = await run(["-c", `. scripts/env.sh && deno run -A --no-check examples/mnist_mlp.ts --epochs 3 --target ${BAR}`]);
   const acc = lastAccuracy(out);
-  assert(acc >= 0.975, `test accuracy ${acc}`);
+  assert(acc >= BAR, `test accuracy ${acc}`);
 });
 
-gpuTest("npm start defaults (MLP, 2 ranks, cpu-cadence, bf16 wire, 3 epochs) reach >= 97.5% test accuracy", async () => {
+gpuTest(`npm start defaults (MLP, 2 ranks, cpu-cadence, bf16 wire, 3 epochs) reach >= ${(BAR * 100).toFixed(1)}% test accuracy`, async () => {
   const dir = await Deno.makeTempDir({ prefix: "flodl-mnist-" });
   try {
     const out = await run(["scripts/start.sh", "--out", dir]);
     const acc = lastAccuracy(out);
-    assert(acc >= 0.975, `test accuracy ${acc}`);
+    assert(acc >= BAR, `test accuracy ${acc}`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
