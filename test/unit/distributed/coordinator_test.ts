@@ -165,13 +165,13 @@ for (const what of ["evaluate", "checkpoint"] as const) {
 Deno.test("RankClient.overdueMs: silence past heartbeatTimeoutSecs is a death, unless the rank said it compiles (then the stall ceiling)", () => {
   const c = new RankClient(0, {} as never);
   const sink = c.sink();
-  const t = c.lastSeen;
-  assertEquals(c.overdueMs(t + 10_000, 15_000, 300_000), 0, "within the heartbeat");
-  assertEquals(c.overdueMs(t + 16_000, 15_000, 300_000), 16_000, "silent past the heartbeat");
+  // Silences in whole ms from the last message (performance.now() values are not exact sums).
+  const overdue = (silentMs: number) => Math.round(c.overdueMs(c.lastSeen + silentMs, 15_000, 300_000));
+  assertEquals(overdue(10_000), 0, "within the heartbeat");
+  assertEquals(overdue(16_000), 16_000, "silent past the heartbeat");
   sink.compiling(0);
-  const t2 = c.lastSeen;
-  assertEquals(c.overdueMs(t2 + 60_000, 15_000, 300_000), 0, "compiling: a minute of silence is fine");
-  assertEquals(c.overdueMs(t2 + 301_000, 15_000, 300_000), 301_000, "compiling past the stall ceiling");
+  assertEquals(overdue(60_000), 0, "compiling: a minute of silence is fine");
+  assertEquals(overdue(301_000), 301_000, "compiling past the stall ceiling");
   sink.heartbeat(0);
-  assertEquals(c.overdueMs(c.lastSeen + 16_000, 15_000, 300_000), 16_000, "a heartbeat ends the compile grace");
+  assertEquals(overdue(16_000), 16_000, "a heartbeat ends the compile grace");
 });
