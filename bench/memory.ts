@@ -33,6 +33,7 @@ import {
 } from "../src/index.ts";
 import type { RunEpochMetrics } from "../src/index.ts";
 import { collectGarbage, loadCollector } from "../src/gpu/collect.ts";
+import { messageCollections } from "../src/distributed/rank_client.ts";
 import { exitNow } from "../examples/exit.ts";
 import { mlp } from "../examples/models.ts";
 
@@ -176,7 +177,7 @@ async function trainer(): Promise<void> {
       if (collectEvery && ++events % collectEvery === 0 && collectGarbage()) coordCollections++;
       const done = Math.min(...steps);
       if (done < STEPS && done >= next) {
-        rss = sample(done, `steps per rank [${steps}]  coordinator collections ${coordCollections}`);
+        rss = sample(done, `steps per rank [${steps}]  coordinator collections ${coordCollections} (--collect) + ${messageCollections()} (RankClient)`);
         if (smaps) mapsLast = mappings();
         last = done;
         next += EVERY;
