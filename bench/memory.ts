@@ -176,17 +176,19 @@ async function trainer(): Promise<void> {
       steps[e.rank]++;
       if (collectEvery && ++events % collectEvery === 0 && collectGarbage()) coordCollections++;
       const done = Math.min(...steps);
-      if (done < STEPS && done >= next) {
+      // Both RSS readings before /proc/self/smaps is read: its text is a few MiB of heap.
+      const sampled = done < STEPS && done >= next, warmNow = !warmDone && done >= WARM;
+      if (sampled) {
         rss = sample(done, `steps per rank [${steps}]  coordinator collections ${coordCollections} (--collect) + ${messageCollections()} (RankClient)`);
-        if (smaps) mapsLast = mappings();
         last = done;
         next += EVERY;
       }
-      if (!warmDone && done >= WARM) {
-        rssWarm = Deno.memoryUsage().rss;
-        if (smaps) mapsWarm = mappings();
+      if (warmNow) {
+        rssWarm = sampled ? rss : Deno.memoryUsage().rss;
         warmDone = true;
       }
+      if (smaps && sampled) mapsLast = mappings();
+      if (smaps && warmNow) mapsWarm = sampled ? mapsLast : mappings();
     },
   });
   const handle = await builder.run();
