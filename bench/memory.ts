@@ -3,7 +3,7 @@
  * GPU bytes every `--every` steps, and how much RSS grew from step `--warm` to the end.
  *
  *   deno run -A --no-check bench/memory.ts engine  [--steps 10000] [--every 1000] [--warm 2000]
- *   deno run -A --no-check bench/memory.ts trainer [--steps 10000] [--every 1000] [--warm 2000] [--subset 12800] [--collect N]
+ *   deno run -A --no-check bench/memory.ts trainer [--steps 10000] [--every 1000] [--warm 2000] [--subset 12800] [--collect N] [--smaps]
  *
  * `engine`: one process, no workers, the plain loop of examples/mnist_mlp.ts (MNIST batches of
  * 64 through toDevice, MLP 784-256-10, cross-entropy, Adam 1e-3, loss read one step behind).
@@ -14,7 +14,8 @@
  * (bench/memory_program.ts), next to the coordinator's and the epoch's reduces. The growth
  * figure ends at the last sample taken while training (join adds a one-off bump: the final
  * exact reduce, the last eval, teardown). `--collect N`: the coordinator also runs a major
- * collection every N batch events (the bisection in bench/README.md "Memory").
+ * collection every N batch events (the bisection in bench/README.md "Memory"). `--smaps` (Linux):
+ * which mappings of the process grew from step `--warm` to the last sample (/proc/self/smaps).
  * bench/memory_raw.ts isolates the engine's cause: Deno frees WebGPU objects only when V8
  * collects them; bench/memory_worker.ts the cost of the rank ↔ coordinator messages.
  */
@@ -32,6 +33,7 @@ import {
 } from "../src/index.ts";
 import type { RunEpochMetrics } from "../src/index.ts";
 import { collectGarbage, loadCollector } from "../src/gpu/collect.ts";
+import { messageCollections } from "../src/distributed/rank_client.ts";
 import { exitNow } from "../examples/exit.ts";
 import { mlp } from "../examples/models.ts";
 
@@ -61,9 +63,45 @@ const MiB = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 function sample(step: number, extra: string): number {
   const m = Deno.memoryUsage();
   console.log(
-    `${String(step).padStart(6)}  rss ${MiB(m.rss).padStart(6)} MiB  heap ${MiB(m.heapUsed).padStart(5)} MiB  external ${MiB(m.external).padStart(5)} MiB  ${extra}`,
+    `${String(step).padStart(6)}  rss ${MiB(m.rss).padStart(6)} MiB  heap ${MiB(m.heapUsed).padStart(5)} of ${MiB(m.heapTotal).padStart(5)} MiB  external ${MiB(m.external).padStart(5)} MiB  ${extra}`,
   );
   return m.rss;
+}
+
+/** Resident KiB of each mapping of this process (Linux), by start address, with its size and name. */
+function mappings(): Map<string, { kb: number; sizeKb: number; name: string }> {
+  const out = new Map<string, { kb: number; sizeKb: number; name: string }>();
+  let cur: { kb: number; sizeKb: number; name: string } | undefined;
+  for (const line of Deno.readTextFileSync("/proc/self/smaps").split("\n")) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      const sizeKb = (parseInt(head[2], 16) - parseInt(head[1], 16)) / 1024;
+      out.set(head[1], cur = { kb: 0, sizeKb, name: head[3] || "anon" });
+    } else if (cur && line.startsWith("Rss:")) cur.kb = parseInt(line.slice(4));
+  }
+  return out;
+}
+
+/**
+ * Where RSS grew between two `mappings()`: by kind (brk heap, anonymous mappings by size,
+ * files), and the anonymous mappings that grew most (glibc's thread arenas are 64 MiB
+ * reservations, V8's pages 256 KiB–few MiB).
+ */
+function smapsGrowth(a: ReturnType<typeof mappings>, b: ReturnType<typeof mappings>): void {
+  const kind = (m: { sizeKb: number; name: string }) =>
+    m.name !== "anon" ? (m.name.startsWith("/") ? "files" : m.name) : m.sizeKb >= 32768 ? "anon >= 32 MiB" : m.sizeKb >= 1024 ? "anon 1–32 MiB" : "anon < 1 MiB";
+  const byKind = new Map<string, number>(), grew: [string, number, number][] = [];
+  for (const [addr, m] of b) {
+    const d = m.kb - (a.get(addr)?.kb ?? 0);
+    byKind.set(kind(m), (byKind.get(kind(m)) ?? 0) + d);
+    if (m.name === "anon") grew.push([addr, d, m.sizeKb]);
+  }
+  for (const [addr, m] of a) {
+    if (!b.has(addr)) byKind.set(kind(m), (byKind.get(kind(m)) ?? 0) - m.kb);
+  }
+  console.log(`smaps growth by kind, MiB: ${[...byKind].filter(([, d]) => d !== 0).map(([k, d]) => `${k} ${(d / 1024).toFixed(1)}`).join(", ")}`);
+  grew.sort((x, y) => y[1] - x[1]);
+  console.log(`most grown anonymous mappings: ${grew.slice(0, 6).map(([addr, d, size]) => `${addr} +${(d / 1024).toFixed(1)} MiB of ${(size / 1024).toFixed(0)} MiB`).join(", ")}`);
 }
 
 function summary(rssWarm: number | undefined, rssEnd: number, steps: number): void {
@@ -127,24 +165,30 @@ async function trainer(): Promise<void> {
   builder.batchSize(B).numEpochs(epochs).elche(ElCheConfig.defaultFor("cpu-cadence")).bf16Wire(true)
     .cluster({ ranks: Array.from({ length: ranks }, () => ({})) });
   const steps = new Array<number>(ranks).fill(0);
+  const smaps = Deno.args.includes("--smaps") && Deno.build.os === "linux";
   const collectEvery = Deno.args.includes("--collect") ? flag("collect", 1) : 0;
   if (collectEvery && !(await loadCollector())) throw new Error("bench/memory.ts: --collect needs node:v8 / node:vm");
   let events = 0, coordCollections = 0;
   let last = 0, next = EVERY, rssWarm: number | undefined, rss = 0, warmDone = false;
+  let mapsWarm: ReturnType<typeof mappings> | undefined, mapsLast: ReturnType<typeof mappings> | undefined;
   observe(builder.state, {
     batch: (e) => {
       steps[e.rank]++;
       if (collectEvery && ++events % collectEvery === 0 && collectGarbage()) coordCollections++;
       const done = Math.min(...steps);
-      if (done < STEPS && done >= next) {
-        rss = sample(done, `steps per rank [${steps}]  coordinator collections ${coordCollections}`);
+      // Both RSS readings before /proc/self/smaps is read: its text is a few MiB of heap.
+      const sampled = done < STEPS && done >= next, warmNow = !warmDone && done >= WARM;
+      if (sampled) {
+        rss = sample(done, `steps per rank [${steps}]  coordinator collections ${coordCollections} (--collect) + ${messageCollections()} (RankClient)`);
         last = done;
         next += EVERY;
       }
-      if (!warmDone && done >= WARM) {
-        rssWarm = Deno.memoryUsage().rss;
+      if (warmNow) {
+        rssWarm = sampled ? rss : Deno.memoryUsage().rss;
         warmDone = true;
       }
+      if (smaps && sampled) mapsLast = mappings();
+      if (smaps && warmNow) mapsWarm = sampled ? mapsLast : mappings();
     },
   });
   const handle = await builder.run();
@@ -156,7 +200,7 @@ async function trainer(): Promise<void> {
     console.log(
       `  epoch ${run.epoch}: rss ${MiB(here.rss)} MiB, coordinator external ${MiB(here.external)} MiB, ` +
         `reduces ${run.reduces} of ${(run.wireBytesPerReduce / 1024).toFixed(0)} KiB, ` +
-        `rank JS heaps [${each("heapMiB", 1)}] MiB, rank external [${each("externalMiB", 1)}] MiB, GPU bytes [${gpu}] MiB, ` +
+        `rank JS heaps [${each("heapMiB", 1)}] of [${each("heapTotalMiB", 1)}] MiB, rank external [${each("externalMiB", 1)}] MiB, GPU bytes [${gpu}] MiB, ` +
         `bind groups [${each("bindGroups", 0)}], collections [${each("collections", 0)}]`,
     );
   }
@@ -164,6 +208,7 @@ async function trainer(): Promise<void> {
   // The last sample taken while training: after join() the final exact reduce, the last
   // eval and the workers' teardown add a one-off bump that is not growth per step.
   summary(rssWarm, rss, last);
+  if (mapsWarm && mapsLast) smapsGrowth(mapsWarm, mapsLast);
   sample(Math.min(...steps), `steps per rank [${steps}] (after join, not in the growth figure)`);
 }
 

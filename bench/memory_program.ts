@@ -29,6 +29,7 @@ export const builder = Trainer.builder(
     const m = model.device().memory();
     const usage = Deno.memoryUsage();
     recordScalar("heapMiB", usage.heapUsed / 2 ** 20);
+    recordScalar("heapTotalMiB", usage.heapTotal / 2 ** 20);
     recordScalar("externalMiB", usage.external / 2 ** 20);
     recordScalar("bindGroups", m.bindGroupsCreated);
     recordScalar("collections", m.collections);

@@ -15,6 +15,7 @@ import { RankClient } from "./rank_client.ts";
 import { rankCallbacks } from "./rank_runtime.ts";
 import { programArgs, type RankRole } from "./reentry.ts";
 import { runMonitor } from "./run_monitor.ts";
+import { loadCollector } from "../gpu/collect.ts";
 import { BundleWriter, loadResume, type ResumeSeed } from "./persistence.ts";
 import { stallCeilingMs } from "./max_failure.ts";
 
@@ -125,6 +126,7 @@ async function launchRanks<M extends Module>(
   const clients: RankClient[] = [];
   const timeoutMs = state.entryTimeoutSecs * 1000;
   const close = () => Promise.all(clients.map((c) => c.close()));
+  await loadCollector(); // RankClient collects every MESSAGES_PER_COLLECT messages (Deno only)
   let hellos: RankHello[];
   try {
     for (let rank = 0; rank < W; rank++) {

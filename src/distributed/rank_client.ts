@@ -4,8 +4,30 @@
  * cause when they fail (STYLE.md practice 7).
  */
 import * as Comlink from "comlink";
+import { collectGarbage } from "../gpu/collect.ts";
 import { describeError, RankLostError } from "./errors.ts";
 import type { BatchEvent, CoordinatorSink, RankApi } from "./protocol.ts";
+
+/**
+ * Messages from worker ranks (batch events, heartbeats, call replies) the coordinator's
+ * isolate receives between two major collections. Deno frees what a received message
+ * holds natively only when V8 collects it, and the coordinator's JS heap (~10 MiB) is too
+ * small for V8 to run major collections on its own: without them a 2-rank MNIST run grew
+ * about twice as fast (bench/README.md "Memory"). Two ranks send about one message a step
+ * each, so this is a collection (a few ms) every ~500 steps; a no-op in browsers.
+ */
+export const MESSAGES_PER_COLLECT = 1000;
+let messages = 0, collections = 0;
+
+/** Count one message from a worker rank; collect every {@link MESSAGES_PER_COLLECT}. */
+function received(client: RankClient): void {
+  if (client.worker && ++messages % MESSAGES_PER_COLLECT === 0 && collectGarbage()) collections++;
+}
+
+/** Major collections this isolate ran for rank messages (the memory bench prints it). */
+export function messageCollections(): number {
+  return collections;
+}
 
 /** A lost device (destroyed, driver reset, unrecoverable out-of-memory) as a rank reports it. */
 function deviceLost(e: unknown): boolean {
@@ -56,15 +78,18 @@ export class RankClient {
   sink(): CoordinatorSink {
     const s: CoordinatorSink = {
       batch: (e) => {
+        received(this);
         this.lastSeen = performance.now();
         this.compiling = false;
         this.onBatch?.(e);
       },
       heartbeat: () => {
+        received(this);
         this.lastSeen = performance.now();
         this.compiling = false;
       },
       compiling: () => {
+        received(this);
         this.lastSeen = performance.now();
         this.compiling = true;
       },
@@ -103,6 +128,7 @@ export class RankClient {
     const failed = new Promise<never>((_, r) => this.#inFlight.add(reject = r));
     try {
       const out = await Promise.race([fn(this.api), failed]);
+      received(this);
       this.lastSeen = performance.now();
       return out;
     } catch (e) {

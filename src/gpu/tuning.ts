@@ -99,7 +99,10 @@ export const BIND_GROUP_CACHE = 4096;
  * WebGPU objects that only a garbage collection frees in Deno (command encoders, passes,
  * command buffers, bind groups, readbacks) the device creates before it asks V8 for a
  * major collection (src/gpu/collect.ts says why). Each holds about 1 KiB of wgpu memory,
- * so this bounds the uncollected memory to a few MiB; the MNIST MLP step creates about
- * five, so a collection (a few ms with the engine's small JS heap) runs every ~800 steps.
+ * so this bounds the uncollected memory to about 1 MiB; the MNIST MLP step creates about
+ * five, so a collection (a few ms with the engine's small JS heap) runs every ~200 steps.
+ * At 4096 (~800 steps) a 2-rank trainer's RSS rose and fell by ~5 MiB between a rank's
+ * collections and its peaks crept up (+3.8 MiB over 8,000 steps); at 1024 it is flat
+ * (bench/README.md "Memory").
  */
-export const NATIVE_OBJECTS_PER_COLLECT = 4096;
+export const NATIVE_OBJECTS_PER_COLLECT = 1024;

@@ -3,9 +3,11 @@
  * Racing every call against one promise that settles only when the rank fails kept each
  * race, and so each result (a reduce's frames: ~0.8 MiB of ArrayBuffers per round on the
  * MNIST MLP), reachable for the whole run; a 2-rank trainer grew ~13 KiB per rank-step.
- * A lost rank must still reject the calls in flight and every later call.
+ * A lost rank must still reject the calls in flight and every later call. The coordinator's
+ * isolate collects every MESSAGES_PER_COLLECT messages from worker ranks: V8 alone seldom
+ * runs a major collection there, and a received message's native memory waits for one.
  */
-import { RankClient } from "../../../src/distributed/rank_client.ts";
+import { MESSAGES_PER_COLLECT, messageCollections, RankClient } from "../../../src/distributed/rank_client.ts";
 import { RankLostError } from "../../../src/distributed/errors.ts";
 import type { RankApi } from "../../../src/distributed/protocol.ts";
 import { collectGarbage, loadCollector } from "../../../src/gpu/collect.ts";
@@ -45,4 +47,20 @@ Deno.test("RankClient.fail rejects the call in flight and every later call with 
   assert(down === cause, `onDown saw ${down}, want the cause`);
   assertEquals(client.alive, false);
   await assertRejects(() => client.call("adopt", (a) => a.snapshot(2, false)), RankLostError, "rank 3 was silent");
+});
+
+Deno.test("RankClient collects every MESSAGES_PER_COLLECT messages from worker ranks, none for in-process ranks", async () => {
+  assert(await loadCollector(), "no gc in this runtime (node:v8 / node:vm, or --v8-flags=--expose-gc)");
+  // Only the worker's event hooks are used by RankClient; no real worker, no messages.
+  const worker = { addEventListener() {} } as unknown as Worker;
+  const inWorker = new RankClient(0, {} as RankApi, worker).sink();
+  const inProcess = new RankClient(1, {} as RankApi).sink();
+  const before = messageCollections();
+  // 2N from any starting count: exactly two multiples of N are crossed.
+  for (let i = 0; i < 2 * MESSAGES_PER_COLLECT; i++) {
+    if (i % 2) inWorker.heartbeat(0);
+    else inWorker.batch({ rank: 0, epoch: 0, ms: 1, computeMs: 1, loss: 0, lr: 1e-3, samples: 64 } as never);
+    inProcess.heartbeat(1);
+  }
+  assertEquals(messageCollections() - before, 2, `collections over ${2 * MESSAGES_PER_COLLECT} worker messages`);
 });
