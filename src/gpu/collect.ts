@@ -35,7 +35,7 @@ export async function loadCollector(): Promise<boolean> {
     try {
       // Specifiers in variables: bundlers leave them alone, browsers never reach this line.
       const v8Module = "node:v8", vmModule = "node:vm";
-      const v8 = await import(v8Module), vm = await import(vmModule);
+      const v8 = await import(/* @vite-ignore */ v8Module), vm = await import(/* @vite-ignore */ vmModule);
       v8.setFlagsFromString("--expose-gc");
       const gc = vm.runInNewContext("gc");
       if (typeof gc === "function") collector = gc;
