@@ -15,7 +15,7 @@ import { RankClient } from "./rank_client.ts";
 import { rankCallbacks } from "./rank_runtime.ts";
 import { programArgs, type RankRole } from "./reentry.ts";
 import { runMonitor } from "./run_monitor.ts";
-import { loadCollector } from "../gpu/collect.ts";
+import { loadCollector } from "../gpu/mod.ts";
 import { BundleWriter, loadResume, type ResumeSeed } from "./persistence.ts";
 import { stallCeilingMs } from "./max_failure.ts";
 

@@ -4,7 +4,7 @@
  * cause when they fail (STYLE.md practice 7).
  */
 import * as Comlink from "comlink";
-import { collectGarbage } from "../gpu/collect.ts";
+import { collectGarbage } from "../gpu/mod.ts";
 import { describeError, RankLostError } from "./errors.ts";
 import type { BatchEvent, CoordinatorSink, RankApi } from "./protocol.ts";
 

@@ -1,3 +1,4 @@
+export { collectGarbage, loadCollector } from "./collect.ts";
 export { Device } from "./device.ts";
 export type { DeviceOptions, Dispatch, MemoryStats, StepScoped } from "./device.ts";
 export { DeviceLostError, GpuError } from "./errors.ts";
