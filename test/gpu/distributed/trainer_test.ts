@@ -77,6 +77,7 @@ gpuTest("cpu-sync with 2 ranks on half batches equals 1 rank on whole batches (f
     const got = flat(await h.join());
     const m = h.history[0];
     assertEquals(m.perRankSamples, [b * steps, b * steps], "each rank trained its half");
+    assertEquals(m.reduces, steps, `one reduce per step (anchor ${m.anchor}, counts ${m.batchCounts})`);
     return got;
   };
   const f32 = await run(false);
