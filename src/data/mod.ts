@@ -10,3 +10,7 @@ export { brownText, brownWord, joinBrownWords } from "./brown_text.ts";
 export { CHAR_SEQ_LEN, CharDataSet } from "./char_dataset.ts";
 export type { CharDataSetOptions } from "./char_dataset.ts";
 export { CharVocab, MAX_VOCAB_SIZE } from "./char_vocab.ts";
+export { fieldBytes, PACK_FIELDS_KEY, PackSource, writePack } from "./pack_source.ts";
+export type { AsyncBatchSource } from "./pack_source.ts";
+export { SampleTiers } from "./sample_tiers.ts";
+export type { TierOptions, TierStats } from "./sample_tiers.ts";

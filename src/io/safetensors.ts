@@ -201,20 +201,78 @@ export function decodeSafetensors(bytes: Uint8Array, source = "<bytes>"): Decode
   if (!(bytes instanceof Uint8Array)) {
     throw new TypeError(`${where}: expected a Uint8Array, got ${(bytes as object)?.constructor?.name}`);
   }
-  if (bytes.length < 8) {
-    throw new RangeError(`${where}: file is ${bytes.length} bytes, shorter than the 8-byte header length`);
+  const { entries, metadata, dataStart } = parseSafetensorsHeader(bytes, bytes.length, source);
+  // A null prototype keeps a tensor named "__proto__" an ordinary entry.
+  const tensors: Record<string, SafeTensor> = Object.create(null);
+  for (const e of entries) {
+    tensors[e.name] = {
+      dtype: e.dtype,
+      shape: e.shape,
+      data: readArray(bytes, dataStart + e.begin, dataStart + e.end, e.dtype),
+    };
   }
-  const headerLen = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
+  return { tensors, metadata };
+}
+
+/** One tensor's place in a safetensors file: `begin`/`end` are byte offsets in the data section. */
+export interface SafetensorsEntry {
+  name: string;
+  dtype: SafetensorsDType;
+  shape: number[];
+  begin: number;
+  end: number;
+}
+
+/** What the header of a safetensors file says, without reading any tensor data. */
+export interface SafetensorsHeader {
+  /** Tensors in header order. */
+  entries: SafetensorsEntry[];
+  metadata: Record<string, string>;
+  /** Byte offset of the data section in the file (8 + the header length). */
+  dataStart: number;
+}
+
+/**
+ * Bytes a reader needs before it can parse the header: 8, then {@link safetensorsHeaderBytes}
+ * of those 8 says how many more.
+ * @throws {RangeError} When the header length exceeds {@link MAX_HEADER_BYTES}.
+ */
+export function safetensorsHeaderBytes(first8: Uint8Array, source = "<bytes>"): number {
+  const where = `safetensors "${source}"`;
+  if (first8.length < 8) {
+    throw new RangeError(`${where}: file is ${first8.length} bytes, shorter than the 8-byte header length`);
+  }
+  const headerLen = new DataView(first8.buffer, first8.byteOffset, 8).getBigUint64(0, true);
   if (headerLen > BigInt(MAX_HEADER_BYTES)) {
     throw new RangeError(`${where}: header length ${headerLen} exceeds the limit of ${MAX_HEADER_BYTES} bytes`);
   }
-  const n = Number(headerLen);
-  if (8 + n > bytes.length) {
-    throw new RangeError(`${where}: header length ${n} runs past the end of the file (${bytes.length} bytes)`);
+  return 8 + Number(headerLen);
+}
+
+/**
+ * Parse and validate a safetensors header from the file's first bytes (at least
+ * {@link safetensorsHeaderBytes}) and the file's total length: the JSON, each dtype, shape
+ * and offset pair, that shape × dtype size equals the byte range, and that the ranges tile
+ * the data section exactly. Streaming readers call this with the header alone.
+ * @throws {RangeError} For lengths, offsets and sizes that do not add up (names the file and the tensor).
+ * @throws {TypeError} For a header that is not JSON of the right kind, an unknown dtype or a bad shape.
+ */
+export function parseSafetensorsHeader(prefix: Uint8Array, fileLength: number, source = "<bytes>"): SafetensorsHeader {
+  const where = `safetensors "${source}"`;
+  if (fileLength < 8) {
+    throw new RangeError(`${where}: file is ${fileLength} bytes, shorter than the 8-byte header length`);
+  }
+  const dataStart = safetensorsHeaderBytes(prefix, source);
+  const n = dataStart - 8;
+  if (dataStart > fileLength) {
+    throw new RangeError(`${where}: header length ${n} runs past the end of the file (${fileLength} bytes)`);
+  }
+  if (prefix.length < dataStart) {
+    throw new RangeError(`${where}: ${prefix.length} bytes given, the header needs ${dataStart}`);
   }
   let header: unknown;
   try {
-    header = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes.subarray(8, 8 + n)));
+    header = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(prefix.subarray(8, dataStart)));
   } catch (e) {
     throw new TypeError(`${where}: header is not valid UTF-8 JSON (${(e as Error).message})`);
   }
@@ -223,10 +281,9 @@ export function decodeSafetensors(bytes: Uint8Array, source = "<bytes>"): Decode
       `${where}: header must be a JSON object, got ${Array.isArray(header) ? "an array" : typeof header}`,
     );
   }
-  const dataStart = 8 + n;
-  const dataLen = bytes.length - dataStart;
+  const dataLen = fileLength - dataStart;
   const metadata = readMetadata((header as Record<string, unknown>)[METADATA_KEY], where);
-  const entries: { name: string; dtype: SafetensorsDType; shape: number[]; begin: number; end: number }[] = [];
+  const entries: SafetensorsEntry[] = [];
   for (const [name, info] of Object.entries(header as Record<string, unknown>)) {
     if (name === METADATA_KEY) continue;
     entries.push({ name, ...checkEntry(name, info, dataLen, where) });
@@ -248,16 +305,7 @@ export function decodeSafetensors(bytes: Uint8Array, source = "<bytes>"): Decode
   if (pos !== dataLen) {
     throw new RangeError(`${where}: tensors cover ${pos} bytes of data, the file holds ${dataLen} after the header`);
   }
-  // A null prototype keeps a tensor named "__proto__" an ordinary entry.
-  const tensors: Record<string, SafeTensor> = Object.create(null);
-  for (const e of entries) {
-    tensors[e.name] = {
-      dtype: e.dtype,
-      shape: e.shape,
-      data: readArray(bytes, dataStart + e.begin, dataStart + e.end, e.dtype),
-    };
-  }
-  return { tensors, metadata };
+  return { entries, metadata, dataStart };
 }
 
 function readMetadata(m: unknown, where: string): Record<string, string> {

@@ -1,0 +1,128 @@
+/**
+ * Random access to a file that may be larger than memory: byte ranges from a local file
+ * (Deno), from an HTTP server that honours `Range` requests (browsers, or a tab on another
+ * machine reading what the coordinator serves), or from bytes already in memory (tests).
+ * The streaming datasets (data/pack_source.ts) read samples through this one interface.
+ */
+
+/** A readable file of known size. */
+export interface RangedFile {
+  /** Path or URL, for messages. */
+  readonly where: string;
+  /** Total bytes. */
+  readonly size: number;
+  /**
+   * Exactly `length` bytes from `offset`.
+   * @throws {RangeError} When the range runs past the end of the file.
+   */
+  read(offset: number, length: number): Promise<Uint8Array<ArrayBuffer>>;
+  /** Release the handle (a no-op where there is none). */
+  close(): void;
+}
+
+function checkRange(f: { where: string; size: number }, offset: number, length: number): void {
+  if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0 || offset + length > f.size) {
+    throw new RangeError(`${f.where}: cannot read ${length} bytes at offset ${offset} of a ${f.size}-byte file`);
+  }
+}
+
+/** Bytes in memory as a {@link RangedFile}. */
+export function rangedBytes(bytes: Uint8Array, where = "<bytes>"): RangedFile {
+  return {
+    where,
+    size: bytes.length,
+    read(offset, length) {
+      checkRange({ where, size: bytes.length }, offset, length);
+      return Promise.resolve(bytes.slice(offset, offset + length));
+    },
+    close() {},
+  };
+}
+
+/** The Deno calls a local file needs (typed here so browser type-checks need no Deno types). */
+interface DenoFile {
+  seek(offset: number, whence: number): Promise<number>;
+  read(p: Uint8Array): Promise<number | null>;
+  close(): void;
+}
+interface DenoOpen {
+  open(path: string | URL, options: { read: true }): Promise<DenoFile>;
+  stat(path: string | URL): Promise<{ size: number }>;
+  SeekMode: { Start: number };
+}
+
+/**
+ * A local file (Deno). Reads are serialized on the one handle (seek then read), so
+ * concurrent callers never interleave their seeks.
+ * @throws {Error} When the file cannot be opened, naming it.
+ */
+export async function openRangedFile(path: string | URL): Promise<RangedFile> {
+  const deno = (globalThis as { Deno?: DenoOpen }).Deno;
+  const where = path instanceof URL ? decodeURIComponent(path.pathname) : path;
+  if (!deno) throw new Error(`Cannot open "${where}": local files need Deno; in a browser serve the file and use openRangedUrl`);
+  let file: DenoFile, size: number;
+  try {
+    size = (await deno.stat(path)).size;
+    file = await deno.open(path, { read: true });
+  } catch (e) {
+    throw new Error(`Cannot open "${where}": ${(e as Error).message}`, { cause: e });
+  }
+  let queue: Promise<unknown> = Promise.resolve();
+  return {
+    where,
+    size,
+    read(offset, length) {
+      checkRange({ where, size }, offset, length);
+      const run = queue.then(async () => {
+        await file.seek(offset, deno.SeekMode.Start);
+        const out = new Uint8Array(length);
+        for (let got = 0; got < length;) {
+          const n = await file.read(out.subarray(got));
+          if (n === null) throw new RangeError(`${where}: the file ended at ${offset + got} while reading ${length} bytes at ${offset}`);
+          got += n;
+        }
+        return out;
+      });
+      queue = run.catch(() => {});
+      return run;
+    },
+    close() {
+      file.close();
+    },
+  };
+}
+
+/**
+ * A file served over HTTP, read with `Range` requests (Vite's dev server, a static server,
+ * the coordinator's). The size comes from a HEAD request.
+ * @throws {Error} When the server does not answer, gives no length, or ignores ranges (naming the URL).
+ */
+export async function openRangedUrl(url: string | URL): Promise<RangedFile> {
+  const href = new URL(String(url), globalThis.location?.href ?? import.meta.url).href;
+  let head: Response;
+  try {
+    head = await fetch(href, { method: "HEAD" });
+  } catch (e) {
+    throw new Error(`Cannot reach "${href}": ${(e as Error).message}`, { cause: e });
+  }
+  if (!head.ok) throw new Error(`Cannot open "${href}": HTTP ${head.status}`);
+  const size = Number(head.headers.get("content-length"));
+  if (!Number.isInteger(size) || size < 0) throw new Error(`Cannot open "${href}": the server sent no Content-Length`);
+  return {
+    where: href,
+    size,
+    async read(offset, length) {
+      checkRange({ where: href, size }, offset, length);
+      if (length === 0) return new Uint8Array(0);
+      const res = await fetch(href, { headers: { Range: `bytes=${offset}-${offset + length - 1}` } });
+      if (res.status !== 206) {
+        await res.body?.cancel();
+        throw new Error(`"${href}": asked for bytes ${offset}-${offset + length - 1}, the server answered HTTP ${res.status} (it must support Range requests)`);
+      }
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      if (bytes.length !== length) throw new Error(`"${href}": asked for ${length} bytes at ${offset}, got ${bytes.length}`);
+      return bytes;
+    },
+    close() {},
+  };
+}
