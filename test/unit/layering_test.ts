@@ -9,7 +9,7 @@ const ALLOWED: Record<string, string[]> = {
   io: [],
   monitor: ["io"],
   tensor: ["gpu"],
-  data: ["tensor", "gpu"],
+  data: ["tensor", "gpu", "io"],
   autograd: ["tensor", "gpu"],
   optim: ["autograd", "tensor", "gpu", "io"],
   nn: ["autograd", "tensor", "gpu", "io"],
