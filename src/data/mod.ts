@@ -14,3 +14,7 @@ export { fieldBytes, PACK_FIELDS_KEY, PackSource, writePack } from "./pack_sourc
 export type { AsyncBatchSource } from "./pack_source.ts";
 export { SampleTiers } from "./sample_tiers.ts";
 export type { TierOptions, TierStats } from "./sample_tiers.ts";
+export { VramPool, vramCapacity } from "./vram_pool.ts";
+export type { VramStats } from "./vram_pool.ts";
+export { DataPlane } from "./data_plane.ts";
+export type { DataPlaneOptions, DataPlaneStats } from "./data_plane.ts";

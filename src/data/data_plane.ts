@@ -1,0 +1,115 @@
+/**
+ * One rank's data plane (spec §9.2): batches by sample index, through the tiers that are
+ * on — the device pool (`vramPool`), then RAM and disk (`sampleCache`, `ramMaxUsage`,
+ * `diskStage`) in front of the source (an in-memory dataset, or a file read by index) —
+ * with the next batches' host reads started ahead (prefetch), so a slow source overlaps
+ * the GPU's step. Every tier serves the same bytes (purity, spec §9.1), so which one
+ * served a batch never changes what trains.
+ */
+import type { Device } from "../gpu/mod.ts";
+import { type Tensor } from "../tensor/mod.ts";
+import { type BatchDataSet, type FieldSpec, type HostBatch, toDevice } from "./dataset.ts";
+import type { AsyncBatchSource } from "./pack_source.ts";
+import { SampleTiers, type TierOptions, type TierStats } from "./sample_tiers.ts";
+import { VramPool, vramCapacity, type VramStats } from "./vram_pool.ts";
+
+export interface DataPlaneOptions {
+  /** Host tiers (omit for none: an in-memory dataset needs no cache in front of it). */
+  tiers?: TierOptions;
+  /** Device pool budget in bytes (omit or 0: off). */
+  vramBytes?: number;
+  /** Batches whose host reads run ahead of the one being trained (default 2). */
+  prefetch?: number;
+}
+
+/** What the plane did (the record stream and the dashboard show it). */
+export interface DataPlaneStats {
+  tiers?: TierStats;
+  vram?: VramStats;
+  /** Batches served, and ms the trainer waited for host data in total. */
+  batches: number;
+  waitMs: number;
+}
+
+type Source = AsyncBatchSource | BatchDataSet;
+
+function isAsync(s: Source): s is AsyncBatchSource {
+  return typeof (s as AsyncBatchSource).readBatch === "function";
+}
+
+export class DataPlane {
+  readonly fields: readonly FieldSpec[];
+  readonly #device: Device;
+  readonly #read: (indices: readonly number[]) => Promise<HostBatch>;
+  readonly #tiers?: SampleTiers;
+  readonly #vram?: VramPool;
+  readonly #prefetch: number;
+  /** Host reads started ahead, by the batch's index list. */
+  readonly #ahead = new Map<readonly number[], Promise<HostBatch>>();
+  #batches = 0;
+  #waitMs = 0;
+
+  /**
+   * @throws {RangeError} For a negative prefetch depth or budget, naming the knob.
+   */
+  constructor(source: Source, device: Device, options: DataPlaneOptions = {}) {
+    const prefetch = options.prefetch ?? 2;
+    if (!Number.isInteger(prefetch) || prefetch < 0) throw new RangeError(`prefetch: depth must be an integer ≥ 0, got ${prefetch}`);
+    this.fields = source.fields;
+    this.#device = device;
+    this.#prefetch = prefetch;
+    const base: AsyncBatchSource = isAsync(source)
+      ? source
+      : { fields: source.fields, len: () => source.len(), readBatch: (i) => Promise.resolve(source.getBatch(i)) };
+    if (options.tiers) this.#tiers = new SampleTiers(base, options.tiers);
+    const read = this.#tiers ?? base;
+    this.#read = (i) => read.readBatch(i);
+    const vram = options.vramBytes ?? 0;
+    if (vram !== 0) {
+      this.#vram = new VramPool(source.fields, device, vramCapacity(source.fields, device, vram, source.len()));
+    }
+  }
+
+  /**
+   * The batch of `indices` on the device, gathered there when the pool holds every sample,
+   * else read through the host tiers and uploaded. `upcoming` are the next batches in
+   * order: their host reads start now (up to the prefetch depth), unless the pool will
+   * serve them; pass the same arrays later as `indices` (reads ahead are keyed by them).
+   */
+  async batch(indices: readonly number[], upcoming: readonly (readonly number[])[] = []): Promise<Tensor[]> {
+    this.#batches++;
+    const gathered = this.#vram?.gather(indices);
+    this.#startAhead(upcoming);
+    if (gathered) {
+      this.#ahead.delete(indices);
+      return gathered;
+    }
+    const t = performance.now();
+    const pending = this.#ahead.get(indices) ?? this.#read(indices);
+    this.#ahead.delete(indices);
+    const host = await pending;
+    this.#waitMs += performance.now() - t;
+    this.#vram?.admit(indices, host);
+    return toDevice(host, this.#device);
+  }
+
+  #startAhead(upcoming: readonly (readonly number[])[]): void {
+    for (const next of upcoming.slice(0, this.#prefetch)) {
+      if (this.#ahead.has(next) || this.#vram?.holds(next)) continue;
+      const p = this.#read(next);
+      p.catch(() => {}); // surfaced when the batch is asked for
+      this.#ahead.set(next, p);
+    }
+  }
+
+  stats(): DataPlaneStats {
+    return { tiers: this.#tiers?.stats(), vram: this.#vram?.stats(), batches: this.#batches, waitMs: this.#waitMs };
+  }
+
+  /** Free the device pool and delete the disk stage. */
+  async close(): Promise<void> {
+    this.#ahead.clear();
+    this.#vram?.dispose();
+    await this.#tiers?.close();
+  }
+}
