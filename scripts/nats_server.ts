@@ -94,7 +94,10 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
     try {
       child = new Deno.Command(binary, { args: ["-c", conf], stdin: "null", stdout: "null", stderr: "piped" }).spawn();
     } catch (e) {
-      throw new Error(`nats-server: cannot run ${binary} (${(e as Error).message}); install it: apt-get install -y nats-server`, { cause: e });
+      throw new Error(
+        `nats-server: cannot run ${binary} (${(e as Error).message}); install it: apt-get install -y nats-server`,
+        { cause: e },
+      );
     }
     const proc = child;
     drained = (async () => {
@@ -106,7 +109,9 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
     while (!(await accepts(host, port) && await accepts(host, wsPort))) {
       if (exited || Date.now() > until) {
         await kill();
-        throw new Error(`nats-server (${binary} -c ${conf}) did not accept on ${host}:${port} and ws ${wsPort}:\n${log}`);
+        throw new Error(
+          `nats-server (${binary} -c ${conf}) did not accept on ${host}:${port} and ws ${wsPort}:\n${log}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 25));
     }

@@ -66,7 +66,9 @@ export function encodeValue(value: unknown): Uint8Array<ArrayBuffer> {
         if (v === null) return null;
         if (ArrayBuffer.isView(v) && !(v instanceof DataView)) {
           const name = v.constructor.name as TypedName;
-          if (!(name in TYPED)) throw new TypeError(`encodeValue: ${path} is a ${name}, which the NATS link does not carry`);
+          if (!(name in TYPED)) {
+            throw new TypeError(`encodeValue: ${path} is a ${name}, which the NATS link does not carry`);
+          }
           const bytes = new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
           const ref = { [MARK]: "ta", t: name, o: at, n: v.byteLength / TYPED[name].BYTES_PER_ELEMENT };
           blobs.push(bytes);
@@ -82,7 +84,9 @@ export function encodeValue(value: unknown): Uint8Array<ArrayBuffer> {
         if (Array.isArray(v)) return v.map((x, i) => walk(x, `${path}[${i}]`));
         const proto = Object.getPrototypeOf(v);
         if (proto !== Object.prototype && proto !== null) {
-          throw new TypeError(`encodeValue: ${path} is a ${proto?.constructor?.name ?? "class instance"}, send plain objects`);
+          throw new TypeError(
+            `encodeValue: ${path} is a ${proto?.constructor?.name ?? "class instance"}, send plain objects`,
+          );
         }
         const out: Record<string, unknown> = {};
         for (const [k, x] of Object.entries(v)) {
@@ -116,7 +120,9 @@ export function encodeValue(value: unknown): Uint8Array<ArrayBuffer> {
 export function decodeValue(bytes: Uint8Array): unknown {
   if (bytes.byteLength < 4) throw new RangeError(`decodeValue: ${bytes.byteLength} bytes, need at least 4`);
   const len = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(0, true);
-  if (4 + len > bytes.byteLength) throw new RangeError(`decodeValue: JSON of ${len} bytes in a message of ${bytes.byteLength}`);
+  if (4 + len > bytes.byteLength) {
+    throw new RangeError(`decodeValue: JSON of ${len} bytes in a message of ${bytes.byteLength}`);
+  }
   const body = align(4 + len);
   const slice = (o: number, n: number) => {
     if (body + o + n > bytes.byteLength) {

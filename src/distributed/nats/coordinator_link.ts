@@ -108,7 +108,9 @@ class Link implements RankLink {
       if (r.kind === "refused") this.listeners.onRefused?.(r.error);
       else if (r.kind === "lost") this.goDown(r.error);
       else if (r.kind === "message") this.#dispatch(decodeValue(r.bytes) as FromRank);
-    }).catch((e) => this.goDown(new RankLinkError(this.rank, "down", `rank ${this.rank}: unreadable message: ${e}`, { cause: e })));
+    }).catch((e) =>
+      this.goDown(new RankLinkError(this.rank, "down", `rank ${this.rank}: unreadable message: ${e}`, { cause: e }))
+    );
   }
 
   #dispatch(m: FromRank): void {
@@ -210,14 +212,23 @@ export async function openCoordinator(opts: CoordinatorLinkOptions): Promise<Nat
   })();
   nc.closed().then((err) => {
     clearInterval(beacon);
-    allDown(closing ? "the coordinator closed its NATS connection" : `the coordinator's NATS connection closed${err ? `: ${err.message}` : ""}`, err);
+    allDown(
+      closing
+        ? "the coordinator closed its NATS connection"
+        : `the coordinator's NATS connection closed${err ? `: ${err.message}` : ""}`,
+      err,
+    );
   });
 
   return {
     async link(rank, listeners = {}) {
-      if (!Number.isInteger(rank) || rank < 0) throw new RangeError(`NatsCoordinator.link: rank must be an integer >= 0, got ${rank}`);
+      if (!Number.isInteger(rank) || rank < 0) {
+        throw new RangeError(`NatsCoordinator.link: rank must be an integer >= 0, got ${rank}`);
+      }
       if (links.has(rank)) throw new RangeError(`NatsCoordinator.link: rank ${rank} is already open`);
-      if (nc.isClosed()) throw new RankLinkError(rank, "down", `rank ${rank}: the coordinator's NATS connection is closed`);
+      if (nc.isClosed()) {
+        throw new RankLinkError(rank, "down", `rank ${rank}: the coordinator's NATS connection is closed`);
+      }
       const key = await importLinkKey(await deriveRankKey(runKey, rank));
       const sender = new WireSender((s, d) => nc.publish(s, d), toRankSubject(run, rank), run, "c", key, maxPayload);
       const receiver = new WireReceiver(fromRankSubject(run, rank), run, `r${rank}`, key, rank, true);

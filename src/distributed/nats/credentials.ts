@@ -65,7 +65,9 @@ function randomToken(n: number): string {
  * @returns base64 of 32 bytes.
  */
 export async function deriveRankKey(runKey: string, rank: number): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", fromBase64(runKey), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const key = await crypto.subtle.importKey("raw", fromBase64(runKey), { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+  ]);
   const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`flodl rank ${rank}`));
   return toBase64(new Uint8Array(mac));
 }
@@ -83,12 +85,20 @@ export async function deriveRankKey(runKey: string, rank: number): Promise<strin
  * ```
  */
 export async function createRunCredentials(slots: number, run?: string): Promise<RunCredentials> {
-  if (!Number.isInteger(slots) || slots < 1) throw new RangeError(`createRunCredentials: slots must be an integer >= 1, got ${slots}`);
+  if (!Number.isInteger(slots) || slots < 1) {
+    throw new RangeError(`createRunCredentials: slots must be an integer >= 1, got ${slots}`);
+  }
   const id = checkRunId(run ?? randomToken(16));
   const runKey = toBase64(randomBytes(32));
   const ranks: RankCredentials[] = [];
   for (let rank = 0; rank < slots; rank++) {
-    ranks.push({ run: id, rank, user: `${id}-r${rank}`, pass: randomToken(32), key: await deriveRankKey(runKey, rank) });
+    ranks.push({
+      run: id,
+      rank,
+      user: `${id}-r${rank}`,
+      pass: randomToken(32),
+      key: await deriveRankKey(runKey, rank),
+    });
   }
   return { run: id, runKey, coordinator: { user: `${id}-c`, pass: randomToken(32) }, ranks };
 }

@@ -63,27 +63,43 @@ function firstNonFiniteBf16(words: Uint32Array, n: number): number {
  */
 export function checkFrame(frame: unknown, want: FrameExpectation): FrameLike {
   const who = `rank ${want.rank}`;
-  if (frame === null || typeof frame !== "object") throw new TypeError(`${who}: sent a ${frame === null ? "null" : typeof frame}, not a frame`);
+  if (frame === null || typeof frame !== "object") {
+    throw new TypeError(`${who}: sent a ${frame === null ? "null" : typeof frame}, not a frame`);
+  }
   const f = frame as Partial<FrameLike>;
   if (f.rank !== want.rank) throw new RangeError(`${who}: sent a frame that says rank ${f.rank}`);
   if (!Number.isInteger(f.round)) throw new TypeError(`${who}: frame round is ${f.round}, not an integer`);
-  if (f.round! < want.round) throw new RangeError(`${who}: frame of round ${f.round}, from the past (round ${want.round} asked)`);
-  if (f.round! > want.round) throw new RangeError(`${who}: frame of round ${f.round}, from the future (round ${want.round} asked)`);
-  if (f.dtype !== want.dtype) throw new TypeError(`${who}: frame dtype "${f.dtype}", the run's wire is "${want.dtype}"`);
-  if (!(f.buffers instanceof Float32Array)) throw new TypeError(`${who}: frame buffers are a ${typeName(f.buffers)}, expected Float32Array`);
+  if (f.round! < want.round) {
+    throw new RangeError(`${who}: frame of round ${f.round}, from the past (round ${want.round} asked)`);
+  }
+  if (f.round! > want.round) {
+    throw new RangeError(`${who}: frame of round ${f.round}, from the future (round ${want.round} asked)`);
+  }
+  if (f.dtype !== want.dtype) {
+    throw new TypeError(`${who}: frame dtype "${f.dtype}", the run's wire is "${want.dtype}"`);
+  }
+  if (!(f.buffers instanceof Float32Array)) {
+    throw new TypeError(`${who}: frame buffers are a ${typeName(f.buffers)}, expected Float32Array`);
+  }
   if (f.buffers.length !== want.bufferCount) {
     throw new RangeError(`${who}: frame holds ${f.buffers.length} buffer values, expected ${want.bufferCount}`);
   }
   let bad: number;
   if (want.dtype === "bf16") {
-    if (!(f.params instanceof Uint32Array)) throw new TypeError(`${who}: bf16 frame params are a ${typeName(f.params)}, expected Uint32Array`);
+    if (!(f.params instanceof Uint32Array)) {
+      throw new TypeError(`${who}: bf16 frame params are a ${typeName(f.params)}, expected Uint32Array`);
+    }
     const words = Math.ceil(want.paramCount / 2);
     if (f.params.length !== words) {
-      throw new RangeError(`${who}: bf16 frame holds ${f.params.length} words, expected ${words} for ${want.paramCount} parameters`);
+      throw new RangeError(
+        `${who}: bf16 frame holds ${f.params.length} words, expected ${words} for ${want.paramCount} parameters`,
+      );
     }
     bad = firstNonFiniteBf16(f.params, want.paramCount);
   } else {
-    if (!(f.params instanceof Float32Array)) throw new TypeError(`${who}: f32 frame params are a ${typeName(f.params)}, expected Float32Array`);
+    if (!(f.params instanceof Float32Array)) {
+      throw new TypeError(`${who}: f32 frame params are a ${typeName(f.params)}, expected Float32Array`);
+    }
     if (f.params.length !== want.paramCount) {
       throw new RangeError(`${who}: f32 frame holds ${f.params.length} parameter values, expected ${want.paramCount}`);
     }
@@ -91,6 +107,8 @@ export function checkFrame(frame: unknown, want: FrameExpectation): FrameLike {
   }
   if (bad >= 0) throw new RangeError(`${who}: frame parameter ${bad} of round ${f.round} is NaN or Inf; not averaged`);
   const badBuf = firstNonFinite(f.buffers);
-  if (badBuf >= 0) throw new RangeError(`${who}: frame buffer value ${badBuf} of round ${f.round} is NaN or Inf; not averaged`);
+  if (badBuf >= 0) {
+    throw new RangeError(`${who}: frame buffer value ${badBuf} of round ${f.round} is NaN or Inf; not averaged`);
+  }
   return f as FrameLike;
 }

@@ -6,7 +6,13 @@
 export { decodeValue, encodeValue } from "./codec.ts";
 export { connectLink, maxPayloadOf } from "./connect.ts";
 export type { NatsConnection } from "./connect.ts";
-export { createRunCredentials, decodeJoinToken, deriveRankKey, encodeJoinToken, serverAuthorization } from "./credentials.ts";
+export {
+  createRunCredentials,
+  decodeJoinToken,
+  deriveRankKey,
+  encodeJoinToken,
+  serverAuthorization,
+} from "./credentials.ts";
 export type { NatsUser, RankCredentials, RunCredentials } from "./credentials.ts";
 export { openCoordinator } from "./coordinator_link.ts";
 export type { CoordinatorLinkOptions, NatsCoordinator, RankLink, RankLinkListeners } from "./coordinator_link.ts";

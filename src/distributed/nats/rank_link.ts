@@ -70,7 +70,14 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
   if (!(lossMs > 0)) throw new RangeError(`serveRank: beaconLossMs must be > 0, got ${lossMs}`);
   if (!(helloMs > 0)) throw new RangeError(`serveRank: helloMs must be > 0, got ${helloMs}`);
   const key = await importLinkKey(opts.creds.key);
-  const sender = new WireSender((s, d) => nc.publish(s, d), fromRankSubject(run, rank), run, `r${rank}`, key, maxPayloadOf(nc, `rank ${rank}`));
+  const sender = new WireSender(
+    (s, d) => nc.publish(s, d),
+    fromRankSubject(run, rank),
+    run,
+    `r${rank}`,
+    key,
+    maxPayloadOf(nc, `rank ${rank}`),
+  );
   const receiver = new WireReceiver(toRankSubject(run, rank), run, "c", key, rank);
 
   let isDown: RankLinkError | undefined;
@@ -108,7 +115,9 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     heard = true;
     lastHeard = Date.now();
     if (m.k === "call") answer(m.id, m.name, m.args);
-    else if (m.k === "bye") goDown(new RankLinkError(rank, "down", `rank ${rank}: the coordinator ended the run (${m.reason})`));
+    else if (m.k === "bye") {
+      goDown(new RankLinkError(rank, "down", `rank ${rank}: the coordinator ended the run (${m.reason})`));
+    }
   };
 
   let chain: Promise<void> = Promise.resolve();
@@ -121,13 +130,21 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
         if (r.kind === "refused") opts.onRefused?.(r.error);
         else if (r.kind === "lost") goDown(r.error);
         else if (r.kind === "message") dispatch(decodeValue(r.bytes) as ToRank);
-      }).catch((e) => goDown(new RankLinkError(rank, "down", `rank ${rank}: unreadable message from the coordinator: ${e}`, { cause: e })));
+      }).catch((e) =>
+        goDown(
+          new RankLinkError(rank, "down", `rank ${rank}: unreadable message from the coordinator: ${e}`, { cause: e }),
+        )
+      );
     },
   });
   const status = (async () => {
     for await (const s of nc.status()) {
       if (s.type === "error") {
-        opts.onRefused?.(new RankLinkError(rank, "refused", `rank ${rank}: the NATS server refused: ${s.error.message}`, { cause: s.error }));
+        opts.onRefused?.(
+          new RankLinkError(rank, "refused", `rank ${rank}: the NATS server refused: ${s.error.message}`, {
+            cause: s.error,
+          }),
+        );
       } else if (s.type === "disconnect" || s.type === "staleConnection") {
         goDown(new RankLinkError(rank, "down", `rank ${rank}: its NATS connection was lost (${s.type})`));
         nc.close().catch(() => {});
@@ -135,7 +152,11 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     }
   })();
   nc.closed().then((err) => {
-    goDown(new RankLinkError(rank, "down", `rank ${rank}: its NATS connection closed${err ? `: ${err.message}` : ""}`, { cause: err }));
+    goDown(
+      new RankLinkError(rank, "down", `rank ${rank}: its NATS connection closed${err ? `: ${err.message}` : ""}`, {
+        cause: err,
+      }),
+    );
   });
   await nc.flush(); // subscribed at the server before the first hello
 
@@ -153,7 +174,13 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     lastTick = now;
     if (!late && now - lastHeard > lossMs) {
       const what = heard ? "no beacon from the coordinator" : "no answer to its hello";
-      goDown(new RankLinkError(rank, "down", `rank ${rank}: ${what} for ${now - lastHeard} ms (beaconLossMs ${lossMs}); stopping`));
+      goDown(
+        new RankLinkError(
+          rank,
+          "down",
+          `rank ${rank}: ${what} for ${now - lastHeard} ms (beaconLossMs ${lossMs}); stopping`,
+        ),
+      );
     }
   }, tick);
 

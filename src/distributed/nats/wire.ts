@@ -50,7 +50,12 @@ function macInput(subject: string, body: Uint8Array): Uint8Array<ArrayBuffer> {
 }
 
 /** Build one signed chunk. */
-export async function sealChunk(key: CryptoKey, subject: string, meta: ChunkMeta, data: Uint8Array): Promise<Uint8Array<ArrayBuffer>> {
+export async function sealChunk(
+  key: CryptoKey,
+  subject: string,
+  meta: ChunkMeta,
+  data: Uint8Array,
+): Promise<Uint8Array<ArrayBuffer>> {
   const m = utf8.encode(JSON.stringify(meta));
   const out = new Uint8Array(8 + m.byteLength + data.byteLength + MAC_BYTES);
   const dv = new DataView(out.buffer);
@@ -98,7 +103,14 @@ export class WireSender {
       const parts = Math.max(1, Math.ceil(message.byteLength / this.#chunk));
       for (let part = 0; part < parts; part++) {
         const data = message.subarray(part * this.#chunk, Math.min(message.byteLength, (part + 1) * this.#chunk));
-        const meta: ChunkMeta = { run: this.run, from: this.from, seq: ++this.#seq, part, parts, bytes: message.byteLength };
+        const meta: ChunkMeta = {
+          run: this.run,
+          from: this.from,
+          seq: ++this.#seq,
+          part,
+          parts,
+          bytes: message.byteLength,
+        };
         this.publish(this.subject, await sealChunk(this.key, this.subject, meta, data));
       }
     };
@@ -139,8 +151,13 @@ export class WireReceiver {
   ) {}
 
   #refuse(why: string): Received {
-    const who = this.from === "c" ? `a message from the coordinator to rank ${this.rank}` : `a message from rank ${this.rank}`;
-    return { kind: "refused", error: new RankLinkError(this.rank, "refused", `rank ${this.rank}: refused ${who} on ${this.subject}: ${why}`) };
+    const who = this.from === "c"
+      ? `a message from the coordinator to rank ${this.rank}`
+      : `a message from rank ${this.rank}`;
+    return {
+      kind: "refused",
+      error: new RankLinkError(this.rank, "refused", `rank ${this.rank}: refused ${who} on ${this.subject}: ${why}`),
+    };
   }
 
   /** Check one chunk and add it to the message being assembled. */
@@ -149,7 +166,9 @@ export class WireReceiver {
     const dv = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     if (dv.getUint32(0, true) !== MAGIC) return this.#refuse("not a flodl chunk (bad magic)");
     const metaLen = dv.getUint32(4, true);
-    if (8 + metaLen + MAC_BYTES > chunk.byteLength) return this.#refuse(`meta of ${metaLen} bytes in a chunk of ${chunk.byteLength}`);
+    if (8 + metaLen + MAC_BYTES > chunk.byteLength) {
+      return this.#refuse(`meta of ${metaLen} bytes in a chunk of ${chunk.byteLength}`);
+    }
     let meta: ChunkMeta;
     try {
       meta = JSON.parse(new TextDecoder().decode(chunk.subarray(8, 8 + metaLen)));
@@ -188,7 +207,9 @@ export class WireReceiver {
     this.#parts.push(chunk.subarray(8 + metaLen, chunk.byteLength - MAC_BYTES));
     if (this.#parts.length < meta.parts) return { kind: "partial" };
     const total = this.#parts.reduce((a, p) => a + p.byteLength, 0);
-    if (total !== this.#expect.bytes) return this.#refuse(`message of ${total} bytes, header said ${this.#expect.bytes}`);
+    if (total !== this.#expect.bytes) {
+      return this.#refuse(`message of ${total} bytes, header said ${this.#expect.bytes}`);
+    }
     const bytes = new Uint8Array(total);
     let at = 0;
     for (const p of this.#parts) {

@@ -15,7 +15,13 @@ import {
   serveRank,
   toRankSubject,
 } from "../../../../src/distributed/nats/mod.ts";
-import type { NatsConnection, RankHandler, RankLink, RankLinkListeners, RankServeOptions } from "../../../../src/distributed/nats/mod.ts";
+import type {
+  NatsConnection,
+  RankHandler,
+  RankLink,
+  RankLinkListeners,
+  RankServeOptions,
+} from "../../../../src/distributed/nats/mod.ts";
 import { importLinkKey, sealChunk } from "../../../../src/distributed/nats/wire.ts";
 import { mulberry32 } from "../../../util/random.ts";
 
@@ -29,10 +35,21 @@ async function pair(
   opts: { listeners?: RankLinkListeners; rank?: Partial<RankServeOptions>; beaconMs?: number } = {},
 ) {
   const cnc = await rs.connectCoordinator();
-  const coord = await openCoordinator({ connection: cnc, run: rs.creds.run, runKey: rs.creds.runKey, beaconMs: opts.beaconMs ?? 100 });
+  const coord = await openCoordinator({
+    connection: cnc,
+    run: rs.creds.run,
+    runKey: rs.creds.runKey,
+    beaconMs: opts.beaconMs ?? 100,
+  });
   const link = await coord.link(rank, opts.listeners);
   const rnc = await rs.connectRank(rank);
-  const server = await serveRank({ connection: rnc, creds: rs.creds.ranks[rank], handler, beaconLossMs: 5000, ...opts.rank });
+  const server = await serveRank({
+    connection: rnc,
+    creds: rs.creds.ranks[rank],
+    handler,
+    beaconLossMs: 5000,
+    ...opts.rank,
+  });
   await link.ready;
   return { cnc, coord, link, rnc, server };
 }
@@ -46,7 +63,8 @@ function randomBits(n: number, seed: number): Float32Array<ArrayBuffer> {
 }
 
 function firstBitDiff(a: ArrayBufferView, b: ArrayBufferView): number {
-  const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength), y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength),
+    y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
   if (x.length !== y.length) return Math.min(x.length, y.length);
   for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return i;
   return -1;
@@ -72,7 +90,10 @@ Deno.test("NATS link: a 4 MiB Float32Array and a bf16 Uint16Array round-trip bit
     assertEquals(firstBitDiff(back.words as Uint16Array, words), -1, "first differing byte of words");
     assertEquals(back.xor, xorBytes(params), "rank's checksum of what it received");
     assert(back.round === 3 && Number.isNaN(back.loss), `scalars: round ${back.round}, loss ${back.loss}`);
-    assert(link.bytes.sent > 4 * 2 ** 20 && link.bytes.sent < 4.1 * 2 ** 20, `bytes sent ${link.bytes.sent}: binary, not base64`);
+    assert(
+      link.bytes.sent > 4 * 2 ** 20 && link.bytes.sent < 4.1 * 2 ** 20,
+      `bytes sent ${link.bytes.sent}: binary, not base64`,
+    );
     await server.close();
     await coord.close();
   } finally {
@@ -96,7 +117,10 @@ Deno.test("NATS link: a rank's error comes back with its name, message and stack
       },
     });
     const e = await link.call("train", [{}]).then(() => undefined, (e) => e as Error);
-    assert(e?.name === "RangeError" && e.message === "train: chunk [3, 9) is beyond the epoch", `got ${e?.name}: ${e?.message}`);
+    assert(
+      e?.name === "RangeError" && e.message === "train: chunk [3, 9) is beyond the epoch",
+      `got ${e?.name}: ${e?.message}`,
+    );
     assert(e.stack?.includes("link_test.ts"), `the rank's stack is kept: ${e.stack}`);
     const u = await link.call("toString").then(() => undefined, (e) => e as Error);
     assert(u?.message === `rank 0 has no method "toString"`, `got ${u?.message}`);
@@ -111,7 +135,10 @@ Deno.test("NATS link: a wrong password is refused at connect, naming the rank an
   const rs = await startRunServer(2);
   try {
     const r1 = rs.creds.ranks[1];
-    const e = await connectLink(rs.server.wsUrl, r1.user, "not-the-password", "rank 1").then(() => undefined, (e) => e as Error);
+    const e = await connectLink(rs.server.wsUrl, r1.user, "not-the-password", "rank 1").then(
+      () => undefined,
+      (e) => e as Error,
+    );
     assert(e, "connect with a wrong password must fail");
     assert(e.message.startsWith(`rank 1: NATS at ${rs.server.wsUrl} refused user "${r1.user}"`), e.message);
     assert(/authorization violation/i.test(e.message), e.message);
@@ -128,11 +155,24 @@ Deno.test("NATS link: rank 0 publishing on rank 1's subject is refused by the se
       listeners: { onEvent: (e) => events.push(e), onRefused: (e) => refusedAt1.push(e) },
     });
     const rnc0 = await rs.connectRank(0);
-    const rank0 = await serveRank({ connection: rnc0, creds: rs.creds.ranks[0], handler: {}, onRefused: (e) => refused.push(e) });
+    const rank0 = await serveRank({
+      connection: rnc0,
+      creds: rs.creds.ranks[0],
+      handler: {},
+      onRefused: (e) => refused.push(e),
+    });
     // A well-formed chunk, signed with rank 0's own key, on rank 1's subject.
     const key0 = await importLinkKey(rs.creds.ranks[0].key);
     const subject = fromRankSubject(rs.creds.run, 1);
-    rnc0.publish(subject, await sealChunk(key0, subject, { run: rs.creds.run, from: "r1", seq: 99, part: 0, parts: 1, bytes: 1 }, new Uint8Array(1)));
+    rnc0.publish(
+      subject,
+      await sealChunk(
+        key0,
+        subject,
+        { run: rs.creds.run, from: "r1", seq: 99, part: 0, parts: 1, bytes: 1 },
+        new Uint8Array(1),
+      ),
+    );
     const e = await until("the server's permission error", () => refused[0]);
     assert(e instanceof RankLinkError && e.rank === 0, `names rank 0: ${e.message}`);
     assert(/permissions violation/i.test(e.message) && e.message.includes(subject), e.message);
@@ -178,7 +218,9 @@ Deno.test("NATS link: forged, replayed, tampered and other-run messages are refu
     evil.publish(subject, await sealChunk(stranger, subject, { ...meta, run: "otherrun" }, new Uint8Array(4)));
     await until("four refusals at the coordinator", () => atCoord.length >= 4 ? true : undefined);
     const why = atCoord.map((e) => e.message);
-    for (const e of atCoord) assert(e.rank === 1 && e.message.startsWith("rank 1: refused a message from rank 1"), e.message);
+    for (const e of atCoord) {
+      assert(e.rank === 1 && e.message.startsWith("rank 1: refused a message from rank 1"), e.message);
+    }
     assert(why[0].includes("replayed"), why[0]);
     assert(why[1].includes("HMAC does not match"), why[1]);
     assert(why[2].includes("HMAC does not match"), why[2]);
@@ -187,7 +229,11 @@ Deno.test("NATS link: forged, replayed, tampered and other-run messages are refu
     // The other way: a coordinator message replayed to the rank.
     tap.publish(toRankSubject(run, 1), down[0]);
     const r = await until("the rank's refusal", () => atRank[0]);
-    assert(r.message.startsWith("rank 1: refused a message from the coordinator to rank 1") && r.message.includes("replayed"), r.message);
+    assert(
+      r.message.startsWith("rank 1: refused a message from the coordinator to rank 1") &&
+        r.message.includes("replayed"),
+      r.message,
+    );
 
     // Refused messages are dropped; the link goes on.
     const again = await link.call("echo", [sent.subarray(0, 5)]) as Float32Array;
@@ -206,13 +252,18 @@ Deno.test("NATS link: a rank stops when the coordinator's beacon is lost, and on
   try {
     // The coordinator vanishes: its connection drops with no bye.
     const stopped: string[] = [];
-    const a = await pair(rs, 0, { ping: () => "pong" }, { rank: { beaconLossMs: 800, onDown: (e) => void stopped.push(e.message) } });
+    const a = await pair(rs, 0, { ping: () => "pong" }, {
+      rank: { beaconLossMs: 800, onDown: (e) => void stopped.push(e.message) },
+    });
     assertEquals(await a.link.call("ping"), "pong", "a call before the coordinator vanishes");
     await a.cnc.close();
     const why = await a.server.down;
     assertEquals(stopped, [why.message], "onDown ran once, with the reason");
     assert(why.rank === 0 && why.message.startsWith("rank 0: no beacon from the coordinator for"), why.message);
-    assert((await a.link.down).message.startsWith("rank 0: the coordinator's NATS connection closed"), "coordinator side down too");
+    assert(
+      (await a.link.down).message.startsWith("rank 0: the coordinator's NATS connection closed"),
+      "coordinator side down too",
+    );
     await a.coord.close();
 
     // A clean end: the coordinator says bye.
