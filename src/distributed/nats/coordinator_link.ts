@@ -100,7 +100,7 @@ class Link implements RankLink {
   }
 
   /** One chunk from the rank, in arrival order. */
-  receive(chunk: Uint8Array): void {
+  receive(chunk: Uint8Array<ArrayBuffer>): void {
     this.bytes.received += chunk.byteLength;
     this.#chain = this.#chain.then(async () => {
       if (this.#isDown) return;

@@ -4,7 +4,7 @@
  * side verified, checked for replay and loss, and reassembled.
  *
  * Chunk layout: "FLN1", u32 meta length (LE), meta JSON ({@link ChunkMeta}), data bytes,
- * then 32 bytes of HMAC over the subject, a zero byte and everything before the MAC, so a
+ * then 32 bytes of HMAC over everything before it. The meta names run and subject, so a
  * chunk cannot be moved to another subject or run. Sequence numbers count chunks per
  * direction from 1 with no gaps: NATS keeps a connection's messages in order and, with
  * reconnect off, loses none without closing, so a gap means a chunk was refused or lost
@@ -16,6 +16,8 @@ import { fromBase64 } from "./credentials.ts";
 /** Header of one chunk. */
 export interface ChunkMeta {
   run: string;
+  /** The subject it was published on (signed, so a chunk cannot be moved). */
+  subject: string;
   /** Sender: "c" (coordinator) or "r<k>". */
   from: string;
   /** Chunk sequence number of this direction, from 1, no gaps. */
@@ -41,22 +43,14 @@ export function importLinkKey(key: string): Promise<CryptoKey> {
   return crypto.subtle.importKey("raw", fromBase64(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
 }
 
-function macInput(subject: string, body: Uint8Array): Uint8Array<ArrayBuffer> {
-  const s = utf8.encode(subject);
-  const out = new Uint8Array(s.byteLength + 1 + body.byteLength);
-  out.set(s, 0);
-  out.set(body, s.byteLength + 1);
-  return out;
-}
-
 /** Build one signed chunk. */
 export async function sealChunk(
   key: CryptoKey,
   subject: string,
-  meta: ChunkMeta,
+  meta: Omit<ChunkMeta, "subject">,
   data: Uint8Array,
 ): Promise<Uint8Array<ArrayBuffer>> {
-  const m = utf8.encode(JSON.stringify(meta));
+  const m = utf8.encode(JSON.stringify({ ...meta, subject }));
   const out = new Uint8Array(8 + m.byteLength + data.byteLength + MAC_BYTES);
   const dv = new DataView(out.buffer);
   dv.setUint32(0, MAGIC, true);
@@ -64,7 +58,7 @@ export async function sealChunk(
   out.set(m, 8);
   out.set(data, 8 + m.byteLength);
   const body = out.subarray(0, out.byteLength - MAC_BYTES);
-  out.set(new Uint8Array(await crypto.subtle.sign("HMAC", key, macInput(subject, body))), body.byteLength);
+  out.set(new Uint8Array(await crypto.subtle.sign("HMAC", key, body)), body.byteLength);
   return out;
 }
 
@@ -79,7 +73,7 @@ export class WireSender {
    * @param maxPayload The server's max_payload in bytes (from the connection's server info).
    */
   constructor(
-    private readonly publish: (subject: string, data: Uint8Array) => void,
+    private readonly publish: (subject: string, data: Uint8Array<ArrayBuffer>) => void,
     private readonly subject: string,
     private readonly run: string,
     private readonly from: string,
@@ -103,7 +97,7 @@ export class WireSender {
       const parts = Math.max(1, Math.ceil(message.byteLength / this.#chunk));
       for (let part = 0; part < parts; part++) {
         const data = message.subarray(part * this.#chunk, Math.min(message.byteLength, (part + 1) * this.#chunk));
-        const meta: ChunkMeta = {
+        const meta: Omit<ChunkMeta, "subject"> = {
           run: this.run,
           from: this.from,
           seq: ++this.#seq,
@@ -161,7 +155,7 @@ export class WireReceiver {
   }
 
   /** Check one chunk and add it to the message being assembled. */
-  async accept(chunk: Uint8Array): Promise<Received> {
+  async accept(chunk: Uint8Array<ArrayBuffer>): Promise<Received> {
     if (chunk.byteLength < 8 + MAC_BYTES) return this.#refuse(`${chunk.byteLength} bytes, too short for a chunk`);
     const dv = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     if (dv.getUint32(0, true) !== MAGIC) return this.#refuse("not a flodl chunk (bad magic)");
@@ -177,9 +171,10 @@ export class WireReceiver {
     }
     if (meta.run !== this.run) return this.#refuse(`run id "${meta.run}", expected "${this.run}"`);
     if (meta.from !== this.from) return this.#refuse(`sender "${meta.from}", expected "${this.from}"`);
+    if (meta.subject !== this.subject) return this.#refuse(`signed for subject "${meta.subject}"`);
     const body = chunk.subarray(0, chunk.byteLength - MAC_BYTES);
     const mac = chunk.slice(chunk.byteLength - MAC_BYTES);
-    if (!await crypto.subtle.verify("HMAC", this.key, mac, macInput(this.subject, body))) {
+    if (!await crypto.subtle.verify("HMAC", this.key, mac, body)) {
       return this.#refuse(`HMAC does not match (forged or tampered; seq ${meta.seq})`);
     }
     if (!Number.isSafeInteger(meta.seq) || meta.seq <= this.#last) {

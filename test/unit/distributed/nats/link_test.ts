@@ -197,7 +197,7 @@ Deno.test("NATS link: forged, replayed, tampered and other-run messages are refu
     const { run } = rs.creds;
     // A tap as the coordinator's user records the raw chunks of one call each way.
     const tap = await rs.connectCoordinator();
-    const up: Uint8Array[] = [], down: Uint8Array[] = [];
+    const up: Uint8Array<ArrayBuffer>[] = [], down: Uint8Array<ArrayBuffer>[] = [];
     tap.subscribe(fromRankSubject(run, 1), { callback: (_e, m) => void up.push(m.data.slice()) });
     tap.subscribe(toRankSubject(run, 1), { callback: (_e, m) => void down.push(m.data.slice()) });
     await tap.flush();

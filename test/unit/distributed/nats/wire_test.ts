@@ -15,7 +15,7 @@ const RUN = "testrun1", SUBJECT = "flodl.testrun1.r3.out";
 async function setup(maxPayload: number) {
   const runKey = toBase64(crypto.getRandomValues(new Uint8Array(32)));
   const key = await importLinkKey(await deriveRankKey(runKey, 3));
-  const sent: Uint8Array[] = [];
+  const sent: Uint8Array<ArrayBuffer>[] = [];
   const sender = new WireSender(
     (s, d) => {
       assertEquals(s, SUBJECT, "subject published on");
@@ -36,7 +36,7 @@ function randomBytes(n: number, seed: number): Uint8Array<ArrayBuffer> {
   return new Uint8Array(n).map(() => Math.floor(rng() * 256));
 }
 
-async function feed(receiver: WireReceiver, chunks: Uint8Array[]): Promise<Received[]> {
+async function feed(receiver: WireReceiver, chunks: Uint8Array<ArrayBuffer>[]): Promise<Received[]> {
   const out: Received[] = [];
   for (const c of chunks) out.push(await receiver.accept(c));
   return out;
@@ -65,8 +65,8 @@ Deno.test("WireReceiver: replay, tamper, wrong run, wrong sender, another rank's
   assertEquals(first.kind, "partial", "first chunk");
   const tampered = sent[1].slice();
   tampered[200] ^= 0x10;
-  const forged: Uint8Array[] = [];
-  const otherRun: Uint8Array[] = [], otherSender: Uint8Array[] = [];
+  const forged: Uint8Array<ArrayBuffer>[] = [];
+  const otherRun: Uint8Array<ArrayBuffer>[] = [], otherSender: Uint8Array<ArrayBuffer>[] = [];
   await new WireSender(
     (_s, d) => void forged.push(d),
     SUBJECT,
@@ -80,7 +80,7 @@ Deno.test("WireReceiver: replay, tamper, wrong run, wrong sender, another rank's
   const key3 = await importLinkKey(await deriveRankKey(runKey, 3));
   await new WireSender((_s, d) => void otherRun.push(d), SUBJECT, "otherrun", "r3", key3, 2048).send(new Uint8Array(5));
   await new WireSender((_s, d) => void otherSender.push(d), SUBJECT, RUN, "r2", key3, 2048).send(new Uint8Array(5));
-  const cases: [Uint8Array, string][] = [
+  const cases: [Uint8Array<ArrayBuffer>, string][] = [
     [sent[0], "replayed: seq 1, last accepted 1"],
     [tampered, "HMAC does not match (forged or tampered; seq 2)"],
     [forged[0], "HMAC does not match"],
@@ -127,4 +127,12 @@ Deno.test("WireSender: a max_payload too small to chunk is refused with its valu
     `RangeError: NATS link: server max_payload must exceed ${2 * CHUNK_OVERHEAD} bytes, got 1000`,
     "error",
   );
+});
+
+Deno.test("WireReceiver: a chunk moved to another subject is refused (the subject is signed)", async () => {
+  const { sent, sender, runKey } = await setup(2048);
+  await sender.send(new Uint8Array(9));
+  const key = await importLinkKey(await deriveRankKey(runKey, 3));
+  const r = await new WireReceiver("flodl.testrun1.r3.other", RUN, "r3", key, 3).accept(sent[0]);
+  assert(r.kind === "refused" && r.error.message.endsWith(`signed for subject "${SUBJECT}"`), `got ${r.kind}`);
 });
