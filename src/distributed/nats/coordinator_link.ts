@@ -74,7 +74,7 @@ function deferred<T>() {
 }
 
 class Link implements RankLink {
-  readonly bytes = { sent: 0, received: 0 };
+  #received = 0;
   readonly #ready = deferred<unknown>();
   readonly #down = deferred<RankLinkError>();
   #isDown?: RankLinkError;
@@ -95,13 +95,17 @@ class Link implements RankLink {
     this.ready.catch(() => {}); // a link that never joined is reported through `down`
   }
 
+  get bytes(): { sent: number; received: number } {
+    return { sent: this.sender.bytesSent, received: this.#received };
+  }
+
   get joined(): boolean {
     return this.#joined && !this.#isDown;
   }
 
   /** One chunk from the rank, in arrival order. */
   receive(chunk: Uint8Array<ArrayBuffer>): void {
-    this.bytes.received += chunk.byteLength;
+    this.#received += chunk.byteLength;
     this.#chain = this.#chain.then(async () => {
       if (this.#isDown) return;
       const r = await this.receiver.accept(chunk);
@@ -140,10 +144,7 @@ class Link implements RankLink {
   }
 
   send(m: ToRank): Promise<void> {
-    const bytes = encodeValue(m);
-    return this.sender.send(bytes).then(() => {
-      this.bytes.sent += bytes.byteLength;
-    });
+    return this.sender.send(encodeValue(m));
   }
 
   async call(name: string, args: readonly unknown[] = []): Promise<unknown> {
@@ -151,8 +152,17 @@ class Link implements RankLink {
     await this.ready;
     if (this.#isDown) throw this.#isDown;
     const id = this.#next++;
+    // Encoded first: a function or class instance among the args is the caller's TypeError, not a dead link.
+    const bytes = encodeValue({ k: "call", id, name, args: [...args] } satisfies ToRank);
     const answer = new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
-    await this.send({ k: "call", id, name, args: [...args] });
+    answer.catch(() => {}); // handled by the caller; marked here in case sending fails first
+    try {
+      await this.sender.send(bytes);
+    } catch (e) {
+      this.#pending.delete(id);
+      throw this.#isDown ??
+        new RankLinkError(this.rank, "down", `rank ${this.rank}: could not send call "${name}": ${e}`, { cause: e });
+    }
     return answer;
   }
 

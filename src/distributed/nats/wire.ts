@@ -65,6 +65,7 @@ export async function sealChunk(
 /** Sends messages on one subject: chunked, sequenced, signed, in call order. */
 export class WireSender {
   #seq = 0;
+  #bytes = 0;
   #tail: Promise<void> = Promise.resolve();
   readonly #chunk: number;
 
@@ -86,6 +87,11 @@ export class WireSender {
     this.#chunk = maxPayload - CHUNK_OVERHEAD;
   }
 
+  /** Bytes of chunks published so far (headers and MACs included). */
+  get bytesSent(): number {
+    return this.#bytes;
+  }
+
   /** Bytes of message data per chunk. */
   get chunkBytes(): number {
     return this.#chunk;
@@ -105,7 +111,9 @@ export class WireSender {
           parts,
           bytes: message.byteLength,
         };
-        this.publish(this.subject, await sealChunk(this.key, this.subject, meta, data));
+        const chunk = await sealChunk(this.key, this.subject, meta, data);
+        this.publish(this.subject, chunk);
+        this.#bytes += chunk.byteLength;
       }
     };
     const done = this.#tail.then(run);

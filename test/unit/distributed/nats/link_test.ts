@@ -124,6 +124,13 @@ Deno.test("NATS link: a rank's error comes back with its name, message and stack
     assert(e.stack?.includes("link_test.ts"), `the rank's stack is kept: ${e.stack}`);
     const u = await link.call("toString").then(() => undefined, (e) => e as Error);
     assert(u?.message === `rank 0 has no method "toString"`, `got ${u?.message}`);
+    const f = await link.call("train", [{ sink: () => {} }]).then(() => undefined, (e) => e as Error);
+    assert(
+      f?.name === "TypeError" && f.message.includes("value.args[0].sink is a function"),
+      `got ${f?.name}: ${f?.message}`,
+    );
+    const again = await link.call("train", [{}]).then(() => undefined, (e) => e as Error);
+    assert(again?.name === "RangeError", `the link is still up after the caller's TypeError: got ${again?.name}`);
     await server.close();
     await coord.close();
   } finally {
