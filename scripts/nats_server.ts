@@ -78,6 +78,10 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
   const text = [
     `listen: "${host}:${port}"`,
     `max_payload: ${maxPayload}`,
+    // A client that cannot take what the server writes for this long is cut off as a slow
+    // consumer (nats-server's default is 2 s): a loaded coordinator receiving several frames
+    // at once must not be mistaken for a dead one.
+    `write_deadline: "10s"`,
     // NOTE: no_tls is for loopback only; a server reachable from a network needs
     // `websocket { tls { cert_file, key_file } }` (wss://) and a top-level `tls {}`.
     `websocket { listen: "${host}:${wsPort}", no_tls: true }`,

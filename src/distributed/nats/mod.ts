@@ -21,5 +21,7 @@ export type { RankLinkFault } from "./errors.ts";
 export { checkFrame } from "./frame_checks.ts";
 export type { FrameExpectation, FrameLike } from "./frame_checks.ts";
 export { serveRank } from "./rank_link.ts";
+export { remote } from "./remote.ts";
+export type { Remote } from "./remote.ts";
 export type { RankHandler, RankServeOptions, RankServer } from "./rank_link.ts";
 export { fromRankSubject, toRankSubject } from "./subjects.ts";

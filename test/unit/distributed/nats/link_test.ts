@@ -12,6 +12,7 @@ import {
   fromRankSubject,
   openCoordinator,
   RankLinkError,
+  remote,
   serveRank,
   toRankSubject,
 } from "../../../../src/distributed/nats/mod.ts";
@@ -329,3 +330,38 @@ Deno.test("NATS link: a server restart mid-call takes both sides down (no hang),
 });
 
 export type { NatsConnection, RankLink };
+
+/** The API two ranks serve in the test below, typed once for `remote`. */
+interface EchoApi {
+  echo(frame: { rank: number; params: Float32Array }): Promise<{ rank: number; params: Float32Array }>;
+}
+
+Deno.test("NATS link: two ranks on one coordinator connection answer interleaved calls, each with its own frame", async () => {
+  const rs = await startRunServer(2, CHUNKED);
+  try {
+    const cnc = await rs.connectCoordinator();
+    const coord = await openCoordinator({ connection: cnc, run: rs.creds.run, runKey: rs.creds.runKey });
+    const servers = [];
+    const links: RankLink[] = [];
+    for (const k of [0, 1]) {
+      links.push(await coord.link(k));
+      const handler = {
+        echo: (f: { rank: number; params: Float32Array }) => Promise.resolve({ ...f, rank: k }),
+      } satisfies EchoApi;
+      servers.push(await serveRank({ connection: await rs.connectRank(k), creds: rs.creds.ranks[k], handler }));
+    }
+    await Promise.all(links.map((l) => l.ready));
+    const frames = [randomBits(300_001, 21), randomBits(299_999, 22)];
+    const calls = [0, 1, 0, 1].map((k, i) => remote<EchoApi>(links[k]).echo({ rank: 10 + i, params: frames[k] }));
+    const back = await Promise.all(calls);
+    for (const [i, b] of back.entries()) {
+      const k = i % 2;
+      assertEquals(b.rank, k, `call ${i} answered by`);
+      assertEquals(firstBitDiff(b.params, frames[k]), -1, `call ${i}: first differing byte`);
+    }
+    for (const s of servers) await s.close();
+    await coord.close();
+  } finally {
+    await rs.stop();
+  }
+});
