@@ -81,6 +81,10 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
   const receiver = new WireReceiver(toRankSubject(run, rank), run, "c", key, rank);
 
   let isDown: RankLinkError | undefined;
+  // Declared up front: the connection may close (and goDown run) before they start.
+  let hello: ReturnType<typeof setInterval> | undefined;
+  let watchdog: ReturnType<typeof setInterval> | undefined;
+  let status: Promise<void> = Promise.resolve();
   let heard = false;
   let lastHeard = Date.now();
   let resolveDown!: (e: RankLinkError) => void;
@@ -137,7 +141,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
       );
     },
   });
-  const status = (async () => {
+  status = (async () => {
     for await (const s of nc.status()) {
       if (s.type === "error") {
         opts.onRefused?.(
@@ -163,26 +167,28 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
   const sayHello = () => {
     if (!heard && !isDown) send({ k: "hello", info: opts.hello ?? null }).catch(() => {});
   };
-  const hello = setInterval(sayHello, helloMs);
+  if (!isDown) hello = setInterval(sayHello, helloMs);
   sayHello();
   // NOTE: a rank's thread may block for seconds (pipeline compiles): a tick that comes much
   // later than scheduled skips the check once, so beacons queued meanwhile are read first.
   const tick = Math.max(10, Math.min(250, lossMs / 4));
   let lastTick = Date.now();
-  const watchdog = setInterval(() => {
-    const now = Date.now(), late = now - lastTick > 2 * tick;
-    lastTick = now;
-    if (!late && now - lastHeard > lossMs) {
-      const what = heard ? "no beacon from the coordinator" : "no answer to its hello";
-      goDown(
-        new RankLinkError(
-          rank,
-          "down",
-          `rank ${rank}: ${what} for ${now - lastHeard} ms (beaconLossMs ${lossMs}); stopping`,
-        ),
-      );
-    }
-  }, tick);
+  if (!isDown) {
+    watchdog = setInterval(() => {
+      const now = Date.now(), late = now - lastTick > 2 * tick;
+      lastTick = now;
+      if (!late && now - lastHeard > lossMs) {
+        const what = heard ? "no beacon from the coordinator" : "no answer to its hello";
+        goDown(
+          new RankLinkError(
+            rank,
+            "down",
+            `rank ${rank}: ${what} for ${now - lastHeard} ms (beaconLossMs ${lossMs}); stopping`,
+          ),
+        );
+      }
+    }, tick);
+  }
 
   return {
     emit(event) {
