@@ -1,0 +1,165 @@
+/**
+ * Run a private nats-server for a test, a bench or a `--serve` run: free loopback ports
+ * (TCP and a plain WebSocket listener), a temp config with the run's authorization block,
+ * started and awaited until it accepts, stopped by its own pid (never a broad kill), and
+ * restartable on the same ports. Deno only (it spawns a process): src/ stays browser-safe,
+ * so this lives in scripts/ and tests, benches and the CLI import it from here.
+ *
+ * ```sh
+ * deno run -A scripts/nats_server.ts            # a server on free ports until Ctrl-C (no auth)
+ * ```
+ */
+
+/** How to run the server. */
+export interface NatsServerOptions {
+  /** The server binary (default /usr/sbin/nats-server, Debian's `nats-server` package). */
+  binary?: string;
+  /** Largest message in bytes (the server's max_payload; default 1 MiB as nats-server's). */
+  maxPayload?: number;
+  /** An `authorization { ... }` block (credentials.ts `serverAuthorization`); none = anyone. */
+  authorization?: string;
+  /** Host to listen on (default 127.0.0.1: nothing beyond this machine). */
+  host?: string;
+}
+
+/** A running server. */
+export interface NatsServer {
+  /** `nats://host:port` (TCP clients). */
+  readonly url: string;
+  /** `ws://host:port` (browsers, and Deno through `wsconnect`). */
+  readonly wsUrl: string;
+  /** The process id of the current server process. */
+  readonly pid: number;
+  /** Stop the process (SIGTERM, SIGKILL after 5 s) and wait for it; the config stays for `start`. */
+  kill(): Promise<void>;
+  /** Start it again on the same ports and config (after `kill`). */
+  start(): Promise<void>;
+  /** Stop it and remove the temp config. */
+  stop(): Promise<void>;
+  /** The server's stderr so far (for error messages). */
+  log(): string;
+}
+
+const DEFAULT_BINARY = "/usr/sbin/nats-server";
+const LOG_CAP = 64 * 1024;
+/** How long a start may take before it is an error (a loaded 2-core machine included). */
+const START_TIMEOUT_MS = 20_000;
+
+function freePort(host: string): number {
+  const l = Deno.listen({ hostname: host, port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+async function accepts(host: string, port: number): Promise<boolean> {
+  try {
+    (await Deno.connect({ hostname: host, port })).close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Start nats-server on free loopback ports and wait until both listeners accept.
+ * @throws {Error} Naming the binary and its log when it is missing, exits, or does not accept in time.
+ */
+export async function startNatsServer(opts: NatsServerOptions = {}): Promise<NatsServer> {
+  const binary = opts.binary ?? DEFAULT_BINARY;
+  const host = opts.host ?? "127.0.0.1";
+  const maxPayload = opts.maxPayload ?? 1024 * 1024;
+  if (!Number.isInteger(maxPayload) || maxPayload < 1024) {
+    throw new RangeError(`startNatsServer: maxPayload must be an integer >= 1024 bytes, got ${maxPayload}`);
+  }
+  const port = freePort(host), wsPort = freePort(host);
+  const dir = await Deno.makeTempDir({ prefix: "flodl-nats-" });
+  const conf = `${dir}/nats.conf`;
+  const text = [
+    `listen: "${host}:${port}"`,
+    `max_payload: ${maxPayload}`,
+    // A client that cannot take what the server writes for this long is cut off as a slow
+    // consumer (nats-server's default is 2 s): a loaded coordinator receiving several frames
+    // at once must not be mistaken for a dead one.
+    `write_deadline: "10s"`,
+    // NOTE: no_tls is for loopback only; a server reachable from a network needs
+    // `websocket { tls { cert_file, key_file } }` (wss://) and a top-level `tls {}`.
+    `websocket { listen: "${host}:${wsPort}", no_tls: true }`,
+    opts.authorization ?? "",
+  ].join("\n");
+  await Deno.writeTextFile(conf, text, { mode: 0o600 });
+
+  let log = "";
+  let child: Deno.ChildProcess | undefined;
+  let drained: Promise<void> = Promise.resolve();
+
+  const start = async () => {
+    if (child) throw new Error(`nats-server: already running (pid ${child.pid})`);
+    try {
+      child = new Deno.Command(binary, { args: ["-c", conf], stdin: "null", stdout: "null", stderr: "piped" }).spawn();
+    } catch (e) {
+      throw new Error(
+        `nats-server: cannot run ${binary} (${(e as Error).message}); install it: apt-get install -y nats-server`,
+        { cause: e },
+      );
+    }
+    const proc = child;
+    drained = (async () => {
+      for await (const s of proc.stderr.pipeThrough(new TextDecoderStream())) log = (log + s).slice(-LOG_CAP);
+    })();
+    let exited = false;
+    proc.status.then(() => exited = true);
+    const until = Date.now() + START_TIMEOUT_MS;
+    while (!(await accepts(host, port) && await accepts(host, wsPort))) {
+      if (exited || Date.now() > until) {
+        await kill();
+        throw new Error(
+          `nats-server (${binary} -c ${conf}) did not accept on ${host}:${port} and ws ${wsPort}:\n${log}`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+
+  const kill = async () => {
+    const proc = child;
+    if (!proc) return;
+    child = undefined;
+    try {
+      proc.kill("SIGTERM");
+    } catch { /* already gone */ }
+    const hard = setTimeout(() => {
+      try {
+        proc.kill("SIGKILL");
+      } catch { /* gone */ }
+    }, 5000);
+    await proc.status;
+    clearTimeout(hard);
+    await drained;
+  };
+
+  await start();
+  return {
+    url: `nats://${host}:${port}`,
+    wsUrl: `ws://${host}:${wsPort}`,
+    get pid() {
+      return child?.pid ?? -1;
+    },
+    kill,
+    start,
+    async stop() {
+      await kill();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+    log: () => log,
+  };
+}
+
+if (import.meta.main) {
+  const server = await startNatsServer();
+  console.log(`nats-server pid ${server.pid}: ${server.url} and ${server.wsUrl} (Ctrl-C stops it)`);
+  Deno.addSignalListener("SIGINT", async () => {
+    await server.stop();
+    Deno.exit(0);
+  });
+}

@@ -1,0 +1,261 @@
+/**
+ * The coordinator's side of the NATS link: one connection, one {@link RankLink} per rank
+ * slot. A link calls the rank's methods by name (`call`), receives its events in the order
+ * the rank sent them (results and events share one stream), and reports the rank down
+ * when the connection is lost, the rank says bye, or chunks are lost: every pending call
+ * then rejects with a {@link RankLinkError} naming the rank, and later calls reject at once.
+ */
+import { decodeValue, encodeValue } from "./codec.ts";
+import type { NatsConnection } from "./connect.ts";
+import { maxPayloadOf } from "./connect.ts";
+import { deriveRankKey } from "./credentials.ts";
+import { RankLinkError } from "./errors.ts";
+import { type FromRank, fromWireError, type ToRank } from "./messages.ts";
+import { checkRunId, fromRankSubject, toRankSubject } from "./subjects.ts";
+import { importLinkKey, WireReceiver, WireSender } from "./wire.ts";
+
+/** How the coordinator side runs. */
+export interface CoordinatorLinkOptions {
+  /** An open connection as the run's coordinator user; the coordinator owns it from here on. */
+  connection: NatsConnection;
+  /** Run id and run key (from `createRunCredentials`). */
+  run: string;
+  runKey: string;
+  /** Beacon period in ms (default 1000): ranks stop when beacons stay away for their `beaconLossMs`. */
+  beaconMs?: number;
+}
+
+/** Listeners of one rank link, given when it opens so no early event is missed. */
+export interface RankLinkListeners {
+  /** Each event the rank emits, in order with the results of its calls. */
+  onEvent?: (event: unknown) => void;
+  /** A message refused (forged, replayed, tampered, wrong run or sender) and dropped. */
+  onRefused?: (error: RankLinkError) => void;
+}
+
+/** The coordinator's handle on one remote rank. */
+export interface RankLink {
+  readonly rank: number;
+  /** Resolves with the rank's hello info once it joined; rejects if the link goes down first. */
+  readonly ready: Promise<unknown>;
+  /**
+   * Call the rank's method `name` with `args` (structured data, typed arrays as binary).
+   * Waits for `ready`. Rejects with the rank's own error (name, message, stack kept), or
+   * with a {@link RankLinkError} when the link goes down before the answer.
+   */
+  call(name: string, args?: readonly unknown[]): Promise<unknown>;
+  /** Resolves (never rejects) with why the link went down. */
+  readonly down: Promise<RankLinkError>;
+  /** Bytes of chunks sent to and received from this rank (payload with headers and MACs). */
+  readonly bytes: { sent: number; received: number };
+  /** Tell the rank to stop (bye) and take the link down. */
+  close(reason?: string): Promise<void>;
+}
+
+/** The coordinator's side of a run on NATS. */
+export interface NatsCoordinator {
+  /**
+   * Open the link to rank slot `rank` (subscribes at once: open it before handing out the
+   * rank's join token, or the rank's first hellos are missed and it resends them).
+   * @throws {RangeError} When the slot is already open.
+   */
+  link(rank: number, listeners?: RankLinkListeners): Promise<RankLink>;
+  /** Say bye to every rank, stop beacons and close the connection. */
+  close(): Promise<void>;
+}
+
+function deferred<T>() {
+  let resolve!: (v: T) => void, reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+class Link implements RankLink {
+  #received = 0;
+  readonly #ready = deferred<unknown>();
+  readonly #down = deferred<RankLinkError>();
+  #isDown?: RankLinkError;
+  #joined = false;
+  #next = 1;
+  #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  #chain: Promise<void> = Promise.resolve();
+  readonly ready = this.#ready.promise;
+  readonly down = this.#down.promise;
+
+  constructor(
+    readonly rank: number,
+    private readonly sender: WireSender,
+    private readonly receiver: WireReceiver,
+    private readonly listeners: RankLinkListeners,
+    private readonly unsubscribe: () => void,
+  ) {
+    this.ready.catch(() => {}); // a link that never joined is reported through `down`
+  }
+
+  get bytes(): { sent: number; received: number } {
+    return { sent: this.sender.bytesSent, received: this.#received };
+  }
+
+  get joined(): boolean {
+    return this.#joined && !this.#isDown;
+  }
+
+  /** One chunk from the rank, in arrival order. */
+  receive(chunk: Uint8Array<ArrayBuffer>): void {
+    this.#received += chunk.byteLength;
+    this.#chain = this.#chain.then(async () => {
+      if (this.#isDown) return;
+      const r = await this.receiver.accept(chunk);
+      if (r.kind === "refused") this.listeners.onRefused?.(r.error);
+      else if (r.kind === "lost") this.goDown(r.error);
+      else if (r.kind === "message") this.#dispatch(decodeValue(r.bytes) as FromRank);
+    }).catch((e) =>
+      this.goDown(new RankLinkError(this.rank, "down", `rank ${this.rank}: unreadable message: ${e}`, { cause: e }))
+    );
+  }
+
+  #dispatch(m: FromRank): void {
+    switch (m.k) {
+      case "hello":
+        if (!this.#joined) {
+          this.#joined = true;
+          this.send({ k: "beacon" }).catch(() => {}); // answers the hello: the rank stops resending
+          this.#ready.resolve(m.info);
+        }
+        return;
+      case "event":
+        this.listeners.onEvent?.(m.event);
+        return;
+      case "result":
+      case "error": {
+        const p = this.#pending.get(m.id);
+        if (!p) return;
+        this.#pending.delete(m.id);
+        if (m.k === "result") p.resolve(m.value);
+        else p.reject(fromWireError(m.error));
+        return;
+      }
+      case "bye":
+        this.goDown(new RankLinkError(this.rank, "down", `rank ${this.rank} left the run: ${m.reason}`));
+    }
+  }
+
+  send(m: ToRank): Promise<void> {
+    return this.sender.send(encodeValue(m));
+  }
+
+  async call(name: string, args: readonly unknown[] = []): Promise<unknown> {
+    if (this.#isDown) throw this.#isDown;
+    await this.ready;
+    if (this.#isDown) throw this.#isDown;
+    const id = this.#next++;
+    // Encoded first: a function or class instance among the args is the caller's TypeError, not a dead link.
+    const bytes = encodeValue({ k: "call", id, name, args: [...args] } satisfies ToRank);
+    const answer = new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+    answer.catch(() => {}); // handled by the caller; marked here in case sending fails first
+    try {
+      await this.sender.send(bytes);
+    } catch (e) {
+      this.#pending.delete(id);
+      throw this.#isDown ??
+        new RankLinkError(this.rank, "down", `rank ${this.rank}: could not send call "${name}": ${e}`, { cause: e });
+    }
+    return answer;
+  }
+
+  goDown(error: RankLinkError): void {
+    if (this.#isDown) return;
+    this.#isDown = error;
+    this.unsubscribe();
+    for (const p of this.#pending.values()) p.reject(error);
+    this.#pending.clear();
+    this.#ready.reject(error);
+    this.#down.resolve(error);
+  }
+
+  async close(reason = "the coordinator closed the run"): Promise<void> {
+    if (this.#isDown) return;
+    if (this.#joined) await this.send({ k: "bye", reason }).catch(() => {});
+    this.goDown(new RankLinkError(this.rank, "down", `rank ${this.rank}: link closed by the coordinator (${reason})`));
+  }
+}
+
+/**
+ * Start the coordinator's side on an open connection.
+ * @throws {RangeError} On a bad run id or a server max_payload too small to chunk.
+ * @example
+ * ```ts ignore
+ * const nc = await connectLink(url, creds.coordinator.user, creds.coordinator.pass, "coordinator");
+ * const coord = await openCoordinator({ connection: nc, run: creds.run, runKey: creds.runKey });
+ * const rank1 = await coord.link(1, { onEvent: (e) => console.log(e) });
+ * await rank1.ready;
+ * const frame = await rank1.call("snapshot", [round]);
+ * ```
+ */
+export async function openCoordinator(opts: CoordinatorLinkOptions): Promise<NatsCoordinator> {
+  const { connection: nc, run, runKey } = opts;
+  checkRunId(run);
+  const beaconMs = opts.beaconMs ?? 1000;
+  if (!(beaconMs > 0)) throw new RangeError(`openCoordinator: beaconMs must be > 0, got ${beaconMs}`);
+  await nc.flush(); // connected and the server's info read
+  const maxPayload = maxPayloadOf(nc, "coordinator");
+  const links = new Map<number, Link>();
+  let closing = false;
+
+  const allDown = (why: string, cause?: unknown) => {
+    for (const l of links.values()) l.goDown(new RankLinkError(l.rank, "down", `rank ${l.rank}: ${why}`, { cause }));
+  };
+  const beacon = setInterval(() => {
+    for (const l of links.values()) if (l.joined) l.send({ k: "beacon" }).catch(() => {});
+  }, beaconMs);
+  // A disconnect is a death, whatever the connection's reconnect setting (see connect.ts).
+  const watch = (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect" || s.type === "staleConnection") {
+        allDown(`the coordinator's NATS connection was lost (${s.type})`);
+        await nc.close().catch(() => {});
+      }
+    }
+  })();
+  nc.closed().then((err) => {
+    clearInterval(beacon);
+    allDown(
+      closing
+        ? "the coordinator closed its NATS connection"
+        : `the coordinator's NATS connection closed${err ? `: ${err.message}` : ""}`,
+      err,
+    );
+  });
+
+  return {
+    async link(rank, listeners = {}) {
+      if (!Number.isInteger(rank) || rank < 0) {
+        throw new RangeError(`NatsCoordinator.link: rank must be an integer >= 0, got ${rank}`);
+      }
+      if (links.has(rank)) throw new RangeError(`NatsCoordinator.link: rank ${rank} is already open`);
+      if (nc.isClosed()) {
+        throw new RankLinkError(rank, "down", `rank ${rank}: the coordinator's NATS connection is closed`);
+      }
+      const key = await importLinkKey(await deriveRankKey(runKey, rank));
+      const sender = new WireSender((s, d) => nc.publish(s, d), toRankSubject(run, rank), run, "c", key, maxPayload);
+      const receiver = new WireReceiver(fromRankSubject(run, rank), run, `r${rank}`, key, rank, true);
+      const link = new Link(rank, sender, receiver, listeners, () => {
+        if (!nc.isClosed()) sub.unsubscribe();
+      });
+      const sub = nc.subscribe(fromRankSubject(run, rank), { callback: (_err, msg) => link.receive(msg.data.slice()) });
+      links.set(rank, link);
+      await nc.flush(); // the subscription is live at the server before the token goes out
+      return link;
+    },
+    async close() {
+      closing = true;
+      clearInterval(beacon);
+      await Promise.all([...links.values()].map((l) => l.close()));
+      if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
+      await watch;
+    },
+  };
+}

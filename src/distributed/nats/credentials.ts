@@ -1,0 +1,144 @@
+/**
+ * Per-run credentials: one NATS user for the coordinator and one per rank slot, each with
+ * a random password, plus a random run key from which each rank's HMAC key is derived
+ * (`deriveRankKey`): rank k holds only its own key, so it cannot sign as rank j even
+ * where permissions would let it publish. All randomness is WebCrypto's.
+ *
+ * The server side is an `authorization { users = [...] }` block (`serverAuthorization`)
+ * that the coordinator (or whoever runs nats-server) includes in the server config. On
+ * loopback the tests use plain `ws://`; on a real network put TLS in front: a `tls {}`
+ * block in the server config (cert_file, key_file) and `websocket { tls {} }` for
+ * browsers (`wss://`), so passwords and frames never cross a network in clear.
+ */
+import { checkRunId, rankPublishPrefix, runPrefix, toRankSubject } from "./subjects.ts";
+
+/** One NATS user of a run. */
+export interface NatsUser {
+  user: string;
+  pass: string;
+}
+
+/** What a remote rank needs to join: given to it once (the join command or URL). */
+export interface RankCredentials extends NatsUser {
+  run: string;
+  rank: number;
+  /** base64 of this rank's 32-byte HMAC key. */
+  key: string;
+}
+
+/** Everything the coordinator holds for one run. */
+export interface RunCredentials {
+  run: string;
+  /** base64 of the 32-byte run key; rank keys derive from it. */
+  runKey: string;
+  coordinator: NatsUser;
+  ranks: RankCredentials[];
+}
+
+/** Random bytes from WebCrypto. */
+function randomBytes(n: number): Uint8Array<ArrayBuffer> {
+  return crypto.getRandomValues(new Uint8Array(n));
+}
+
+/** base64 of bytes (small values only: keys and passwords). */
+export function toBase64(bytes: Uint8Array): string {
+  return btoa(String.fromCharCode(...bytes));
+}
+
+/** bytes of base64. */
+export function fromBase64(text: string): Uint8Array<ArrayBuffer> {
+  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+}
+
+/** Random token of lowercase letters and digits (~5.2 bits per character). */
+function randomToken(n: number): string {
+  const abc = "abcdefghijklmnopqrstuvwxyz0123456789";
+  // NOTE: 252 = 7 * 36 is the largest multiple below 256: bytes above it are redrawn, so
+  // every character is equally likely (a plain % 36 would favour the first 4).
+  let out = "";
+  while (out.length < n) for (const b of randomBytes(n)) if (b < 252 && out.length < n) out += abc[b % 36];
+  return out;
+}
+
+/**
+ * Derive rank k's HMAC key from the run key: HMAC-SHA256(runKey, "flodl rank <k>").
+ * @returns base64 of 32 bytes.
+ */
+export async function deriveRankKey(runKey: string, rank: number): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", fromBase64(runKey), { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+  ]);
+  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`flodl rank ${rank}`));
+  return toBase64(new Uint8Array(mac));
+}
+
+/**
+ * Make a run's credentials: run id, coordinator user, one user and key per rank slot.
+ * @param slots Rank slots that may join (ranks 0..slots-1), at least 1.
+ * @param run Run id to use (4–64 of [a-z0-9]); random (16 characters) when omitted.
+ * @throws {RangeError} On a bad slot count or run id.
+ * @example
+ * ```ts
+ * import { createRunCredentials } from "./credentials.ts";
+ * const creds = await createRunCredentials(2);
+ * if (creds.ranks[1].user === creds.ranks[0].user) throw new Error("users must differ");
+ * ```
+ */
+export async function createRunCredentials(slots: number, run?: string): Promise<RunCredentials> {
+  if (!Number.isInteger(slots) || slots < 1) {
+    throw new RangeError(`createRunCredentials: slots must be an integer >= 1, got ${slots}`);
+  }
+  const id = checkRunId(run ?? randomToken(16));
+  const runKey = toBase64(randomBytes(32));
+  const ranks: RankCredentials[] = [];
+  for (let rank = 0; rank < slots; rank++) {
+    ranks.push({
+      run: id,
+      rank,
+      user: `${id}-r${rank}`,
+      pass: randomToken(32),
+      key: await deriveRankKey(runKey, rank),
+    });
+  }
+  return { run: id, runKey, coordinator: { user: `${id}-c`, pass: randomToken(32) }, ranks };
+}
+
+/**
+ * The nats-server `authorization` block for a run: the coordinator publishes and
+ * subscribes under `flodl.<run>.>`; rank k publishes only under `flodl.<run>.r<k>.>` and
+ * subscribes only to `flodl.<run>.to.r<k>`. Users and passwords are [a-z0-9-] (no quoting
+ * issue). Keep the file that holds it readable by its owner only.
+ */
+export function serverAuthorization(creds: RunCredentials): string {
+  const user = (u: NatsUser, pub: string[], sub: string[]) =>
+    `    { user: "${u.user}", password: "${u.pass}", permissions: { publish: { allow: ${JSON.stringify(pub)} }, ` +
+    `subscribe: { allow: ${JSON.stringify(sub)} } } }`;
+  const lines = [user(creds.coordinator, [runPrefix(creds.run)], [runPrefix(creds.run)])];
+  for (const r of creds.ranks) lines.push(user(r, [rankPublishPrefix(r.run, r.rank)], [toRankSubject(r.run, r.rank)]));
+  return `authorization {\n  users = [\n${lines.join("\n")}\n  ]\n}\n`;
+}
+
+/** A rank's join token: its credentials and the server URL, as one URL-safe string. */
+export function encodeJoinToken(url: string, creds: RankCredentials): string {
+  return toBase64(new TextEncoder().encode(JSON.stringify({ url, ...creds })))
+    .replaceAll("+", "-").replaceAll("/", "_").replaceAll("=", "");
+}
+
+/**
+ * Read a join token made by {@link encodeJoinToken}.
+ * @throws {TypeError} When the token is not one (names the missing field).
+ */
+export function decodeJoinToken(token: string): { url: string } & RankCredentials {
+  let v: Record<string, unknown>;
+  try {
+    const b64 = token.replaceAll("-", "+").replaceAll("_", "/");
+    v = JSON.parse(new TextDecoder().decode(fromBase64(b64 + "=".repeat((4 - b64.length % 4) % 4))));
+  } catch (e) {
+    throw new TypeError(`decodeJoinToken: not a join token (${(e as Error).message})`);
+  }
+  for (const k of ["url", "run", "user", "pass", "key"]) {
+    if (typeof v[k] !== "string") throw new TypeError(`decodeJoinToken: the token has no "${k}"`);
+  }
+  if (!Number.isInteger(v.rank)) throw new TypeError(`decodeJoinToken: the token has no integer "rank"`);
+  return v as unknown as { url: string } & RankCredentials;
+}

@@ -1,0 +1,27 @@
+/**
+ * Ranks over NATS: the link a remote rank and the coordinator talk through (issue 10,
+ * DESIGN.md "Beyond one machine"). Browser-safe: no Deno API here; the server runner is
+ * `scripts/nats_server.ts`.
+ */
+export { decodeValue, encodeValue } from "./codec.ts";
+export { connectLink, maxPayloadOf } from "./connect.ts";
+export type { NatsConnection } from "./connect.ts";
+export {
+  createRunCredentials,
+  decodeJoinToken,
+  deriveRankKey,
+  encodeJoinToken,
+  serverAuthorization,
+} from "./credentials.ts";
+export type { NatsUser, RankCredentials, RunCredentials } from "./credentials.ts";
+export { openCoordinator } from "./coordinator_link.ts";
+export type { CoordinatorLinkOptions, NatsCoordinator, RankLink, RankLinkListeners } from "./coordinator_link.ts";
+export { RankLinkError } from "./errors.ts";
+export type { RankLinkFault } from "./errors.ts";
+export { checkFrame } from "./frame_checks.ts";
+export type { FrameExpectation, FrameLike } from "./frame_checks.ts";
+export { serveRank } from "./rank_link.ts";
+export { remote } from "./remote.ts";
+export type { Remote } from "./remote.ts";
+export type { RankHandler, RankServeOptions, RankServer } from "./rank_link.ts";
+export { fromRankSubject, toRankSubject } from "./subjects.ts";

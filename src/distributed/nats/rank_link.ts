@@ -1,0 +1,204 @@
+/**
+ * The rank's side of the NATS link: serves a handler object's methods to the coordinator,
+ * emits events, and watches the coordinator's beacon. The rank stops (its `onDown` runs,
+ * then the connection closes) when the coordinator says bye, its beacons stay away for
+ * `beaconLossMs`, or the connection is lost: a rank never trains on for a coordinator
+ * that is gone.
+ */
+import { decodeValue, encodeValue } from "./codec.ts";
+import type { NatsConnection } from "./connect.ts";
+import { maxPayloadOf } from "./connect.ts";
+import type { RankCredentials } from "./credentials.ts";
+import { RankLinkError } from "./errors.ts";
+import { type FromRank, type ToRank, toWireError } from "./messages.ts";
+import { checkRunId, fromRankSubject, toRankSubject } from "./subjects.ts";
+import { importLinkKey, WireReceiver, WireSender } from "./wire.ts";
+
+/** Methods the coordinator may call by name; each gets the call's arguments. */
+export type RankHandler = Record<string, (...args: any[]) => unknown>;
+
+/** How a rank serves. */
+export interface RankServeOptions {
+  /** An open connection as this rank's user; the rank owns it from here on. */
+  connection: NatsConnection;
+  /** This rank's run id, slot and key (its join token). */
+  creds: Pick<RankCredentials, "run" | "rank" | "key">;
+  /** The methods served (the rank runtime's API). */
+  handler: RankHandler;
+  /** Sent with the hello (host, adapter, program): the coordinator's `ready` resolves with it. */
+  hello?: unknown;
+  /** Stop when nothing arrives from the coordinator for this long, ms (default 10 000; > 2 beacons). */
+  beaconLossMs?: number;
+  /** Resend the hello this often until the coordinator answers, ms (default 500). */
+  helloMs?: number;
+  /** Runs once when the link goes down, before the connection closes: stop training, release the device. */
+  onDown?: (reason: RankLinkError) => void | Promise<void>;
+  /** A message refused (forged, replayed, tampered) or a permission error of the server, dropped. */
+  onRefused?: (error: RankLinkError) => void;
+}
+
+/** A serving rank. */
+export interface RankServer {
+  /** Send an event to the coordinator (ordered with results; dropped once down). */
+  emit(event: unknown): void;
+  /** Resolves (never rejects) with why the link went down, after `onDown` ran and the connection closed. */
+  readonly down: Promise<RankLinkError>;
+  /** Say bye and stop (as if the coordinator were gone, with this reason). */
+  close(reason?: string): Promise<void>;
+}
+
+/** Names a handler may not be called by: Object's own (toString, constructor, __proto__...). */
+const FORBIDDEN = new Set(Object.getOwnPropertyNames(Object.prototype));
+
+/**
+ * Serve `handler` on this rank's subjects until the link goes down.
+ * @throws {RangeError} On a bad run id or a server max_payload too small to chunk.
+ * @example
+ * ```ts ignore
+ * const t = decodeJoinToken(token);
+ * const nc = await connectLink(t.url, t.user, t.pass, `rank ${t.rank}`);
+ * const server = await serveRank({ connection: nc, creds: t, handler: runtime, onDown: () => runtime.stop() });
+ * console.log((await server.down).message);
+ * ```
+ */
+export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
+  const { connection: nc, handler } = opts;
+  const { run, rank } = opts.creds;
+  checkRunId(run);
+  const lossMs = opts.beaconLossMs ?? 10_000;
+  const helloMs = opts.helloMs ?? 500;
+  if (!(lossMs > 0)) throw new RangeError(`serveRank: beaconLossMs must be > 0, got ${lossMs}`);
+  if (!(helloMs > 0)) throw new RangeError(`serveRank: helloMs must be > 0, got ${helloMs}`);
+  const key = await importLinkKey(opts.creds.key);
+  const sender = new WireSender(
+    (s, d) => nc.publish(s, d),
+    fromRankSubject(run, rank),
+    run,
+    `r${rank}`,
+    key,
+    maxPayloadOf(nc, `rank ${rank}`),
+  );
+  const receiver = new WireReceiver(toRankSubject(run, rank), run, "c", key, rank);
+
+  let isDown: RankLinkError | undefined;
+  // Declared up front: the connection may close (and goDown run) before they start.
+  let hello: ReturnType<typeof setInterval> | undefined;
+  let watchdog: ReturnType<typeof setInterval> | undefined;
+  let status: Promise<void> = Promise.resolve();
+  let heard = false;
+  let lastHeard = Date.now();
+  let resolveDown!: (e: RankLinkError) => void;
+  const down = new Promise<RankLinkError>((r) => resolveDown = r);
+  const send = (m: FromRank) => sender.send(encodeValue(m));
+
+  const goDown = async (error: RankLinkError) => {
+    if (isDown) return;
+    isDown = error;
+    clearInterval(hello);
+    clearInterval(watchdog);
+    try {
+      await opts.onDown?.(error);
+    } catch { /* the rank stops anyway */ }
+    if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
+    await status;
+    resolveDown(error);
+  };
+
+  const answer = async (id: number, name: string, args: unknown[]) => {
+    try {
+      const fn = handler[name];
+      if (FORBIDDEN.has(name) || typeof fn !== "function") throw new TypeError(`rank ${rank} has no method "${name}"`);
+      const value = await fn.apply(handler, args);
+      if (!isDown) await send({ k: "result", id, value });
+    } catch (e) {
+      if (!isDown) await send({ k: "error", id, error: toWireError(e) }).catch(() => {});
+    }
+  };
+
+  const dispatch = (m: ToRank) => {
+    heard = true;
+    lastHeard = Date.now();
+    if (m.k === "call") answer(m.id, m.name, m.args);
+    else if (m.k === "bye") {
+      goDown(new RankLinkError(rank, "down", `rank ${rank}: the coordinator ended the run (${m.reason})`));
+    }
+  };
+
+  let chain: Promise<void> = Promise.resolve();
+  nc.subscribe(toRankSubject(run, rank), {
+    callback: (_err, msg) => {
+      const chunk = msg.data.slice();
+      chain = chain.then(async () => {
+        if (isDown) return;
+        const r = await receiver.accept(chunk);
+        if (r.kind === "refused") opts.onRefused?.(r.error);
+        else if (r.kind === "lost") goDown(r.error);
+        else if (r.kind === "message") dispatch(decodeValue(r.bytes) as ToRank);
+      }).catch((e) =>
+        goDown(
+          new RankLinkError(rank, "down", `rank ${rank}: unreadable message from the coordinator: ${e}`, { cause: e }),
+        )
+      );
+    },
+  });
+  status = (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "error") {
+        opts.onRefused?.(
+          new RankLinkError(rank, "refused", `rank ${rank}: the NATS server refused: ${s.error.message}`, {
+            cause: s.error,
+          }),
+        );
+      } else if (s.type === "disconnect" || s.type === "staleConnection") {
+        goDown(new RankLinkError(rank, "down", `rank ${rank}: its NATS connection was lost (${s.type})`));
+        nc.close().catch(() => {});
+      }
+    }
+  })();
+  nc.closed().then((err) => {
+    goDown(
+      new RankLinkError(rank, "down", `rank ${rank}: its NATS connection closed${err ? `: ${err.message}` : ""}`, {
+        cause: err,
+      }),
+    );
+  });
+  await nc.flush(); // subscribed at the server before the first hello
+
+  const sayHello = () => {
+    if (!heard && !isDown) send({ k: "hello", info: opts.hello ?? null }).catch(() => {});
+  };
+  if (!isDown) hello = setInterval(sayHello, helloMs);
+  sayHello();
+  // NOTE: a rank's thread may block for seconds (pipeline compiles): a tick that comes much
+  // later than scheduled skips the check once, so beacons queued meanwhile are read first.
+  const tick = Math.max(10, Math.min(250, lossMs / 4));
+  let lastTick = Date.now();
+  if (!isDown) {
+    watchdog = setInterval(() => {
+      const now = Date.now(), late = now - lastTick > 2 * tick;
+      lastTick = now;
+      if (!late && now - lastHeard > lossMs) {
+        const what = heard ? "no beacon from the coordinator" : "no answer to its hello";
+        goDown(
+          new RankLinkError(
+            rank,
+            "down",
+            `rank ${rank}: ${what} for ${now - lastHeard} ms (beaconLossMs ${lossMs}); stopping`,
+          ),
+        );
+      }
+    }, tick);
+  }
+
+  return {
+    emit(event) {
+      if (!isDown) send({ k: "event", event }).catch(() => {});
+    },
+    down,
+    async close(reason = "the rank stopped") {
+      if (isDown) return;
+      if (!nc.isClosed()) await send({ k: "bye", reason }).catch(() => {});
+      await goDown(new RankLinkError(rank, "down", `rank ${rank}: ${reason}`));
+    },
+  };
+}

@@ -1,0 +1,45 @@
+/**
+ * Subject layout of one run on a NATS server. Every subject starts with `flodl.<run>.`,
+ * so runs sharing a server never see each other, and a rank's permissions name only
+ * its own two subjects (see `credentials.ts` for the server's authorization block).
+ *
+ * | subject                     | publisher   | subscriber  | carries                          |
+ * |-----------------------------|-------------|-------------|----------------------------------|
+ * | `flodl.<run>.to.r<k>`       | coordinator | rank k      | calls, beacons, bye              |
+ * | `flodl.<run>.r<k>.out`      | rank k      | coordinator | results, errors, events, bye     |
+ *
+ * A rank may publish only under `flodl.<run>.r<k>.>` and subscribe only to
+ * `flodl.<run>.to.r<k>`; the coordinator may publish and subscribe under `flodl.<run>.>`.
+ */
+
+/** Run ids are lowercase letters and digits: safe in a subject token and a user name. */
+const RUN_ID = /^[a-z0-9]{4,64}$/;
+
+/**
+ * Check a run id before it goes into subjects and user names.
+ * @throws {RangeError} When it is not 4–64 lowercase letters or digits.
+ */
+export function checkRunId(run: string): string {
+  if (!RUN_ID.test(run)) throw new RangeError(`NATS link: run id must be 4-64 of [a-z0-9], got "${run}"`);
+  return run;
+}
+
+/** Coordinator → rank k: calls, beacons and the coordinator's bye. */
+export function toRankSubject(run: string, rank: number): string {
+  return `flodl.${run}.to.r${rank}`;
+}
+
+/** Rank k → coordinator: results, errors, events and the rank's bye. */
+export function fromRankSubject(run: string, rank: number): string {
+  return `flodl.${run}.r${rank}.out`;
+}
+
+/** Everything a rank may publish on (its own prefix; permissions use this). */
+export function rankPublishPrefix(run: string, rank: number): string {
+  return `flodl.${run}.r${rank}.>`;
+}
+
+/** Everything of the run (the coordinator's permissions). */
+export function runPrefix(run: string): string {
+  return `flodl.${run}.>`;
+}

@@ -1,0 +1,67 @@
+/** Run credentials: distinct users and keys per slot, the server block, join tokens. */
+import { assert, assertEquals } from "../../../util/assert.ts";
+import {
+  createRunCredentials,
+  decodeJoinToken,
+  deriveRankKey,
+  encodeJoinToken,
+  serverAuthorization,
+} from "../../../../src/distributed/nats/credentials.ts";
+
+Deno.test("createRunCredentials: per-slot users, passwords and keys differ, and each key derives from the run key", async () => {
+  const c = await createRunCredentials(3);
+  assert(/^[a-z0-9]{16}$/.test(c.run), `run id ${c.run}`);
+  const users = new Set([c.coordinator.user, ...c.ranks.map((r) => r.user)]);
+  const passes = new Set([c.coordinator.pass, ...c.ranks.map((r) => r.pass)]);
+  assertEquals(
+    [users.size, passes.size, new Set(c.ranks.map((r) => r.key)).size],
+    [4, 4, 3],
+    "distinct users, passwords, keys",
+  );
+  for (const r of c.ranks) assertEquals(r.key, await deriveRankKey(c.runKey, r.rank), `rank ${r.rank}'s key`);
+  const other = await createRunCredentials(1);
+  assert(other.run !== c.run && other.runKey !== c.runKey, "two runs share nothing");
+});
+
+Deno.test("serverAuthorization: rank k may publish only under flodl.<run>.r<k>.> and hear only flodl.<run>.to.r<k>", async () => {
+  const c = await createRunCredentials(2, "run0042");
+  const text = serverAuthorization(c);
+  const line = (user: string) => text.split("\n").find((l) => l.includes(`user: "${user}"`)) ?? "";
+  assert(
+    line(c.ranks[1].user).includes(
+      `publish: { allow: ["flodl.run0042.r1.>"] }, subscribe: { allow: ["flodl.run0042.to.r1"] }`,
+    ),
+    line(c.ranks[1].user),
+  );
+  assert(line(c.coordinator.user).includes(`publish: { allow: ["flodl.run0042.>"] }`), line(c.coordinator.user));
+  assert(line(c.ranks[0].user).includes(`password: "${c.ranks[0].pass}"`), "passwords in the block");
+});
+
+Deno.test("createRunCredentials: a bad slot count or run id is refused with its value", async () => {
+  const msg = (p: Promise<unknown>) => p.then(() => "accepted", (e) => `${e.name}: ${e.message}`);
+  assertEquals(
+    await msg(createRunCredentials(0)),
+    "RangeError: createRunCredentials: slots must be an integer >= 1, got 0",
+    "slots",
+  );
+  assertEquals(
+    await msg(createRunCredentials(1, "Run.1")),
+    `RangeError: NATS link: run id must be 4-64 of [a-z0-9], got "Run.1"`,
+    "run",
+  );
+});
+
+Deno.test("encodeJoinToken/decodeJoinToken: a rank's token round-trips; a broken one names what is missing", async () => {
+  const c = await createRunCredentials(2);
+  const token = encodeJoinToken("ws://127.0.0.1:4222", c.ranks[1]);
+  assert(/^[A-Za-z0-9_-]+$/.test(token), `URL-safe: ${token}`);
+  assertEquals(decodeJoinToken(token), { url: "ws://127.0.0.1:4222", ...c.ranks[1] }, "decoded");
+  const broken = encodeJoinToken("ws://x", { ...c.ranks[1], key: undefined as unknown as string });
+  let got = "";
+  try {
+    decodeJoinToken(broken);
+  } catch (e) {
+    got = (e as Error).message;
+  }
+  assertEquals(got, `decodeJoinToken: the token has no "key"`, "error");
+});
