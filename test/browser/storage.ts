@@ -10,7 +10,7 @@ import {
   bundleToArchive,
   readBundle,
   writeBundle,
-} from "../../src/distributed/bundle.ts";
+} from "../../src/distributed/coordinator/bundle.ts";
 import { downloadBytes, NotFoundError, OpfsStorage, packTar, pickFile, unpackTar } from "../../src/io/mod.ts";
 
 interface Result {

@@ -4,7 +4,7 @@ import {
   reductionFor,
   rollUp,
   type RollUpChild,
-} from "../../../src/distributed/metrics.ts";
+} from "../../../src/distributed/coordinator/metrics.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
 
 const chunk = (r: Partial<ChunkReport> & { rank: number }): ChunkReport => ({

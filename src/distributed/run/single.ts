@@ -2,21 +2,21 @@
  * The single-device path (spec §1.1): one rank, in process, no workers, no averaging.
  * Plans are synthesized per epoch (the whole permutation's full batches).
  */
-import { Device } from "../gpu/mod.ts";
-import type { Module } from "../nn/mod.ts";
+import { Device } from "../../gpu/mod.ts";
+import type { Module } from "../../nn/mod.ts";
 import type { BuilderState } from "./builder.ts";
-import { EvalCadence } from "./config.ts";
-import type { RunObserver } from "./coordinator.ts";
-import { describeError } from "./errors.ts";
+import { EvalCadence } from "../coordinator/config.ts";
+import type { RunObserver } from "../coordinator/coordinator.ts";
+import { describeError } from "../protocol/errors.ts";
 import { DdpHandle, type TrainedState } from "./handle.ts";
 import { setupFor } from "./launch.ts";
-import { EpochAggregator, type RunEpochMetrics } from "./metrics.ts";
-import type { LayoutTable } from "./protocol.ts";
-import { frameToFlat } from "./frames.ts";
-import type { RankRuntime } from "./rank_runtime.ts";
+import { EpochAggregator, type RunEpochMetrics } from "../coordinator/metrics.ts";
+import type { LayoutTable } from "../protocol/messages.ts";
+import { frameToFlat } from "../rank/frames.ts";
+import type { RankRuntime } from "../rank/rank_runtime.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
 import type { Persistence } from "./launch.ts";
-import type { SaveReason } from "./max_failure.ts";
+import type { SaveReason } from "../coordinator/max_failure.ts";
 import { runMonitor, type RunEvents } from "./run_monitor.ts";
 
 async function quietly(name: string, fn: () => unknown): Promise<void> {

@@ -4,9 +4,9 @@
  * cause when they fail (STYLE.md practice 7).
  */
 import * as Comlink from "comlink";
-import { collectGarbage } from "../gpu/mod.ts";
-import { describeError, RankLostError } from "./errors.ts";
-import type { BatchEvent, CoordinatorSink, RankApi } from "./protocol.ts";
+import { collectGarbage } from "../../gpu/mod.ts";
+import { describeError, RankLostError } from "../protocol/errors.ts";
+import type { BatchEvent, CoordinatorSink, RankApi } from "../protocol/messages.ts";
 
 /**
  * Messages from worker ranks (batch events, heartbeats, call replies) the coordinator's

@@ -1,6 +1,6 @@
-import { batchDatasetFrom, type BatchDataSet, type DataSet } from "../data/mod.ts";
-import type { Module } from "../nn/mod.ts";
-import type { Scheduler } from "../optim/mod.ts";
+import { batchDatasetFrom, type BatchDataSet, type DataSet } from "../../data/mod.ts";
+import type { Module } from "../../nn/mod.ts";
+import type { Scheduler } from "../../optim/mod.ts";
 import {
   type ApplyPolicy,
   type AverageBackend,
@@ -11,11 +11,11 @@ import {
   type EpochCallbackPolicy,
   type EvalCadence,
   type Reduction,
-} from "./config.ts";
-import { type ConvergenceGuard } from "./guards.ts";
-import type { MaxFailureThreshold } from "./max_failure.ts";
-import type { EpochMetrics } from "./metrics.ts";
-import type { OuterOptimizer } from "./outer.ts";
+} from "../coordinator/config.ts";
+import { type ConvergenceGuard } from "../coordinator/guards.ts";
+import type { MaxFailureThreshold } from "../coordinator/max_failure.ts";
+import type { EpochMetrics } from "../coordinator/metrics.ts";
+import type { OuterOptimizer } from "../coordinator/outer.ts";
 import {
   type EvalFn,
   RankRuntime,
@@ -25,13 +25,13 @@ import {
   type RankWorker,
   type TrainFn,
   type TransformFn,
-} from "./rank_runtime.ts";
+} from "../rank/rank_runtime.ts";
 import { callerSite, type CallSite, isRank, markRan, register } from "./reentry.ts";
 import type { DdpHandle } from "./handle.ts";
 import { launch } from "./launch.ts";
 import { type CoopBridge, type CoopWorker, intoWorker, rankWorker } from "./coop.ts";
-import type { Device } from "../gpu/mod.ts";
-import type { Timeline } from "../monitor/mod.ts";
+import type { Device } from "../../gpu/mod.ts";
+import type { Timeline } from "../../monitor/mod.ts";
 
 /** One local rank of `.cluster(...)`. */
 export interface RankSpecification {

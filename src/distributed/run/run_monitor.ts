@@ -3,7 +3,7 @@
  * stream (log and dashboard plane), sub-epoch reports and the saved dashboard. Built only
  * when a monitor knob is set; every write is best-effort (monitoring never stops training).
  */
-import { checkPath, resolveStorage } from "../io/mod.ts";
+import { checkPath, resolveStorage } from "../../io/mod.ts";
 import {
   DashboardRecorder,
   type MonitorRecord,
@@ -13,12 +13,12 @@ import {
   saveDashboard,
   type Timeline,
   type TimelineEvent,
-} from "../monitor/mod.ts";
-import type { Module } from "../nn/mod.ts";
+} from "../../monitor/mod.ts";
+import type { Module } from "../../nn/mod.ts";
 import type { BuilderState } from "./builder.ts";
-import type { ReduceEvent } from "./coordinator.ts";
-import type { RunEpochMetrics } from "./metrics.ts";
-import type { BatchEvent } from "./protocol.ts";
+import type { ReduceEvent } from "../coordinator/coordinator.ts";
+import type { RunEpochMetrics } from "../coordinator/metrics.ts";
+import type { BatchEvent } from "../protocol/messages.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
 
 /** Where the coordinator reports what happens. */

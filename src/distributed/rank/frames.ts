@@ -3,10 +3,10 @@
  * packed as bf16 there when the wire is bf16 (readback halves too), and a consensus
  * written back — overwritten or EASGD-blended — with its divergence measured (spec §4).
  */
-import type { Device } from "../gpu/mod.ts";
-import { fromArray, lerpWithNorms, packBf16Tensor, Tensor, unpackBf16Tensor } from "../tensor/mod.ts";
-import { unpackBf16 } from "../tensor/mod.ts";
-import type { Adoption, Frame, LayoutTable, SyncAck } from "./protocol.ts";
+import type { Device } from "../../gpu/mod.ts";
+import { fromArray, lerpWithNorms, packBf16Tensor, Tensor, unpackBf16Tensor } from "../../tensor/mod.ts";
+import { unpackBf16 } from "../../tensor/mod.ts";
+import type { Adoption, Frame, LayoutTable, SyncAck } from "../protocol/messages.ts";
 
 /** Concatenate tensors into one flat f32 tensor on the GPU (copies, recorded). */
 function flatten(device: Device, tensors: readonly Tensor[]): Tensor {

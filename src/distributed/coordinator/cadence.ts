@@ -3,15 +3,15 @@
  * feed (delivered or compute-only, §3.2), the convergence guard, the LR meta-controller,
  * and the window quotas c[r] the dispatcher hands out.
  */
-import type { Module } from "../nn/mod.ts";
-import type { BuilderState } from "./builder.ts";
+import type { Module } from "../../nn/mod.ts";
+import type { BuilderState } from "../run/builder.ts";
 import type { ApplyPolicy } from "./config.ts";
 import { ElChe } from "./elche.ts";
 import { type ConvergenceGuard, DivergenceReport, resolveGuard, type Verdict } from "./guards.ts";
 import { LrEventMeta } from "./meta.ts";
 import type { ResumeSeed } from "./persistence.ts";
-import type { BatchEvent, SyncAck } from "./protocol.ts";
-import type { ResolvedRunConfig } from "./validate_config.ts";
+import type { BatchEvent, SyncAck } from "../protocol/messages.ts";
+import type { ResolvedRunConfig } from "../run/validate_config.ts";
 
 /** One rank's batches since the last reduce, as the coordinator received them. */
 export interface TimingWindow {

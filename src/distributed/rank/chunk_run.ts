@@ -5,15 +5,15 @@
  * between batches) and `finish()` (the chunk report). `RankRuntime.train` drives it with
  * the user's `trainFn`; the cooperative tier lets the user drive it (spec §1.5).
  */
-import type { Variable } from "../autograd/mod.ts";
-import type { BatchDataSet } from "../data/mod.ts";
-import { toDevice } from "../data/mod.ts";
-import type { Device } from "../gpu/mod.ts";
-import { clipGradNorm, type Optimizer } from "../optim/mod.ts";
-import type { Tensor } from "../tensor/mod.ts";
-import type { ChunkReport } from "./metrics.ts";
+import type { Variable } from "../../autograd/mod.ts";
+import type { BatchDataSet } from "../../data/mod.ts";
+import { toDevice } from "../../data/mod.ts";
+import type { Device } from "../../gpu/mod.ts";
+import { clipGradNorm, type Optimizer } from "../../optim/mod.ts";
+import type { Tensor } from "../../tensor/mod.ts";
+import type { ChunkReport } from "../coordinator/metrics.ts";
 import { PickKey, pickToSample } from "./permutation.ts";
-import type { ChunkPlan, CoordinatorSink, RankSetup } from "./protocol.ts";
+import type { ChunkPlan, CoordinatorSink, RankSetup } from "../protocol/messages.ts";
 import type { TransformFn } from "./rank_runtime.ts";
 import { drainScalars } from "./scalars.ts";
 

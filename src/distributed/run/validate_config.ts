@@ -12,8 +12,8 @@ import {
   ElCheConfig,
   ElCheMode,
   Reduction,
-} from "./config.ts";
-import { CORE_REDUCTIONS } from "./metrics.ts";
+} from "../coordinator/config.ts";
+import { CORE_REDUCTIONS } from "../coordinator/metrics.ts";
 
 /** What is known at validation time beyond the config itself. */
 export interface ValidationContext {
@@ -79,7 +79,7 @@ function finite(knob: string, v: unknown, min?: number, minOpen = false): void {
  * @throws {RangeError} A value is out of range; the message names the knob, range and value.
  * @example
  * ```ts
- * import { defaultRunConfig } from "./config.ts";
+ * import { defaultRunConfig } from "../coordinator/config.ts";
  * import { validateConfig } from "./validate_config.ts";
  * const cfg = { ...defaultRunConfig(), batchSize: 32, numEpochs: 2 };
  * validateConfig(cfg, { worldSize: 2, datasetLen: 1000 });
@@ -188,7 +188,7 @@ function validateElche(e: ElCheConfig, worldSize?: number): void {
  * @throws {TypeError | RangeError} As {@link validateConfig}.
  * @example
  * ```ts
- * import { defaultRunConfig } from "./config.ts";
+ * import { defaultRunConfig } from "../coordinator/config.ts";
  * import { resolveConfig } from "./validate_config.ts";
  * const r = resolveConfig({ ...defaultRunConfig(), policy: "async", batchSize: 8, numEpochs: 1 });
  * r.mode; // "cpu-async"

@@ -4,28 +4,28 @@
  * bf16 or f32 frames), runs guards, ElChe and the meta-controller, schedules eval and
  * callbacks, aggregates epoch metrics. It never touches a GPU.
  */
-import { packBf16 } from "../tensor/mod.ts";
+import { packBf16 } from "../../tensor/mod.ts";
 import type { Chunk, NextChunkContext } from "./chunk_pool.ts";
 import { EvalCadence } from "./config.ts";
 import { average } from "./averaging.ts";
 import { Cadence } from "./cadence.ts";
-import { describeError } from "./errors.ts";
+import { describeError } from "../protocol/errors.ts";
 import type { Verdict } from "./guards.ts";
-import type { RunSink, TrainedState } from "./handle.ts";
+import type { RunSink, TrainedState } from "../run/handle.ts";
 import { EpochAggregator, type RunEpochMetrics } from "./metrics.ts";
 import { OuterStepper } from "./outer.ts";
-import type { BatchEvent, Frame, LayoutTable, RankApi, SyncAck } from "./protocol.ts";
+import type { BatchEvent, Frame, LayoutTable, RankApi, SyncAck } from "../protocol/messages.ts";
 import type { RankClient } from "./rank_client.ts";
-import type { ResolvedRunConfig } from "./validate_config.ts";
-import type { RunEvents } from "./run_monitor.ts";
-import { frameToFlat } from "./frames.ts";
+import type { ResolvedRunConfig } from "../run/validate_config.ts";
+import type { RunEvents } from "../run/run_monitor.ts";
+import { frameToFlat } from "../rank/frames.ts";
 import type { EpochCoverage } from "./chunk_pool.ts";
 import { type SaveReason, stallCeilingMs, unrecoverableReason } from "./max_failure.ts";
 import type { BundleWriter, ResumeSeed } from "./persistence.ts";
 import type { BundleParts } from "./bundle.ts";
 import { PartitionSource, PoolSource, type WorkSource } from "./work_source.ts";
-import type { BuilderState } from "./builder.ts";
-import type { Module } from "../nn/mod.ts";
+import type { BuilderState } from "../run/builder.ts";
+import type { Module } from "../../nn/mod.ts";
 import type { ChunkReport } from "./metrics.ts";
 
 /** What the coordinator reports about each reduce (live views, benchmarks, the monitor). */

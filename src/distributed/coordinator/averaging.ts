@@ -3,9 +3,9 @@
  * f32 accumulator with mass n^γ and divided once; buffers a plain mean over the ranks
  * that moved. Zero total mass means no consensus.
  */
-import { accumulateBf16 } from "../tensor/mod.ts";
+import { accumulateBf16 } from "../../tensor/mod.ts";
 import { accumulate, consensusWeights } from "./consensus.ts";
-import type { Frame, LayoutTable } from "./protocol.ts";
+import type { Frame, LayoutTable } from "../protocol/messages.ts";
 
 /** A consensus, or null for a zero-mass round. */
 export interface Averaged {

@@ -4,20 +4,20 @@
  * state, and hand the coordinator's run to a {@link DdpHandle}.
  */
 import * as Comlink from "comlink";
-import type { Module } from "../nn/mod.ts";
+import type { Module } from "../../nn/mod.ts";
 import type { BuilderState, ClusterSpec } from "./builder.ts";
-import { lrScaleFactor } from "./config.ts";
-import { Coordinator, type RunObserver } from "./coordinator.ts";
-import { describeError, RankLostError } from "./errors.ts";
+import { lrScaleFactor } from "../coordinator/config.ts";
+import { Coordinator, type RunObserver } from "../coordinator/coordinator.ts";
+import { describeError, RankLostError } from "../protocol/errors.ts";
 import { DdpHandle } from "./handle.ts";
-import { awaitHello, type LayoutTable, type RankApi, type RankHello, type RankSetup } from "./protocol.ts";
-import { RankClient } from "./rank_client.ts";
-import { rankCallbacks } from "./rank_runtime.ts";
+import { awaitHello, type LayoutTable, type RankApi, type RankHello, type RankSetup } from "../protocol/messages.ts";
+import { RankClient } from "../coordinator/rank_client.ts";
+import { rankCallbacks } from "../rank/rank_runtime.ts";
 import { programArgs, type RankRole } from "./reentry.ts";
 import { runMonitor } from "./run_monitor.ts";
-import { loadCollector } from "../gpu/mod.ts";
-import { BundleWriter, loadResume, type ResumeSeed } from "./persistence.ts";
-import { stallCeilingMs } from "./max_failure.ts";
+import { loadCollector } from "../../gpu/mod.ts";
+import { BundleWriter, loadResume, type ResumeSeed } from "../coordinator/persistence.ts";
+import { stallCeilingMs } from "../coordinator/max_failure.ts";
 
 /** Resume seed and bundle writer of a run. */
 export interface Persistence {
@@ -131,7 +131,7 @@ async function launchRanks<M extends Module>(
   try {
     for (let rank = 0; rank < W; rank++) {
       const role: RankRole = { rank, world: W, entry, site: state.site, timeoutMs, session, args: programArgs() };
-      const worker = new Worker(new URL("../../workers/rank.ts", import.meta.url), {
+      const worker = new Worker(new URL("../../../workers/rank.ts", import.meta.url), {
         type: "module",
         name: JSON.stringify(role),
       });

@@ -4,7 +4,7 @@
  * forwarded `snapshot(round)` and dropped `exact` made the final consensus bf16-rounded).
  * Frames come back as transferables, never structured-cloned.
  */
-import type { Frame, RankApi } from "./protocol.ts";
+import type { Frame, RankApi } from "../protocol/messages.ts";
 
 /** The calls a worker forwards as they are (`init` and `stop` manage the worker itself). */
 export type ForwardedCall = Exclude<keyof RankApi, "init" | "stop">;

@@ -2,12 +2,12 @@
  * Checkpoint bundles of a run (spec §8.1–8.3): where they go (`savePath`), what a resume
  * seeds (`resumeFrom`), and a writer that never runs two writes of one stem at once.
  */
-import { resolveStorage, type Storage } from "../io/mod.ts";
+import { resolveStorage, type Storage } from "../../io/mod.ts";
 import { type BundleParts, readBundleMeta, writeBundle } from "./bundle.ts";
 import { type BundleMeta, checkResumeCompatible } from "./bundle_meta.ts";
 import type { EpochCoverage } from "./chunk_pool.ts";
 import type { ElCheState } from "./elche.ts";
-import type { ResolvedRunConfig } from "./validate_config.ts";
+import type { ResolvedRunConfig } from "../run/validate_config.ts";
 
 /** Storage and stem of a bundle path such as `runs/mnist/ckpt` or `/tmp/ckpt`. */
 export function bundleLocation(stem: string): { storage: Storage; stem: string; where: string } {

@@ -4,7 +4,7 @@
  * The only raw `postMessage` of the library is the hello below: a message sent to a
  * worker before its listener exists is dropped, so the rank announces itself first.
  */
-import type { ChunkReport } from "./metrics.ts";
+import type { ChunkReport } from "../coordinator/metrics.ts";
 
 /** One tensor in the flat frame: parameters first, then buffers, in `namedParameters` order. */
 export interface LayoutEntry {

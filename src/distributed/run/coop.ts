@@ -8,17 +8,17 @@
  * while the coordinator's `intoWorker()` returns a worker whose `nextPlan()` resolves
  * `null` when training is over.
  */
-import type { Variable } from "../autograd/mod.ts";
-import type { Module } from "../nn/mod.ts";
-import type { Tensor } from "../tensor/mod.ts";
+import type { Variable } from "../../autograd/mod.ts";
+import type { Module } from "../../nn/mod.ts";
+import type { Tensor } from "../../tensor/mod.ts";
 import type { BuilderState } from "./builder.ts";
-import type { ChunkRun } from "./chunk_run.ts";
+import type { ChunkRun } from "../rank/chunk_run.ts";
 import type { DdpHandle, EvalRecord, TrainedState } from "./handle.ts";
 import { launch } from "./launch.ts";
-import type { EpochMetrics } from "./metrics.ts";
-import type { ChunkPlan } from "./protocol.ts";
-import type { RankRuntime } from "./rank_runtime.ts";
-import type { ChunkReport } from "./metrics.ts";
+import type { EpochMetrics } from "../coordinator/metrics.ts";
+import type { ChunkPlan } from "../protocol/messages.ts";
+import type { RankRuntime } from "../rank/rank_runtime.ts";
+import type { ChunkReport } from "../coordinator/metrics.ts";
 
 interface Queued {
   plan: ChunkPlan;

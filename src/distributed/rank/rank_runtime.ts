@@ -1,12 +1,12 @@
-import type { Parameter, Variable } from "../autograd/mod.ts";
-import type { BatchDataSet } from "../data/mod.ts";
-import { Device, DeviceLostError } from "../gpu/mod.ts";
-import type { Module } from "../nn/mod.ts";
-import type { Optimizer, Scheduler } from "../optim/mod.ts";
-import type { Tensor } from "../tensor/mod.ts";
-import { describeError } from "./errors.ts";
+import type { Parameter, Variable } from "../../autograd/mod.ts";
+import type { BatchDataSet } from "../../data/mod.ts";
+import { Device, DeviceLostError } from "../../gpu/mod.ts";
+import type { Module } from "../../nn/mod.ts";
+import type { Optimizer, Scheduler } from "../../optim/mod.ts";
+import type { Tensor } from "../../tensor/mod.ts";
+import { describeError } from "../protocol/errors.ts";
 import { adoptConsensus, frameToFlat, packFrame, writeFlat } from "./frames.ts";
-import type { ChunkReport } from "./metrics.ts";
+import type { ChunkReport } from "../coordinator/metrics.ts";
 import { ChunkRun, type RankView } from "./chunk_run.ts";
 import { permutation, type PickKey } from "./permutation.ts";
 import type {
@@ -20,7 +20,7 @@ import type {
   RankHello,
   RankSetup,
   SyncAck,
-} from "./protocol.ts";
+} from "../protocol/messages.ts";
 
 /** Builds the model on a rank's device (may be async: loading weights in a browser). */
 export type ModelFactory<M extends Module> = (device: Device) => M | Promise<M>;

@@ -1,4 +1,4 @@
-import type { RunEpochMetrics } from "./metrics.ts";
+import type { RunEpochMetrics } from "../coordinator/metrics.ts";
 
 /** The trained consensus: parameters and buffers by name, f32 (flodl's `TrainedState`). */
 export interface TrainedState {
