@@ -3,15 +3,14 @@
  * feed (delivered or compute-only, §3.2), the convergence guard, the LR meta-controller,
  * and the window quotas c[r] the dispatcher hands out.
  */
-import type { Module } from "../../nn/mod.ts";
-import type { BuilderState } from "../run/builder.ts";
+import type { RunDefinition } from "./run_definition.ts";
 import type { ApplyPolicy } from "./config.ts";
 import { ElChe } from "./elche.ts";
 import { type ConvergenceGuard, DivergenceReport, resolveGuard, type Verdict } from "./guards.ts";
 import { LrEventMeta } from "./meta.ts";
 import type { ResumeSeed } from "./persistence.ts";
 import type { BatchEvent, SyncAck } from "../protocol/messages.ts";
-import type { ResolvedRunConfig } from "../run/validate_config.ts";
+import type { ResolvedRunConfig } from "./config.ts";
 
 /** One rank's batches since the last reduce, as the coordinator received them. */
 export interface TimingWindow {
@@ -88,7 +87,7 @@ export class Cadence {
   #lastSyncMs = 0;
   #lastLr?: number;
 
-  constructor(state: BuilderState<Module>, cfg: ResolvedRunConfig, world: number, pickSpace: number, resume?: ResumeSeed) {
+  constructor(state: RunDefinition, cfg: ResolvedRunConfig, world: number, pickSpace: number, resume?: ResumeSeed) {
     this.#cfg = cfg;
     const e = cfg.elche;
     this.elche = new ElChe({

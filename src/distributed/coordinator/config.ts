@@ -12,16 +12,9 @@ import type { MaxFailureThreshold } from "./max_failure.ts";
 
 export { MaxFailureThreshold } from "./max_failure.ts";
 
-/** WHEN a reduce fires (spec §2.1). */
-export const ApplyPolicy = { Sync: "sync", Cadence: "cadence", Async: "async" } as const;
-export type ApplyPolicy = (typeof ApplyPolicy)[keyof typeof ApplyPolicy];
+import { ApplyPolicy, AverageBackend } from "./policy.ts";
 
-/**
- * HOW a reduce travels (spec §2.2). The web has no NCCL: `Nccl` exists so flodl configs
- * read the same, and `run()` rejects it naming the `cpu-*` equivalent.
- */
-export const AverageBackend = { Nccl: "nccl", Cpu: "cpu" } as const;
-export type AverageBackend = (typeof AverageBackend)[keyof typeof AverageBackend];
+export { ApplyPolicy, AverageBackend };
 
 /** One name for policy × backend (spec §2.3). There is no `nccl-async` (dropped in flodl 0.7). */
 export type ElCheMode = "nccl-sync" | "nccl-cadence" | "cpu-sync" | "cpu-cadence" | "cpu-async";
@@ -244,9 +237,6 @@ export type Reduction = (typeof Reduction)[keyof typeof Reduction];
 export const DEFAULT_MAX_ANCHOR = 1000;
 /** Overhead target τ when unset ([0.7]; [0.5] used 0.10). */
 export const DEFAULT_OVERHEAD_TARGET = 0.05;
-/** Default TrendGuard threshold of the builder, and with EASGD (blending leaves a standing spread). */
-export const DEFAULT_TREND_THRESHOLD = 0.05;
-export const DEFAULT_TREND_THRESHOLD_EASGD = 0.3;
 /** Per-node record-log cap when `maxBytes` is 0: 32 MiB. */
 export const DEFAULT_RECORD_LOG_BYTES = 32 * 1024 * 1024;
 /** Base shuffle seed (flodl 0.5's 42; 0.7 records its base constant in checkpoints, so any fixed value works). */
@@ -325,4 +315,22 @@ export function defaultRunConfig(): DdpRunConfig {
  */
 export function lrScaleFactor(worldSize: number, ratio: number): number {
   return worldSize > 1 && ratio > 0 ? 1 + (worldSize - 1) * ratio : 1;
+}
+
+/** A validated config with every derived value filled in. */
+export interface ResolvedRunConfig extends DdpRunConfig {
+  batchSize: number;
+  numEpochs: number;
+  /** policy × backend; also written to `elche.mode`. */
+  mode: ElCheMode;
+  /** Initial anchor: `elche.anchor`, lifted to `minAnchor` / lowered to `maxAnchor` when those bounds are set. */
+  anchor: number;
+  minAnchor: number;
+  maxAnchor: number;
+  overheadTarget: number;
+  progressive: boolean;
+  /** EASGD α in effect: set under Async only (mode default 0.5 for cpu-async). */
+  easgdAlpha?: number;
+  /** Knobs that are set but have no effect in this mode (flodl prints these as warnings). */
+  warnings: string[];
 }

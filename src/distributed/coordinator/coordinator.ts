@@ -10,58 +10,23 @@ import { EvalCadence } from "./config.ts";
 import { average } from "./averaging.ts";
 import { Cadence } from "./cadence.ts";
 import { describeError } from "../protocol/errors.ts";
-import type { Verdict } from "./guards.ts";
-import type { RunSink, TrainedState } from "../run/handle.ts";
+import type { ReduceEvent, RunEvents, RunObserver, RunSink, TrainedState } from "./observer.ts";
+
+export type { ReduceEvent, RunObserver };
 import { EpochAggregator, type RunEpochMetrics } from "./metrics.ts";
 import { OuterStepper } from "./outer.ts";
 import type { BatchEvent, Frame, LayoutTable, RankApi, SyncAck } from "../protocol/messages.ts";
 import type { RankClient } from "./rank_client.ts";
-import type { ResolvedRunConfig } from "../run/validate_config.ts";
-import type { RunEvents } from "../run/run_monitor.ts";
-import { frameToFlat } from "../rank/frames.ts";
+import type { ResolvedRunConfig } from "./config.ts";
+import { frameToFlat } from "../protocol/frame_codec.ts";
 import type { EpochCoverage } from "./chunk_pool.ts";
 import { type SaveReason, stallCeilingMs, unrecoverableReason } from "./max_failure.ts";
 import type { BundleWriter, ResumeSeed } from "./persistence.ts";
 import type { BundleParts } from "./bundle.ts";
 import { PartitionSource, PoolSource, type WorkSource } from "./work_source.ts";
-import type { BuilderState } from "../run/builder.ts";
+import type { RunDefinition } from "./run_definition.ts";
 import type { Module } from "../../nn/mod.ts";
-import type { ChunkReport } from "./metrics.ts";
-
-/** What the coordinator reports about each reduce (live views, benchmarks, the monitor). */
-export interface ReduceEvent {
-  round: number;
-  epoch: number;
-  /** Steps per rank folded into this consensus (n_r). */
-  steps: number[];
-  /** Wall ms from trigger to the last adoption. */
-  ms: number;
-  /** ms spent averaging on the CPU. */
-  averageMs: number;
-  /** Bytes of rank frames received, and of consensus frames sent. */
-  bytesUp: number;
-  bytesDown: number;
-  anchor: number;
-  counts: number[];
-  divergence: number[];
-  verdict: Verdict["kind"];
-  zeroMass: boolean;
-}
-
-/** Coordinator-side observers beyond the handle (live dashboards, the monitor). */
-export interface RunObserver {
-  batch?(e: BatchEvent): void;
-  reduce?(e: ReduceEvent): void;
-  /** Each rank's parameters before averaging and the consensus, f32 (only when `wantsFrames`). */
-  frames?(round: number, ranks: (Float32Array | null)[], consensus: Float32Array): void;
-  /** A chunk completed: picks [offset, offset + size) of epoch's permutation (the coverage ledger). */
-  chunk?(epoch: number, rank: number, offset: number, size: number): void;
-  /** A rank was lost and the run continues without it. */
-  rankLost?(rank: number, reason: string): void;
-  /** A checkpoint bundle was written (after its files are in place). */
-  saved?(reason: string, stem: string): void;
-  wantsFrames?: boolean;
-}
+import type { ChunkReport } from "../protocol/messages.ts";
 
 interface Flight {
   chunk: Chunk;
@@ -76,7 +41,7 @@ const WAIT_REPORT_MS = 60_000;
 export class Coordinator<M extends Module> {
   readonly W: number;
   #cfg: ResolvedRunConfig;
-  #state: BuilderState<M>;
+  #state: RunDefinition;
   #ranks: RankClient[];
   #layout: LayoutTable;
   #sink: RunSink;
@@ -121,7 +86,7 @@ export class Coordinator<M extends Module> {
   #consensusBuffers: Float32Array | null = null;
 
   constructor(
-    state: BuilderState<M>,
+    state: RunDefinition,
     cfg: ResolvedRunConfig,
     ranks: RankClient[],
     layout: LayoutTable,
@@ -143,7 +108,7 @@ export class Coordinator<M extends Module> {
     this.#B = cfg.batchSize;
     this.#P = (state.spec.dataset?.len() ?? 0) * cfg.augment;
     const resume = persistence.resume;
-    this.#cadence = new Cadence(state as unknown as BuilderState<Module>, cfg, this.W, this.#P, resume);
+    this.#cadence = new Cadence(state, cfg, this.W, this.#P, resume);
     if (resume) {
       this.#frontier = resume.startEpoch;
       this.#ckptEpoch = resume.startEpoch;

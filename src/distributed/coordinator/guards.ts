@@ -3,7 +3,9 @@
  * consensus and answer Stable, SuppressGrowth or NudgeDown{factor}; ElChe applies it.
  */
 
-import { DEFAULT_TREND_THRESHOLD, DEFAULT_TREND_THRESHOLD_EASGD } from "./config.ts";
+/** Default TrendGuard threshold of the builder, and with EASGD (blending leaves a standing spread). */
+export const DEFAULT_TREND_THRESHOLD = 0.05;
+export const DEFAULT_TREND_THRESHOLD_EASGD = 0.3;
 
 /** A guard's (or the meta-controller's) answer for one reduce. */
 export type Verdict = { kind: "stable" } | { kind: "suppressGrowth" } | { kind: "nudgeDown"; factor: number };

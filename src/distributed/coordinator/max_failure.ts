@@ -3,7 +3,7 @@
  * `maxFailure` threshold, the backend floor and the reduce-stall ceiling.
  */
 
-import type { AverageBackend } from "./config.ts";
+import type { AverageBackend } from "./policy.ts";
 
 /** Why a run stops and saves; the `save_reason` values of `<stem>.meta.json` (spec §8.1). */
 export type SaveReason =

@@ -4,26 +4,9 @@
  */
 
 import type { Reduction } from "./config.ts";
+import type { ChunkReport } from "../protocol/messages.ts";
 
-/** What a rank reports when it finishes a chunk (or an epoch plan) of one epoch. */
-export interface ChunkReport {
-  rank: number;
-  epoch: number;
-  /** Mean loss over this chunk's batches. */
-  avgLoss: number;
-  batches: number;
-  samples: number;
-  /** Wall time of the chunk, ms. */
-  epochMs: number;
-  /** Wall time until the rank's share of the chunk was done (excludes barrier idle), ms. */
-  shareCompleteMs: number;
-  /** Σ train-step ms (diagnostic). */
-  computeOnlyMs: number;
-  /** Time spent waiting for data, ms (diagnostic). */
-  dataStarveMs: number;
-  /** `recordScalar` accumulators drained at chunk end. */
-  scalars: Record<string, { sum: number; count: number }>;
-}
+export type { ChunkReport };
 
 /** One aggregated epoch (flodl `EpochMetrics`, [0.7] fields). Arrays are indexed by rank. */
 export interface EpochMetrics {

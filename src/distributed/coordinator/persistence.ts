@@ -7,7 +7,7 @@ import { type BundleParts, readBundleMeta, writeBundle } from "./bundle.ts";
 import { type BundleMeta, checkResumeCompatible } from "./bundle_meta.ts";
 import type { EpochCoverage } from "./chunk_pool.ts";
 import type { ElCheState } from "./elche.ts";
-import type { ResolvedRunConfig } from "../run/validate_config.ts";
+import type { ResolvedRunConfig } from "./config.ts";
 
 /** Storage and stem of a bundle path such as `runs/mnist/ckpt` or `/tmp/ckpt`. */
 export function bundleLocation(stem: string): { storage: Storage; stem: string; where: string } {
@@ -101,4 +101,10 @@ export class BundleWriter {
   flush(): Promise<void> {
     return this.#busy;
   }
+}
+
+/** Resume seed and bundle writer of a run. */
+export interface Persistence {
+  resume?: ResumeSeed;
+  writer?: BundleWriter;
 }

@@ -4,7 +4,6 @@
  * The only raw `postMessage` of the library is the hello below: a message sent to a
  * worker before its listener exists is dropped, so the rank announces itself first.
  */
-import type { ChunkReport } from "../coordinator/metrics.ts";
 
 /** One tensor in the flat frame: parameters first, then buffers, in `namedParameters` order. */
 export interface LayoutEntry {
@@ -85,6 +84,26 @@ export interface BatchEvent {
   loss: number;
   lr: number;
   samples: number;
+}
+
+/** What a rank reports when it finishes a chunk (or an epoch plan) of one epoch. */
+export interface ChunkReport {
+  rank: number;
+  epoch: number;
+  /** Mean loss over this chunk's batches. */
+  avgLoss: number;
+  batches: number;
+  samples: number;
+  /** Wall time of the chunk, ms. */
+  epochMs: number;
+  /** Wall time until the rank's share of the chunk was done (excludes barrier idle), ms. */
+  shareCompleteMs: number;
+  /** Σ train-step ms (diagnostic). */
+  computeOnlyMs: number;
+  /** Time spent waiting for data, ms (diagnostic). */
+  dataStarveMs: number;
+  /** `recordScalar` accumulators drained at chunk end. */
+  scalars: Record<string, { sum: number; count: number }>;
 }
 
 /** Parameters (and buffers) of one rank, or a consensus. */

@@ -11,10 +11,10 @@ import { toDevice } from "../../data/mod.ts";
 import type { Device } from "../../gpu/mod.ts";
 import { clipGradNorm, type Optimizer } from "../../optim/mod.ts";
 import type { Tensor } from "../../tensor/mod.ts";
-import type { ChunkReport } from "../coordinator/metrics.ts";
+import type { ChunkReport } from "../protocol/messages.ts";
 import { PickKey, pickToSample } from "./permutation.ts";
 import type { ChunkPlan, CoordinatorSink, RankSetup } from "../protocol/messages.ts";
-import type { TransformFn } from "./rank_runtime.ts";
+import type { TransformFn } from "./rank_spec.ts";
 import { drainScalars } from "./scalars.ts";
 
 /** What a chunk needs of its rank. */

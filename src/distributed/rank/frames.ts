@@ -5,8 +5,9 @@
  */
 import type { Device } from "../../gpu/mod.ts";
 import { fromArray, lerpWithNorms, packBf16Tensor, Tensor, unpackBf16Tensor } from "../../tensor/mod.ts";
-import { unpackBf16 } from "../../tensor/mod.ts";
 import type { Adoption, Frame, LayoutTable, SyncAck } from "../protocol/messages.ts";
+
+export { frameToFlat } from "../protocol/frame_codec.ts";
 
 /** Concatenate tensors into one flat f32 tensor on the GPU (copies, recorded). */
 function flatten(device: Device, tensors: readonly Tensor[]): Tensor {
@@ -48,20 +49,6 @@ export async function packFrame(
     words?.dispose();
     flatBuf?.dispose();
   }
-}
-
-/** The parameter values of a frame as f32 (host side; decodes bf16 exactly). */
-export function frameToFlat(frame: Frame, layout: LayoutTable): { params: Float32Array<ArrayBuffer>; buffers: Float32Array<ArrayBuffer> } {
-  const params = frame.dtype === "bf16"
-    ? unpackBf16(frame.params as Uint32Array, layout.paramCount)
-    : frame.params as Float32Array<ArrayBuffer>;
-  if (params.length !== layout.paramCount || frame.buffers.length !== layout.bufferCount) {
-    throw new RangeError(
-      `Frame of rank ${frame.rank} holds ${params.length} parameter and ${frame.buffers.length} buffer values; ` +
-        `the model has ${layout.paramCount} and ${layout.bufferCount}`,
-    );
-  }
-  return { params, buffers: frame.buffers };
 }
 
 /** Overwrite parameters and buffers with host values (the initial broadcast, a resume). */

@@ -1,14 +1,13 @@
-import type { Parameter, Variable } from "../../autograd/mod.ts";
-import type { BatchDataSet } from "../../data/mod.ts";
+import type { Parameter } from "../../autograd/mod.ts";
 import { Device, DeviceLostError } from "../../gpu/mod.ts";
 import type { Module } from "../../nn/mod.ts";
 import type { Optimizer, Scheduler } from "../../optim/mod.ts";
 import type { Tensor } from "../../tensor/mod.ts";
 import { describeError } from "../protocol/errors.ts";
 import { adoptConsensus, frameToFlat, packFrame, writeFlat } from "./frames.ts";
-import type { ChunkReport } from "../coordinator/metrics.ts";
+import type { ChunkReport } from "../protocol/messages.ts";
 import { ChunkRun, type RankView } from "./chunk_run.ts";
-import { permutation, type PickKey } from "./permutation.ts";
+import { permutation } from "./permutation.ts";
 import type {
   Adoption,
   ChunkPlan,
@@ -22,52 +21,12 @@ import type {
   SyncAck,
 } from "../protocol/messages.ts";
 
-/** Builds the model on a rank's device (may be async: loading weights in a browser). */
-export type ModelFactory<M extends Module> = (device: Device) => M | Promise<M>;
-/** Builds the optimizer over the model's parameters. */
-export type OptimFactory = (params: Parameter[]) => Optimizer | Promise<Optimizer>;
-/** One training step's loss: forward the batch through the model. */
-export type TrainFn<M extends Module> = (model: M, batch: Tensor[]) => Variable | Promise<Variable>;
-/** Rank-side eval over a held-out dataset; returns the metric. */
-export type EvalFn<M extends Module> = (model: M, dataset: BatchDataSet) => number | Promise<number>;
-/** Per-batch delivery transform, keyed per pick (spec §9.1); must keep the row count. */
-export type TransformFn = (rows: Tensor[], keys: readonly PickKey[]) => Tensor[] | Promise<Tensor[]>;
+import type { EvalFn, ModelFactory, OptimFactory, RankSpec, RankWorker, TrainFn, TransformFn } from "./rank_spec.ts";
 
-/** What `epochFn` may touch: the rank's model, LR and counters (spec §6 "manual control"). */
-export interface RankWorker<M extends Module> {
-  readonly rank: number;
-  readonly device: Device;
-  readonly model: M;
-  /** Optimizer steps this rank took. */
-  localStep(): number;
-  /** Consensus version the rank holds. */
-  currentVersion(): number;
-  /** The epoch being trained. */
-  currentEpoch(): number;
-  currentLr(): number;
-  setLr(lr: number): void;
-  scaleLr(factor: number): void;
-}
+import { rankCallbacks } from "./rank_spec.ts";
 
-/** The rank-side closures of a builder (re-created in each rank by re-entry). */
-export interface RankSpec<M extends Module> {
-  modelFactory: ModelFactory<M>;
-  optimFactory: OptimFactory;
-  trainFn: TrainFn<M>;
-  dataset?: BatchDataSet;
-  evalDataset?: BatchDataSet;
-  evalFn?: EvalFn<M>;
-  checkpointFn?: (version: number, model: M) => void | Promise<void>;
-  epochFn?: (epoch: number, worker: RankWorker<M>) => void | Promise<void>;
-  transform?: TransformFn;
-  scheduler?: (worldSize: number) => Scheduler;
-}
-
-/** Names of the rank-side callbacks a spec carries (checked for agreement at init). */
-export function rankCallbacks(spec: RankSpec<Module>): string[] {
-  const keys = ["dataset", "evalDataset", "evalFn", "checkpointFn", "epochFn", "transform", "scheduler"] as const;
-  return keys.filter((k) => spec[k] !== undefined);
-}
+export { rankCallbacks };
+export type { EvalFn, ModelFactory, OptimFactory, RankSpec, RankWorker, TrainFn, TransformFn };
 
 /**
  * How long a failed call waits for the device's `lost` promise before calling the failure

@@ -11,58 +11,13 @@
 import type { Variable } from "../../autograd/mod.ts";
 import type { Module } from "../../nn/mod.ts";
 import type { Tensor } from "../../tensor/mod.ts";
-import type { BuilderState } from "./builder.ts";
+import type { BuilderState } from "./builder_state.ts";
+import { CoopBridge, type Queued } from "../rank/coop_bridge.ts";
 import type { ChunkRun } from "../rank/chunk_run.ts";
 import type { DdpHandle, EvalRecord, TrainedState } from "./handle.ts";
 import { launch } from "./launch.ts";
 import type { EpochMetrics } from "../coordinator/metrics.ts";
 import type { ChunkPlan } from "../protocol/messages.ts";
-import type { RankRuntime } from "../rank/rank_runtime.ts";
-import type { ChunkReport } from "../coordinator/metrics.ts";
-
-interface Queued {
-  plan: ChunkPlan;
-  resolve: (r: ChunkReport) => void;
-  reject: (e: unknown) => void;
-}
-
-/** Connects a rank runtime's `train(plan)` calls to a user-driven loop. */
-export class CoopBridge<M extends Module> {
-  #queue: Queued[] = [];
-  #wait?: () => void;
-  #closed = false;
-  runtime?: RankRuntime<M>;
-
-  /** The runtime hands each plan here instead of running trainFn. */
-  submit(plan: ChunkPlan): Promise<ChunkReport> {
-    return new Promise<ChunkReport>((resolve, reject) => {
-      this.#queue.push({ plan, resolve, reject });
-      this.#wake();
-    });
-  }
-
-  /** No more plans will come. */
-  close(): void {
-    this.#closed = true;
-    this.#wake();
-  }
-
-  #wake(): void {
-    const w = this.#wait;
-    this.#wait = undefined;
-    w?.();
-  }
-
-  /** The next queued plan, or null once closed and drained. */
-  async take(): Promise<Queued | null> {
-    for (;;) {
-      const q = this.#queue.shift();
-      if (q) return q;
-      if (this.#closed) return null;
-      await new Promise<void>((r) => (this.#wait = r));
-    }
-  }
-}
 
 /** Result of {@link CoopWorker.step}. */
 export interface StepOutcome {

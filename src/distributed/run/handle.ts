@@ -1,24 +1,7 @@
 import type { RunEpochMetrics } from "../coordinator/metrics.ts";
+import type { EvalRecord, RunSink, TrainedState } from "../coordinator/observer.ts";
 
-/** The trained consensus: parameters and buffers by name, f32 (flodl's `TrainedState`). */
-export interface TrainedState {
-  params: Map<string, { shape: number[]; data: Float32Array<ArrayBuffer> }>;
-  buffers: Map<string, { shape: number[]; data: Float32Array<ArrayBuffer> }>;
-}
-
-/** An eval result as it arrived from the eval-role rank. */
-export interface EvalRecord {
-  epoch: number;
-  value?: number;
-  error?: string;
-  rank: number;
-}
-
-/** What the coordinator tells the handle as the run goes. */
-export interface RunSink {
-  metrics(m: RunEpochMetrics): void;
-  evaluated(e: EvalRecord): void;
-}
+export type { EvalRecord, RunSink, TrainedState };
 
 /**
  * A running training job (flodl's `DdpHandle`), returned by `run()` without blocking:

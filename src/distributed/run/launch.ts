@@ -5,25 +5,19 @@
  */
 import * as Comlink from "comlink";
 import type { Module } from "../../nn/mod.ts";
-import type { BuilderState, ClusterSpec } from "./builder.ts";
-import { lrScaleFactor } from "../coordinator/config.ts";
+import type { BuilderState, ClusterSpec } from "./builder_state.ts";
 import { Coordinator, type RunObserver } from "../coordinator/coordinator.ts";
 import { describeError, RankLostError } from "../protocol/errors.ts";
 import { DdpHandle } from "./handle.ts";
-import { awaitHello, type LayoutTable, type RankApi, type RankHello, type RankSetup } from "../protocol/messages.ts";
+import { awaitHello, type LayoutTable, type RankApi, type RankHello } from "../protocol/messages.ts";
 import { RankClient } from "../coordinator/rank_client.ts";
-import { rankCallbacks } from "../rank/rank_runtime.ts";
 import { programArgs, type RankRole } from "./reentry.ts";
 import { runMonitor } from "./run_monitor.ts";
 import { loadCollector } from "../../gpu/mod.ts";
-import { BundleWriter, loadResume, type ResumeSeed } from "../coordinator/persistence.ts";
+import { BundleWriter, loadResume, type Persistence } from "../coordinator/persistence.ts";
+import { setupFor } from "./rank_setup.ts";
 import { stallCeilingMs } from "../coordinator/max_failure.ts";
 
-/** Resume seed and bundle writer of a run. */
-export interface Persistence {
-  resume?: ResumeSeed;
-  writer?: BundleWriter;
-}
 import { runSingle } from "./single.ts";
 import { resolveConfig, type ResolvedRunConfig } from "./validate_config.ts";
 
@@ -63,27 +57,6 @@ function checkCluster(c: ClusterSpec): void {
       throw new RangeError(`Trainer.run: cluster rank ${i} speedHint must be a finite number > 0, got ${r.speedHint}`);
     }
   });
-}
-
-/** The setup a rank is told at init. */
-export function setupFor<M extends Module>(state: BuilderState<M>, cfg: ResolvedRunConfig, rank: number, world: number): RankSetup {
-  const r = state.cluster?.ranks[rank] ?? {};
-  return {
-    rank,
-    world,
-    batchSize: cfg.batchSize,
-    seed: cfg.seed,
-    augment: cfg.augment,
-    maxGradNorm: cfg.maxGradNorm,
-    lrFactor: lrScaleFactor(world, cfg.lrScaleRatio),
-    bf16Wire: cfg.elche.bf16Wire,
-    slowdown: r.slowdown ?? 1,
-    pipelined: !(state.cluster?.ranks.some((x) => (x.slowdown ?? 1) > 1) ?? false),
-    powerPreference: r.powerPreference,
-    callbacks: rankCallbacks(state.spec as never),
-    datasetLen: state.spec.dataset!.len(),
-    hasScheduler: state.spec.scheduler !== undefined,
-  };
 }
 
 /** Validate a builder and start it. */

@@ -15,32 +15,13 @@ import {
   type TimelineEvent,
 } from "../../monitor/mod.ts";
 import type { Module } from "../../nn/mod.ts";
-import type { BuilderState } from "./builder.ts";
-import type { ReduceEvent } from "../coordinator/coordinator.ts";
+import type { BuilderState } from "./builder_state.ts";
+import type { ReduceEvent, ReduceExtra, RunEvents } from "../coordinator/observer.ts";
+
+export type { ReduceExtra, RunEvents };
 import type { RunEpochMetrics } from "../coordinator/metrics.ts";
 import type { BatchEvent } from "../protocol/messages.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
-
-/** Where the coordinator reports what happens. */
-export interface RunEvents {
-  batch(e: BatchEvent): void;
-  epochStart(epoch: number): void;
-  epochEnd(m: RunEpochMetrics): void;
-  reduce(e: ReduceEvent, extra: ReduceExtra): void;
-  evaluated(epoch: number, value: number): void;
-  rankLost(rank: number, epoch: number, reason: string): void;
-  /** Write the outputs (record log flush, dashboard file). */
-  close(): Promise<void>;
-}
-
-/** What the coordinator adds to a reduce event for the monitor. */
-export interface ReduceExtra {
-  /** Batches per epoch, all ranks together (the sub-epoch report clock). */
-  stepsPerEpoch: number;
-  anchorBefore: number;
-  telemetry: [string, number][];
-  globalStep: number;
-}
 
 /** A flat, displayable view of the knobs (dashboard "config"). */
 function configSummary(cfg: ResolvedRunConfig): Record<string, string | number | boolean> {

@@ -4,18 +4,18 @@
  */
 import { Device } from "../../gpu/mod.ts";
 import type { Module } from "../../nn/mod.ts";
-import type { BuilderState } from "./builder.ts";
+import type { BuilderState } from "./builder_state.ts";
 import { EvalCadence } from "../coordinator/config.ts";
 import type { RunObserver } from "../coordinator/coordinator.ts";
 import { describeError } from "../protocol/errors.ts";
 import { DdpHandle, type TrainedState } from "./handle.ts";
-import { setupFor } from "./launch.ts";
+import { setupFor } from "./rank_setup.ts";
 import { EpochAggregator, type RunEpochMetrics } from "../coordinator/metrics.ts";
 import type { LayoutTable } from "../protocol/messages.ts";
-import { frameToFlat } from "../rank/frames.ts";
+import { frameToFlat } from "../protocol/frame_codec.ts";
 import type { RankRuntime } from "../rank/rank_runtime.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
-import type { Persistence } from "./launch.ts";
+import type { Persistence } from "../coordinator/persistence.ts";
 import type { SaveReason } from "../coordinator/max_failure.ts";
 import { runMonitor, type RunEvents } from "./run_monitor.ts";
 

@@ -13,6 +13,9 @@ import {
   ElCheMode,
   Reduction,
 } from "../coordinator/config.ts";
+import type { ResolvedRunConfig } from "../coordinator/config.ts";
+
+export type { ResolvedRunConfig };
 import { CORE_REDUCTIONS } from "../coordinator/metrics.ts";
 
 /** What is known at validation time beyond the config itself. */
@@ -21,24 +24,6 @@ export interface ValidationContext {
   worldSize?: number;
   /** Samples in the dataset; enables the epoch-geometry rule (epochSplits). */
   datasetLen?: number;
-}
-
-/** A validated config with every derived value filled in. */
-export interface ResolvedRunConfig extends DdpRunConfig {
-  batchSize: number;
-  numEpochs: number;
-  /** policy × backend; also written to `elche.mode`. */
-  mode: ElCheMode;
-  /** Initial anchor: `elche.anchor`, lifted to `minAnchor` / lowered to `maxAnchor` when those bounds are set. */
-  anchor: number;
-  minAnchor: number;
-  maxAnchor: number;
-  overheadTarget: number;
-  progressive: boolean;
-  /** EASGD α in effect: set under Async only (mode default 0.5 for cpu-async). */
-  easgdAlpha?: number;
-  /** Knobs that are set but have no effect in this mode (flodl prints these as warnings). */
-  warnings: string[];
 }
 
 const PREFIX = "Trainer.run: ";
