@@ -248,7 +248,7 @@ export async function simulate<M extends Module>(
   const clock = new Timeline();
   const ranks = scripts.map((s, r) => new FakeRank(r, clock, s));
   const clients = ranks.map((f) => (f.client = new RankClient(f.rank, f)));
-  await Promise.all(clients.map((c) => c.call("init", (api) => api.init({ rank: c.rank, batchSize: cfg.batchSize } as RankSetup, c.sink()))));
+  await Promise.all(clients.map((c) => c.call("init", (api) => api.init({ rank: c.rank, batchSize: cfg.batchSize } as RankSetup))));
   const warnings: string[] = [];
   const warn = console.warn, now = performance.now;
   // The coordinator's own clock (reduce ms feeds ElChe's overhead) is the virtual one too.

@@ -15,7 +15,8 @@ import type { ReduceEvent, RunEvents, RunObserver, RunSink, TrainedState } from 
 export type { ReduceEvent, RunObserver };
 import { EpochAggregator, type RunEpochMetrics } from "./metrics.ts";
 import { OuterStepper } from "./outer.ts";
-import type { BatchEvent, Frame, LayoutTable, RankApi, SyncAck } from "../protocol/messages.ts";
+import type { BatchEvent, Frame, LayoutTable, SyncAck } from "../protocol/messages.ts";
+import type { RankView } from "../protocol/transport.ts";
 import type { RankClient } from "./rank_client.ts";
 import type { ResolvedRunConfig } from "./config.ts";
 import { frameToFlat } from "../protocol/frame_codec.ts";
@@ -536,7 +537,7 @@ export class Coordinator<M extends Module> {
    * state): past it the run stops with `reduce_stall`, naming the rank and the call,
    * instead of waiting forever on a rank that beats but never answers.
    */
-  async #bounded<T>(client: RankClient, what: string, fn: (api: RankApi) => Promise<T>): Promise<T> {
+  async #bounded<T>(client: RankClient, what: string, fn: (api: RankView) => Promise<T>): Promise<T> {
     const ms = stallCeilingMs(this.#cfg.heartbeatTimeoutSecs);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const stalled = new Promise<never>((_, reject) => {

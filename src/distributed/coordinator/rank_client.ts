@@ -1,12 +1,15 @@
 /**
- * The coordinator's handle on one rank: its API (a comlink proxy over a worker, or the
- * runtime itself in process), its liveness, and calls that carry the rank and the
- * cause when they fail (STYLE.md practice 7).
+ * The coordinator's handle on one rank, above the transport seam (protocol/transport.ts):
+ * its calls (through a `RankTransport`: a worker, or the rank object in process), its
+ * liveness, and calls that carry the rank and the cause when they fail (STYLE.md
+ * practice 7). Nothing here knows how messages travel.
  */
-import * as Comlink from "comlink";
 import { collectGarbage } from "../../gpu/mod.ts";
 import { describeError, RankLostError } from "../protocol/errors.ts";
 import type { BatchEvent, CoordinatorSink, RankApi } from "../protocol/messages.ts";
+import { type RankEvent, type RankTransport, type RankView, viewOf } from "../protocol/transport.ts";
+import { LocalTransport } from "./transport_local.ts";
+import { WorkerTransport } from "./transport_worker.ts";
 
 /**
  * Messages from worker ranks (batch events, heartbeats, call replies) the coordinator's
@@ -21,7 +24,7 @@ let messages = 0, collections = 0;
 
 /** Count one message from a worker rank; collect every {@link MESSAGES_PER_COLLECT}. */
 function received(client: RankClient): void {
-  if (client.worker && ++messages % MESSAGES_PER_COLLECT === 0 && collectGarbage()) collections++;
+  if (client.transport.messages && ++messages % MESSAGES_PER_COLLECT === 0 && collectGarbage()) collections++;
 }
 
 /** Major collections this isolate ran for rank messages (the memory bench prints it). */
@@ -36,10 +39,17 @@ function deviceLost(e: unknown): boolean {
   return name === "DeviceLostError" || (name === "GpuError" && /out of memory|lost|destroyed/i.test(message));
 }
 
+/** True for a transport; false for a bare rank object (`RankApi`). */
+function isTransport(x: RankTransport | RankApi): x is RankTransport {
+  return typeof (x as RankTransport).request === "function";
+}
+
 export class RankClient {
   readonly rank: number;
-  readonly api: RankApi;
-  readonly worker?: Worker;
+  /** How calls and events travel (protocol/transport.ts). */
+  readonly transport: RankTransport;
+  /** The rank's calls, by name, over the transport. */
+  readonly api: RankView;
   alive = true;
   /** performance.now() of the last message from the rank. */
   lastSeen = performance.now();
@@ -61,40 +71,36 @@ export class RankClient {
   #inFlight = new Set<(e: Error) => void>();
   #cause?: Error;
 
-  constructor(rank: number, api: RankApi, worker?: Worker) {
+  /**
+   * @param link The rank's transport. A bare rank object is wrapped: in a
+   *   {@link WorkerTransport} over `worker` when one is given (its comlink remote), else in a
+   *   {@link LocalTransport} (in process).
+   */
+  constructor(rank: number, link: RankTransport | RankApi, worker?: Worker) {
     this.rank = rank;
-    this.api = api;
-    this.worker = worker;
-    worker?.addEventListener("error", (e: ErrorEvent) => {
-      e.preventDefault();
-      this.fail(new RankLostError(rank, `rank ${rank}: its worker died: ${e.message}`), false);
-    });
-    worker?.addEventListener("messageerror", () => {
-      this.fail(new RankLostError(rank, `rank ${rank}: a message from its worker could not be deserialized`), false);
+    this.transport = isTransport(link) ? link : worker ? new WorkerTransport(rank, worker, link) : new LocalTransport(link);
+    this.api = viewOf(this.transport);
+    this.transport.listen({
+      event: (e) => this.#event(e),
+      down: (reason) => this.fail(new RankLostError(rank, reason), false),
     });
   }
 
-  /** The sink the rank reports through (a comlink proxy for a worker). */
+  /** Something arrived from the rank unasked: it is alive. */
+  #event(e: RankEvent): void {
+    received(this);
+    this.lastSeen = performance.now();
+    this.compiling = e.kind === "compiling";
+    if (e.kind === "batch") this.onBatch?.(e.batch);
+  }
+
+  /** The client's event route as a sink (what an in-process rank reports through). */
   sink(): CoordinatorSink {
-    const s: CoordinatorSink = {
-      batch: (e) => {
-        received(this);
-        this.lastSeen = performance.now();
-        this.compiling = false;
-        this.onBatch?.(e);
-      },
-      heartbeat: () => {
-        received(this);
-        this.lastSeen = performance.now();
-        this.compiling = false;
-      },
-      compiling: () => {
-        received(this);
-        this.lastSeen = performance.now();
-        this.compiling = true;
-      },
+    return {
+      batch: (batch) => this.#event({ kind: "batch", batch }),
+      heartbeat: () => this.#event({ kind: "heartbeat" }),
+      compiling: () => this.#event({ kind: "compiling" }),
     };
-    return this.worker ? Comlink.proxy(s) : s;
   }
 
   /**
@@ -122,7 +128,7 @@ export class RankClient {
   }
 
   /** Call the rank; a failure names the rank, the call and the cause; a lost rank rejects at once. */
-  async call<T>(what: string, fn: (api: RankApi) => Promise<T>): Promise<T> {
+  async call<T>(what: string, fn: (api: RankView) => Promise<T>): Promise<T> {
     if (!this.alive) throw this.#cause ?? new RankLostError(this.rank, `rank ${this.rank} is lost`);
     let reject!: (e: Error) => void;
     const failed = new Promise<never>((_, r) => this.#inFlight.add(reject = r));
@@ -149,20 +155,17 @@ export class RankClient {
     }
   }
 
-  /** Stop the rank (bounded wait) and end its worker. */
+  /** Stop the rank (bounded wait) and close its transport. */
   async close(): Promise<void> {
     if (this.alive) {
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
-        this.api.stop().catch(() => {}),
+        this.transport.request("stop").catch(() => {}),
         new Promise<void>((r) => (timer = setTimeout(r, 2000))),
       ]);
       clearTimeout(timer);
     }
     this.alive = false;
-    if (this.worker) {
-      (this.api as unknown as { [Comlink.releaseProxy]: () => void })[Comlink.releaseProxy]?.();
-      this.worker.terminate();
-    }
+    await this.transport.close();
   }
 }

@@ -1,8 +1,9 @@
 /**
  * The coordinator–rank protocol, typed once and imported by both sides (STYLE.md
- * practice 6). comlink carries every call; large payloads travel as transferables.
- * The only raw `postMessage` of the library is the hello below: a message sent to a
- * worker before its listener exists is dropped, so the rank announces itself first.
+ * practice 6). A transport (`transport.ts`) carries every call; large payloads travel as
+ * transferables. The only raw `postMessage` of the library is the hello below: a message
+ * sent to a worker before its listener exists is dropped, so the rank announces itself
+ * first (the worker transport waits for it).
  */
 
 /** One tensor in the flat frame: parameters first, then buffers, in `namedParameters` order. */
@@ -197,31 +198,4 @@ export interface Hello {
 /** Rank side: announce that the comlink listener is attached. */
 export function postHello(scope: { postMessage(m: unknown): void }, rank: number, session: string): void {
   scope.postMessage({ flodlHello: true, rank, session } satisfies Hello);
-}
-
-/** Coordinator side: resolve on the worker's hello, reject on a worker error or timeout. */
-export function awaitHello(worker: Worker, rank: number, session: string, timeoutMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const done = (err?: Error) => {
-      clearTimeout(timer);
-      worker.removeEventListener("message", onMessage);
-      worker.removeEventListener("error", onError);
-      if (err) reject(err);
-      else resolve();
-    };
-    const onMessage = (e: MessageEvent) => {
-      const m = e.data as Partial<Hello>;
-      if (m?.flodlHello && m.rank === rank && m.session === session) done();
-    };
-    const onError = (e: ErrorEvent) => {
-      e.preventDefault();
-      done(new Error(`rank ${rank}: the worker failed to load: ${e.message}`));
-    };
-    const timer = setTimeout(
-      () => done(new Error(`rank ${rank}: the worker did not start within ${timeoutMs} ms (no hello)`)),
-      timeoutMs,
-    );
-    worker.addEventListener("message", onMessage);
-    worker.addEventListener("error", onError);
-  });
 }

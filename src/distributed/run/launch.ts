@@ -3,13 +3,13 @@
  * entry module, or the single-device path in process), broadcast rank 0's initial
  * state, and hand the coordinator's run to a {@link DdpHandle}.
  */
-import * as Comlink from "comlink";
 import type { Module } from "../../nn/mod.ts";
 import type { BuilderState, ClusterSpec } from "./builder_state.ts";
 import { Coordinator, type RunObserver } from "../coordinator/coordinator.ts";
 import { describeError, RankLostError } from "../protocol/errors.ts";
 import { DdpHandle } from "./handle.ts";
-import { awaitHello, type LayoutTable, type RankApi, type RankHello } from "../protocol/messages.ts";
+import type { LayoutTable, RankHello } from "../protocol/messages.ts";
+import { awaitHello, WorkerTransport } from "../coordinator/transport_worker.ts";
 import { RankClient } from "../coordinator/rank_client.ts";
 import { programArgs, type RankRole } from "./reentry.ts";
 import { runMonitor } from "./run_monitor.ts";
@@ -109,11 +109,11 @@ async function launchRanks<M extends Module>(
         name: JSON.stringify(role),
       });
       const hello = awaitHello(worker, rank, session, timeoutMs);
-      clients.push(new RankClient(rank, Comlink.wrap<RankApi>(worker), worker));
+      clients.push(new RankClient(rank, new WorkerTransport(rank, worker)));
       await hello;
     }
     hellos = await Promise.all(
-      clients.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W), c.sink()))),
+      clients.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W)))),
     );
     checkLayouts(hellos);
     const init = await clients[0].call("initialState", (api) => api.initialState());
