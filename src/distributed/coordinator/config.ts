@@ -12,6 +12,7 @@ import type { MaxFailureThreshold } from "./max_failure.ts";
 
 export { MaxFailureThreshold } from "./max_failure.ts";
 
+import { Reduction } from "../../monitor/mod.ts";
 import { ApplyPolicy, AverageBackend } from "./policy.ts";
 
 export { ApplyPolicy, AverageBackend };
@@ -229,9 +230,8 @@ export const EpochCallbackPolicy = {
   },
 } as const;
 
-/** How a scalar rolls up across ranks in the record tree (spec §7.4). */
-export const Reduction = { Mean: "mean", Sum: "sum", Max: "max", Min: "min", Last: "last" } as const;
-export type Reduction = (typeof Reduction)[keyof typeof Reduction];
+/** How a scalar rolls up across ranks in the record tree (spec §7.4); declared in monitor/roll_up.ts. */
+export { Reduction };
 
 /** Max anchor when unset ([0.7]; [0.5] used 200). */
 export const DEFAULT_MAX_ANCHOR = 1000;

@@ -7,6 +7,7 @@
  * result for +, −, ×, ÷, since 53 >= 2·24 + 2), so the coordinator matches a rank doing the
  * same arithmetic on the GPU.
  */
+import type { SyncAck } from "../protocol/messages.ts";
 
 const f32 = Math.fround;
 
@@ -131,13 +132,8 @@ export function easgdBlend(
   return out;
 }
 
-/** What a rank reports after adopting a consensus (SyncAck, spec §4.6). */
-export interface Divergence {
-  /** `||pre − post|| / ||post||`; 0 when ||post|| <= 1e-10. */
-  divergence: number;
-  preNorm: number;
-  postNorm: number;
-}
+/** The norms of a SyncAck (spec §4.6) as {@link divergence} measures them: every field present. */
+export type Divergence = Required<Omit<SyncAck, "rank">>;
 
 /** ||post|| below this makes the relative divergence meaningless; report 0. */
 export const DIVERGENCE_EPS = 1e-10;

@@ -2,6 +2,9 @@
  * Convergence guards (spec §5): each reduce they read the ranks' divergence from the
  * consensus and answer Stable, SuppressGrowth or NudgeDown{factor}; ElChe applies it.
  */
+import type { SyncAck } from "../protocol/messages.ts";
+
+export type { SyncAck };
 
 /** Default TrendGuard threshold of the builder, and with EASGD (blending leaves a standing spread). */
 export const DEFAULT_TREND_THRESHOLD = 0.05;
@@ -10,14 +13,6 @@ export const DEFAULT_TREND_THRESHOLD_EASGD = 0.3;
 /** A guard's (or the meta-controller's) answer for one reduce. */
 export type Verdict = { kind: "stable" } | { kind: "suppressGrowth" } | { kind: "nudgeDown"; factor: number };
 
-/** One rank's divergence acknowledgement (SyncAck, spec §4.6). */
-export interface SyncAck {
-  rank: number;
-  /** ||pre - post|| / ||post||. */
-  divergence: number;
-  preNorm?: number;
-  postNorm: number;
-}
 
 /**
  * The divergence of one reduce as the controller sees it (spec §4.6): per-rank deltas

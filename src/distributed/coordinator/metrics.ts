@@ -1,9 +1,8 @@
 /**
- * Per-epoch metrics (spec §7.3): what ranks report per chunk, how the controller folds
- * those reports into one `EpochMetrics`, and the record-tree roll-ups of §7.4.
+ * Per-epoch metrics (spec §7.3): how the controller folds the ranks' chunk reports into
+ * one `EpochMetrics`. The record-tree roll-ups of §7.4 are monitor/roll_up.ts's.
  */
 
-import type { Reduction } from "./config.ts";
 import type { ChunkReport } from "../protocol/messages.ts";
 
 export type { ChunkReport };
@@ -152,73 +151,4 @@ export class EpochAggregator {
       deviceIndices: opts.deviceIndices ? [...opts.deviceIndices] : T.map((_, r) => r),
     };
   }
-}
-
-/** Roll-ups of the core record keys; fixed, a declaration cannot change them (spec §7.4). */
-export const CORE_REDUCTIONS: Readonly<Record<string, Reduction>> = Object.freeze({
-  throughput: "sum",
-  batch_share: "sum",
-  loss: "mean",
-  data_starve: "max",
-  compute_only_ms: "max",
-});
-
-/** The reduction of a key: core keys first, then the user's declaration, else Mean. */
-export function reductionFor(key: string, declared: Readonly<Record<string, Reduction>> = {}): Reduction {
-  return CORE_REDUCTIONS[key] ?? declared[key] ?? "mean";
-}
-
-/** One child of a record-tree node: its realized work (linear batches, never the γ mass) and its values. */
-export interface RollUpChild {
-  work: number;
-  values: Readonly<Record<string, number>>;
-}
-
-/**
- * Roll the children's values up into their parent (spec §7.4). Keys no child reports are
- * absent (never zero-filled); Mean is work-weighted and absent when Σ work <= 0; Last is
- * the value of the highest-work child (the first one on ties).
- * @example
- * ```ts
- * import { rollUp } from "./metrics.ts";
- * rollUp([{ work: 1, values: { loss: 2 } }, { work: 3, values: { loss: 4 } }]); // { loss: 3.5 }
- * ```
- */
-export function rollUp(
-  children: readonly RollUpChild[],
-  declared: Readonly<Record<string, Reduction>> = {},
-): Record<string, number> {
-  const out: Record<string, number> = {};
-  const keys = new Set(children.flatMap((c) => Object.keys(c.values)));
-  for (const key of keys) {
-    const having = children.filter((c) => key in c.values);
-    const vals = having.map((c) => c.values[key]);
-    switch (reductionFor(key, declared)) {
-      case "sum":
-        out[key] = vals.reduce((a, b) => a + b, 0);
-        break;
-      case "max":
-        out[key] = Math.max(...vals);
-        break;
-      case "min":
-        out[key] = Math.min(...vals);
-        break;
-      case "last": {
-        let best = having[0];
-        for (const c of having) if (c.work > best.work) best = c;
-        out[key] = best.values[key];
-        break;
-      }
-      case "mean": {
-        let num = 0, den = 0;
-        for (const c of having) {
-          num += c.values[key] * c.work;
-          den += c.work;
-        }
-        if (den > 0) out[key] = num / den;
-        break;
-      }
-    }
-  }
-  return out;
 }

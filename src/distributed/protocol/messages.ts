@@ -134,11 +134,17 @@ export interface Adoption {
   withBuffers: boolean;
 }
 
-/** A rank's acknowledgement of an adoption (spec §4.6), norms in f64 from f32 data. */
+/**
+ * A rank's acknowledgement of an adoption (SyncAck, spec §4.6), norms in f64 from f32
+ * data. Declared once: the guards read it as it arrives.
+ */
 export interface SyncAck {
   rank: number;
+  /** `||pre − post|| / ||post||`; 0 when ||post|| <= 1e-10. */
   divergence: number;
-  preNorm: number;
+  /** ||pre||; optional in the spec (a report without every rank's pre-norm has none). Our ranks always send it. */
+  preNorm?: number;
+  /** ||post||, the consensus norm. */
   postNorm: number;
 }
 

@@ -16,7 +16,7 @@ import {
 import type { ResolvedRunConfig } from "../coordinator/config.ts";
 
 export type { ResolvedRunConfig };
-import { CORE_REDUCTIONS } from "../coordinator/metrics.ts";
+import { CORE_REDUCTIONS } from "../../monitor/mod.ts";
 
 /** What is known at validation time beyond the config itself. */
 export interface ValidationContext {
