@@ -1,33 +1,33 @@
 /**
- * The controller of a multi-rank run (spec §1.1, §2.5): dispatches chunks under the
- * policy's pacing, triggers reduces, averages frames on the CPU (f32 accumulation of
- * bf16 or f32 frames), runs guards, ElChe and the meta-controller, schedules eval and
- * callbacks, aggregates epoch metrics. It never touches a GPU.
+ * The scheduler of a multi-rank run (spec §1.1, §2.5): dispatches chunks under the
+ * policy's pacing, decides when a reduce is due and when an epoch ends, runs ElChe, the
+ * guards and the meta-controller through `Cadence`, schedules eval and callbacks, and
+ * stops the run when it cannot go on. What happens inside a reduce is
+ * `reduce_cycle.ts`'s; bundles are `checkpoints.ts`'s; the epoch ledger is
+ * `epoch_report.ts`'s. It runs on the main thread, reaches ranks only through
+ * `RankClient` (protocol/transport.ts), and never touches a GPU.
  */
-import { packBf16 } from "../../tensor/mod.ts";
-import type { Chunk, NextChunkContext } from "./chunk_pool.ts";
-import { EvalCadence } from "./config.ts";
-import { average } from "./averaging.ts";
-import { Cadence } from "./cadence.ts";
+import type { Module } from "../../nn/mod.ts";
+import type { BatchEvent, ChunkReport, LayoutTable, SyncAck } from "../protocol/messages.ts";
+import type { RankView } from "../protocol/transport.ts";
 import { describeError } from "../protocol/errors.ts";
-import type { ReduceEvent, RunEvents, RunObserver, RunSink, TrainedState } from "./observer.ts";
+import { boundedCall, quietly } from "./callbacks.ts";
+import { Cadence } from "./cadence.ts";
+import { type BundleSource, Checkpoints } from "./checkpoints.ts";
+import type { Chunk, EpochCoverage, NextChunkContext } from "./chunk_pool.ts";
+import { EvalCadence, type ResolvedRunConfig } from "./config.ts";
+import { EpochReports } from "./epoch_report.ts";
+import { type SaveReason, stallCeilingMs, unrecoverableReason } from "./max_failure.ts";
+import { type ReduceEvent, type RunEvents, type RunObserver, type RunSink, trainedState, type TrainedState } from "./observer.ts";
+import { OuterStepper } from "./outer.ts";
+import type { Persistence, ResumeSeed } from "./persistence.ts";
+import type { RankClient } from "./rank_client.ts";
+import { reduceCycle } from "./reduce_cycle.ts";
+import { Wake } from "./wake.ts";
+import type { RunDefinition } from "./run_definition.ts";
+import { planSource, type WorkSource } from "./work_source.ts";
 
 export type { ReduceEvent, RunObserver };
-import { EpochAggregator, type RunEpochMetrics } from "./metrics.ts";
-import { OuterStepper } from "./outer.ts";
-import type { BatchEvent, Frame, LayoutTable, SyncAck } from "../protocol/messages.ts";
-import type { RankView } from "../protocol/transport.ts";
-import type { RankClient } from "./rank_client.ts";
-import type { ResolvedRunConfig } from "./config.ts";
-import { frameToFlat } from "../protocol/frame_codec.ts";
-import type { EpochCoverage } from "./chunk_pool.ts";
-import { type SaveReason, stallCeilingMs, unrecoverableReason } from "./max_failure.ts";
-import type { BundleWriter, ResumeSeed } from "./persistence.ts";
-import type { BundleParts } from "./bundle.ts";
-import { PartitionSource, PoolSource, type WorkSource } from "./work_source.ts";
-import type { RunDefinition } from "./run_definition.ts";
-import type { Module } from "../../nn/mod.ts";
-import type { ChunkReport } from "../protocol/messages.ts";
 
 interface Flight {
   chunk: Chunk;
@@ -35,9 +35,6 @@ interface Flight {
   /** performance.now() when the chunk was sent. */
   since: number;
 }
-
-/** With nothing happening for this long, the coordinator says what it is waiting for (stderr). */
-const WAIT_REPORT_MS = 60_000;
 
 export class Coordinator<M extends Module> {
   readonly W: number;
@@ -52,7 +49,7 @@ export class Coordinator<M extends Module> {
   #P: number;
   #B: number;
   #sources = new Map<number, WorkSource>();
-  #aggs = new Map<number, EpochAggregator>();
+  #reports: EpochReports;
   #flight: (Flight | null)[];
   #n: number[];
   #frontier = 0;
@@ -62,25 +59,20 @@ export class Coordinator<M extends Module> {
   #reducing = false;
   #stop = false;
   #failure?: Error;
-  #wake?: () => void;
-  /** Something happened since the loop last looked (a poke that found no waiter is not lost). */
-  #pending = false;
+  #wake = new Wake();
   /** performance.now() of the last batch, chunk or reduce: what the stall ceiling measures from. */
   #lastProgress = performance.now();
   #role: number | null = null;
   #epochFnFired = new Set<number>();
-  #epochStats = new Map<number, { reduces: number; bytes: number; ms: number }>();
   #consensus: Float32Array | null = null;
   #events?: RunEvents;
   #started = new Set<number>();
   #resume?: ResumeSeed;
-  #writer?: BundleWriter;
+  #checkpoints: Checkpoints;
   /** Coverage at the trigger of the reduce that made the current consensus (spec §8.2). */
   #ckptCoverage: EpochCoverage[] = [];
   #ckptEpoch = 0;
   #stopReason?: { reason: SaveReason; cause: Error };
-  #lastMultiple = 0;
-  #atEpochDone = false;
   #dead = 0;
   /** Ranks the last dispatch pass offered work and the source told to hold (nothing for them this window). */
   #held = new Set<number>();
@@ -94,11 +86,12 @@ export class Coordinator<M extends Module> {
     sink: RunSink,
     observer: RunObserver = {},
     events?: RunEvents,
-    persistence: { resume?: ResumeSeed; writer?: BundleWriter } = {},
+    persistence: Persistence = {},
   ) {
     this.#events = events;
     this.#resume = persistence.resume;
-    this.#writer = persistence.writer;
+    this.#checkpoints = new Checkpoints(persistence.writer, cfg, persistence.resume?.startEpoch);
+    this.#reports = new EpochReports(ranks.length);
     this.#state = state;
     this.#cfg = cfg;
     this.#ranks = ranks;
@@ -115,8 +108,6 @@ export class Coordinator<M extends Module> {
       this.#ckptEpoch = resume.startEpoch;
       this.#globalStep = resume.globalStep;
       this.#round = resume.round;
-      this.#lastMultiple = cfg.checkpointEvery ? Math.floor(resume.startEpoch / cfg.checkpointEvery) : 0;
-      this.#atEpochDone = cfg.checkpointAtEpoch !== undefined && resume.startEpoch >= cfg.checkpointAtEpoch;
     }
     if (state.outerFactory) this.#outer = new OuterStepper(state.outerFactory());
     this.#flight = new Array(this.W).fill(null);
@@ -134,10 +125,7 @@ export class Coordinator<M extends Module> {
   }
 
   #poke(): void {
-    this.#pending = true;
-    const w = this.#wake;
-    this.#wake = undefined;
-    w?.();
+    this.#wake.poke();
   }
 
   #fail(e: Error): void {
@@ -162,29 +150,15 @@ export class Coordinator<M extends Module> {
   #source(epoch: number): WorkSource {
     let s = this.#sources.get(epoch);
     if (!s) {
-      const alive = this.#ranks.map((r) => r.alive);
-      const cov = this.#resume?.coverage.get(epoch);
-      if (cov) {
-        s = this.#cfg.progressive
-          ? PoolSource.resumed(cov, this.#B, this.W, alive)
-          : PartitionSource.resumed(cov, this.#B, this.W, alive);
-      } else {
-        s = this.#cfg.progressive
-          ? PoolSource.fresh(epoch, this.#P, this.#B, this.W, this.#cadence.elche.batchCounts, alive)
-          : PartitionSource.plan(
-            epoch,
-            this.#P,
-            this.#B,
-            this.#cfg.policy,
-            this.W,
-            alive,
-            this.#cfg.elche.partitionRatios,
-            this.#cadence.elche.calibrated ? this.#cadence.elche.smoothedMsPerBatch : undefined,
-          );
-      }
+      s = planSource(epoch, {
+        cfg: this.#cfg,
+        pickSpace: this.#P,
+        alive: this.#ranks.map((r) => r.alive),
+        resumed: this.#resume?.coverage.get(epoch),
+        elche: this.#cadence.elche,
+      });
       this.#sources.set(epoch, s);
-      this.#aggs.set(epoch, new EpochAggregator(epoch, this.W));
-      this.#epochStats.set(epoch, { reduces: 0, bytes: 0, ms: 0 });
+      this.#reports.open(epoch);
     }
     return s;
   }
@@ -268,7 +242,7 @@ export class Coordinator<M extends Module> {
     this.#flight[r] = null;
     this.#observer.chunk?.(chunk.epoch, r, chunk.offset, chunk.size);
     source.complete(r, chunk.id);
-    this.#aggs.get(chunk.epoch)!.add(report);
+    this.#reports.chunk(chunk.epoch, report);
     this.#poke();
   }
 
@@ -318,7 +292,7 @@ export class Coordinator<M extends Module> {
   async run(): Promise<TrainedState> {
     const stall = stallCeilingMs(this.#cfg.heartbeatTimeoutSecs);
     for (;;) {
-      this.#pending = false;
+      this.#wake.pending = false;
       if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
       if (this.#failure) throw this.#failure;
       this.#dispatch();
@@ -329,7 +303,7 @@ export class Coordinator<M extends Module> {
       if (await this.#epochBoundary()) continue;
       const idle = this.#flight.every((f) => f === null);
       if (idle && (this.#stop || this.#frontier >= this.#cfg.numEpochs)) break;
-      if (idle && !this.#pending) {
+      if (idle && !this.#wake.pending) {
         // Nothing runs, nothing was dispatched, no reduce is due, and nothing is on its way
         // (no completion can come): sleeping here would be forever. Stop, say what is left.
         this.#stopReason ??= {
@@ -340,40 +314,27 @@ export class Coordinator<M extends Module> {
       }
       // A completion that landed while this pass awaited (an epoch boundary) poked no one:
       // look again instead of sleeping through it.
-      if (!this.#pending) await this.#idle(stall);
+      if (!this.#wake.pending) await this.#idle(stall);
     }
     if (this.#alive().some((c) => this.#n[c.rank] > 0) || this.#consensus === null) await this.#reduce(true, stall);
     if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
     if (this.#failure) throw this.#failure;
     await this.#finalEval();
     if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
-    if (this.#writer) await this.#save(this.#stop ? "graceful_shutdown" : "checkpoint");
-    return this.#trainedState();
+    if (this.#checkpoints.writer) await this.#save(this.#stop ? "graceful_shutdown" : "checkpoint");
+    return trainedState(this.#layout, this.#consensus!, this.#consensusBuffers!);
   }
 
   /**
-   * Sleep until poked; every {@link WAIT_REPORT_MS} without one, say on stderr what is
+   * Sleep until poked (wake.ts); every `WAIT_REPORT_MS` without one, say on stderr what is
    * awaited. A window that makes no progress for `stallMs` (ranks alive and beating, their
    * chunks never ending) stops the run as a stalled reduce would (`reduce_stall`, spec §8.4).
    */
-  async #idle(stallMs: number): Promise<void> {
-    const t0 = performance.now();
-    let report: ReturnType<typeof setInterval> | undefined;
-    let stall: ReturnType<typeof setTimeout> | undefined;
-    try {
-      await new Promise<void>((resolve) => {
-        this.#wake = resolve;
-        report = setInterval(() => console.warn(this.#waitReport(performance.now() - t0)), WAIT_REPORT_MS);
-        stall = setTimeout(() => {
-          const secs = (stallMs / 1000).toFixed(0);
-          this.#stopReason ??= { reason: "reduce_stall", cause: new Error(`the window made no progress for ${secs} s: ${this.#waitReport(stallMs)}`) };
-          this.#poke();
-        }, Math.max(0, stallMs - (performance.now() - this.#lastProgress)));
-      });
-    } finally {
-      clearInterval(report);
-      clearTimeout(stall);
-    }
+  #idle(stallMs: number): Promise<void> {
+    return this.#wake.sleep(stallMs - (performance.now() - this.#lastProgress), (ms) => this.#waitReport(ms), () => {
+      const secs = (stallMs / 1000).toFixed(0);
+      this.#stopReason ??= { reason: "reduce_stall", cause: new Error(`the window made no progress for ${secs} s: ${this.#waitReport(stallMs)}`) };
+    });
   }
 
   /** What the coordinator waits for now, per rank (diagnostics, the fake-rank harness). */
@@ -416,15 +377,7 @@ export class Coordinator<M extends Module> {
 
   /** Unrecoverable: write the bundle with the reason (when savePath is set) and stop with a clear error. */
   async #abort(reason: SaveReason, cause: Error): Promise<never> {
-    let where = "";
-    if (this.#writer && this.#consensus) {
-      try {
-        await this.#save(reason);
-        where = `; the checkpoint bundle is at "${this.#writer.where}" (continue with .resumeFrom("${this.#writer.where}"))`;
-      } catch (e) {
-        where = `; writing the checkpoint bundle to "${this.#writer.where}" failed: ${describeError(e)}`;
-      }
-    } else if (!this.#writer) where = "; no bundle was written (set .savePath() to keep one)";
+    const where = await this.#checkpoints.onAbort(reason, this.#consensus ? () => this.#bundleSource() : null, this.#observer);
     const alive = this.#alive().length;
     const err = new Error(
       `Training stopped (${reason}): ${this.#dead} of ${this.W} rank(s) lost, ${alive} alive` +
@@ -436,42 +389,27 @@ export class Coordinator<M extends Module> {
     throw err;
   }
 
-  /** Everything a bundle holds, from the current consensus (spec §8.1). */
-  async #bundleParts(reason: SaveReason): Promise<BundleParts> {
-    const c = this.#consensus!, b = this.#consensusBuffers!;
-    const model = {
-      params: this.#layout.params.map((e) => ({ name: e.name, shape: e.shape, data: c.slice(e.offset, e.offset + e.numel) })),
-      buffers: this.#layout.buffers.map((e) => ({ name: e.name, shape: e.shape, data: b.slice(e.offset, e.offset + e.numel) })),
-    };
+  /** What a bundle is made of now: the consensus of the last reduce and the state at its trigger. */
+  #bundleSource(): BundleSource {
     const holder = this.#alive()[0];
-    const optim = holder
-      ? await this.#bounded(holder, "optimizer state", (api) => api.optimizerState()).catch(() => undefined)
-      : undefined;
-    const outer = this.#outer ? this.#outer.optimizer.state() : undefined;
     const trend = this.#cadence.guard.trendHistory();
     return {
-      model,
-      optim,
-      outer,
-      meta: {
-        epoch: this.#ckptEpoch,
-        global_step: this.#globalStep,
-        sync_round: this.#round,
-        world_size_at_save: this.W,
-        save_reason: reason,
-        ...(this.#cfg.policy !== "sync"
-          ? { elche_state: { ...this.#cadence.elche.exportState(), ...(trend.length ? { trend_history: trend } : {}) } }
-          : {}),
-        coverage: { seed: this.#cfg.seed, epoch_splits: this.#cfg.epochSplits, batch_size: this.#B, per_epoch: this.#ckptCoverage },
-        seed: this.#cfg.seed,
-        batch_size: this.#B,
-      },
+      consensus: this.#consensus!,
+      buffers: this.#consensusBuffers!,
+      layout: this.#layout,
+      optim: () => holder ? this.#bounded(holder, "optimizer state", (api) => api.optimizerState()).catch(() => undefined) : Promise.resolve(undefined),
+      outer: this.#outer ? this.#outer.optimizer.state() : undefined,
+      elche: this.#cfg.policy !== "sync" ? { ...this.#cadence.elche.exportState(), ...(trend.length ? { trend_history: trend } : {}) } : undefined,
+      epoch: this.#ckptEpoch,
+      globalStep: this.#globalStep,
+      round: this.#round,
+      world: this.W,
+      coverage: this.#ckptCoverage,
     };
   }
 
-  async #save(reason: SaveReason): Promise<void> {
-    await this.#writer!.save(() => this.#bundleParts(reason));
-    this.#observer.saved?.(reason, this.#writer!.where);
+  #save(reason: SaveReason): Promise<void> {
+    return this.#checkpoints.save(reason, () => this.#bundleSource(), this.#observer);
   }
 
   /** Coverage of every epoch in progress (the reduce's trigger snapshot, spec §8.2). */
@@ -483,20 +421,6 @@ export class Coordinator<M extends Module> {
     return out;
   }
 
-  /** Checkpoint triggers after a reduce (spec §8.2): every n epochs crossed, once at an epoch. */
-  async #maybeCheckpoint(): Promise<void> {
-    if (!this.#writer) return;
-    const every = this.#cfg.checkpointEvery;
-    const reached = Math.max(this.#frontier, ...this.#started);
-    if (every && Math.floor(this.#frontier / every) > this.#lastMultiple) {
-      this.#lastMultiple = Math.floor(this.#frontier / every);
-      await this.#save("checkpoint");
-    } else if (this.#cfg.checkpointAtEpoch !== undefined && !this.#atEpochDone && reached >= this.#cfg.checkpointAtEpoch) {
-      this.#atEpochDone = true;
-      await this.#save("checkpoint");
-    }
-  }
-
   /** Close the frontier epoch when its work is complete (and, barrier-paced, reduced). */
   async #epochBoundary(): Promise<boolean> {
     const e = this.#frontier;
@@ -505,19 +429,10 @@ export class Coordinator<M extends Module> {
     if (!source || !source.isComplete()) return false;
     if (this.#cfg.policy !== "async" && this.#alive().some((c) => this.#n[c.rank] > 0)) return false;
     this.#frontier++;
-    const m = this.#aggs.get(e)!.finish();
-    const st = this.#epochStats.get(e)!;
-    const run: RunEpochMetrics = {
-      ...m,
-      reduces: st.reduces,
-      wireBytesPerReduce: st.reduces ? st.bytes / st.reduces : 0,
-      reduceMs: st.reduces ? st.ms / st.reduces : 0,
-      anchor: this.#cadence.elche.anchor,
-      batchCounts: this.#cadence.elche.batchCounts,
-    };
+    const run = this.#reports.close(e, this.#cadence.elche.anchor, this.#cadence.elche.batchCounts);
     this.#sink.metrics(run);
     this.#events?.epochEnd(run);
-    await this.#callback("metricsFn", () => this.#state.metricsFn?.(run));
+    await quietly("metricsFn", () => this.#state.metricsFn?.(run));
     const k = e + 1;
     if (k < this.#cfg.numEpochs) {
       if (EvalCadence.due(this.#cfg.evalEvery, k)) await this.#evaluate(k);
@@ -532,34 +447,11 @@ export class Coordinator<M extends Module> {
     return true;
   }
 
-  /**
-   * A rank call that must return within the stall ceiling (eval, checkpointFn, optimizer
-   * state): past it the run stops with `reduce_stall`, naming the rank and the call,
-   * instead of waiting forever on a rank that beats but never answers.
-   */
-  async #bounded<T>(client: RankClient, what: string, fn: (api: RankView) => Promise<T>): Promise<T> {
-    const ms = stallCeilingMs(this.#cfg.heartbeatTimeoutSecs);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const stalled = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const err = new Error(`rank ${client.rank}'s ${what} did not return within ${Math.round(ms / 100) / 10} s`);
-        this.#stopReason ??= { reason: "reduce_stall", cause: err };
-        reject(err);
-      }, ms);
+  /** A rank call bounded by the stall ceiling (callbacks.ts); a stall stops the run with `reduce_stall`. */
+  #bounded<T>(client: RankClient, what: string, fn: (api: RankView) => Promise<T>): Promise<T> {
+    return boundedCall(client, what, fn, stallCeilingMs(this.#cfg.heartbeatTimeoutSecs), (err) => {
+      this.#stopReason ??= { reason: "reduce_stall", cause: err };
     });
-    try {
-      return await Promise.race([client.call(what, fn), stalled]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  async #callback(name: string, fn: () => unknown): Promise<void> {
-    try {
-      await fn();
-    } catch (e) {
-      console.warn(`${name} failed: ${describeError(e)} (training continues)`);
-    }
   }
 
   async #evaluate(epoch: number): Promise<void> {
@@ -574,7 +466,7 @@ export class Coordinator<M extends Module> {
     if (out.error !== undefined) console.warn(`evalFn failed on rank ${role.rank} at epoch ${epoch}: ${out.error}`);
     else {
       this.#events?.evaluated(epoch, out.value!);
-      await this.#callback("evalResultFn", () => this.#state.evalResultFn?.(epoch, out.value!));
+      await quietly("evalResultFn", () => this.#state.evalResultFn?.(epoch, out.value!));
     }
   }
 
@@ -582,77 +474,45 @@ export class Coordinator<M extends Module> {
     await this.#evaluate(this.#cfg.numEpochs);
   }
 
-  /** One reduce cycle (spec §2.5), CPU backend. `exact`: f32 frames (the final consensus). */
+  /** Run one reduce cycle (reduce_cycle.ts) and fold it into the schedule. `exact`: f32 frames (the final consensus). */
   async #reduce(exact: boolean, stallMs: number): Promise<void> {
     this.#reducing = true;
     const t0 = performance.now();
     const round = ++this.#round;
     const coverage = this.#coverage();
     const coverageEpoch = this.#frontier;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const stalled = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`reduce ${round} made no progress for ${(stallMs / 1000).toFixed(0)} s`)), stallMs);
-    });
-    stalled.catch(() => {});
-    // Survivors only: a rank lost mid-reduce drops out of this round (its call rejects).
-    const settled = async <T>(calls: Promise<T>[]): Promise<T[]> => {
-      const out = await Promise.race([Promise.allSettled(calls), stalled]);
-      return out.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
-    };
     try {
-      const frames = (await settled(this.#alive().map((c) => c.call("snapshot", (api) => api.snapshot(round, exact)))))
-        .filter((f) => this.#ranks[f.rank].alive);
-      const steps = new Array(this.W).fill(0);
-      for (const f of frames) steps[f.rank] = f.batches;
-      const ta = performance.now();
-      const avg = average(frames, steps, this.#cfg.elche.gamma, this.#layout);
-      let bytesUp = 0;
-      for (const f of frames) bytesUp += f.params.byteLength + f.buffers.byteLength;
-      let bytesDown = 0;
-      let averageMs = 0;
-      let acks: SyncAck[] = [];
-      if (avg) {
-        const buf = avg.buffers;
-        const global = this.#outer ? this.#outer.apply(avg.params)! : avg.params;
-        if (this.#observer.wantsFrames && this.#observer.frames) {
-          const per = new Array<Float32Array | null>(this.W).fill(null);
-          for (const f of frames) per[f.rank] = frameToFlat(f, this.#layout).params;
-          this.#observer.frames(round, per, global);
-        }
-        this.#consensus = global;
-        this.#consensusBuffers = buf;
-        averageMs = performance.now() - ta;
-        const bf16 = this.#cfg.elche.bf16Wire && !exact;
-        const globalStep = this.#globalStep + steps.reduce((a, b) => a + b, 0);
-        acks = await settled(this.#alive().filter((c) => frames.some((f) => f.rank === c.rank)).map((c) => {
-          const params = bf16 ? packBf16(global) : new Float32Array(global);
-          const buffers = new Float32Array(buf);
-          bytesDown += params.byteLength + buffers.byteLength;
-          const consensus: Frame = { rank: -1, round, batches: 0, dtype: bf16 ? "bf16" : "f32", params, buffers };
-          return c.call("adopt", (api) =>
-            api.adopt({
-              round,
-              version: this.#version + 1,
-              consensus,
-              easgdAlpha: this.#cfg.easgdAlpha,
-              resetInner: this.#outer?.optimizer.resetsInner ?? false,
-              globalStep,
-              withBuffers: avg.movers > 0,
-            }));
-        }));
-      }
+      const out = await reduceCycle({
+        round,
+        exact,
+        stallMs,
+        ranks: this.#ranks,
+        layout: this.#layout,
+        gamma: this.#cfg.elche.gamma,
+        bf16Wire: this.#cfg.elche.bf16Wire,
+        easgdAlpha: this.#cfg.easgdAlpha,
+        outer: this.#outer,
+        version: this.#version + 1,
+        globalStep: this.#globalStep,
+        observer: this.#observer,
+        averaged: (c) => {
+          this.#consensus = c.params;
+          this.#consensusBuffers = c.buffers;
+        },
+      });
       const ms = performance.now() - t0;
-      this.#finishCycle(steps, acks, ms, avg === null, { round, bytesUp, bytesDown, averageMs });
-      if (avg) {
+      this.#finishCycle(out.steps, out.acks, ms, out.consensus === null, { round, ...out });
+      if (out.consensus) {
         this.#ckptCoverage = coverage;
         this.#ckptEpoch = coverageEpoch;
-        if (!exact) await this.#maybeCheckpoint();
+        if (!exact) {
+          await this.#checkpoints.afterReduce(this.#frontier, Math.max(this.#frontier, ...this.#started), () => this.#bundleSource(), this.#observer);
+        }
       }
     } catch (e) {
       if (!(e instanceof Error) || !/made no progress/.test(e.message)) throw e;
       this.#stopReason ??= { reason: "reduce_stall", cause: e };
     } finally {
-      clearTimeout(timer);
       this.#reducing = false;
       this.#lastProgress = performance.now();
     }
@@ -661,7 +521,7 @@ export class Coordinator<M extends Module> {
   /** The backend-independent head of a cycle: ElChe timing, guard, meta, counters. */
   #finishCycle(
     steps: number[],
-    acks: SyncAck[],
+    acks: readonly SyncAck[],
     ms: number,
     zeroMass: boolean,
     io: { round: number; bytesUp: number; bytesDown: number; averageMs: number },
@@ -675,11 +535,7 @@ export class Coordinator<M extends Module> {
     for (let r = 0; r < this.W; r++) this.#n[r] = Math.max(0, this.#n[r] - steps[r]);
     for (const s of this.#sources.values()) s.beginWindow();
     const epoch = Math.min(this.#frontier, this.#cfg.numEpochs - 1);
-    const st = this.#epochStats.get(epoch) ?? { reduces: 0, bytes: 0, ms: 0 };
-    st.reduces++;
-    st.bytes += io.bytesUp + io.bytesDown;
-    st.ms += ms;
-    this.#epochStats.set(epoch, st);
+    this.#reports.reduced(epoch, io.bytesUp + io.bytesDown, ms);
     const event: ReduceEvent = {
       round: io.round,
       epoch,
@@ -703,12 +559,4 @@ export class Coordinator<M extends Module> {
     });
   }
 
-  #trainedState(): TrainedState {
-    const params = new Map<string, { shape: number[]; data: Float32Array<ArrayBuffer> }>();
-    const buffers = new Map<string, { shape: number[]; data: Float32Array<ArrayBuffer> }>();
-    const c = this.#consensus!, b = this.#consensusBuffers!;
-    for (const e of this.#layout.params) params.set(e.name, { shape: e.shape, data: c.slice(e.offset, e.offset + e.numel) });
-    for (const e of this.#layout.buffers) buffers.set(e.name, { shape: e.shape, data: b.slice(e.offset, e.offset + e.numel) });
-    return { params, buffers };
-  }
 }

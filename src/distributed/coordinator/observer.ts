@@ -5,7 +5,7 @@
  */
 import type { Verdict } from "./guards.ts";
 import type { RunEpochMetrics } from "./metrics.ts";
-import type { BatchEvent } from "../protocol/messages.ts";
+import type { BatchEvent, LayoutTable } from "../protocol/messages.ts";
 
 /** The trained consensus: parameters and buffers by name, f32 (flodl's `TrainedState`). */
 export interface TrainedState {
@@ -81,4 +81,13 @@ export interface ReduceExtra {
   anchorBefore: number;
   telemetry: [string, number][];
   globalStep: number;
+}
+
+/** A consensus (flat f32 parameters and buffers in layout order) as a {@link TrainedState}, by name. */
+export function trainedState(layout: LayoutTable, params: Float32Array, buffers: Float32Array): TrainedState {
+  const slice = (e: LayoutTable["params"][number], a: Float32Array) => ({ shape: e.shape, data: a.slice(e.offset, e.offset + e.numel) });
+  return {
+    params: new Map(layout.params.map((e) => [e.name, slice(e, params)])),
+    buffers: new Map(layout.buffers.map((e) => [e.name, slice(e, buffers)])),
+  };
 }

@@ -5,7 +5,8 @@
  */
 import { type Chunk, ChunkPool, type EpochCoverage, type NextChunkContext } from "./chunk_pool.ts";
 import { planPartitions, type Range } from "./partition.ts";
-import type { ApplyPolicy } from "./config.ts";
+import type { ApplyPolicy, ResolvedRunConfig } from "./config.ts";
+import type { ElChe } from "./elche.ts";
 
 /** One epoch's dispatchable work. */
 export interface WorkSource {
@@ -180,4 +181,31 @@ export class PartitionSource implements WorkSource {
     const heirs = this.#alive.flatMap((a, r) => (a ? [r] : []));
     pieces.forEach((piece, i) => heirs.length && this.#queues[heirs[i % heirs.length]].push(piece));
   }
+}
+
+/**
+ * The work source of an epoch: resumed from its checkpoint coverage when the run resumed
+ * inside it, else planned fresh: the chunk pool (progressive dispatch) or partitions sized
+ * by ElChe's measured speeds once calibrated (or by `partitionRatios`).
+ */
+export function planSource(
+  epoch: number,
+  o: { cfg: ResolvedRunConfig; pickSpace: number; alive: boolean[]; resumed?: EpochCoverage; elche: ElChe },
+): WorkSource {
+  const B = o.cfg.batchSize, W = o.alive.length;
+  if (o.resumed) {
+    return o.cfg.progressive ? PoolSource.resumed(o.resumed, B, W, o.alive) : PartitionSource.resumed(o.resumed, B, W, o.alive);
+  }
+  return o.cfg.progressive
+    ? PoolSource.fresh(epoch, o.pickSpace, B, W, o.elche.batchCounts, o.alive)
+    : PartitionSource.plan(
+      epoch,
+      o.pickSpace,
+      B,
+      o.cfg.policy,
+      W,
+      o.alive,
+      o.cfg.elche.partitionRatios,
+      o.elche.calibrated ? o.elche.smoothedMsPerBatch : undefined,
+    );
 }

@@ -7,6 +7,8 @@ import type { Module } from "../../nn/mod.ts";
 import type { BuilderState } from "./builder_state.ts";
 import { EvalCadence } from "../coordinator/config.ts";
 import type { RunObserver } from "../coordinator/coordinator.ts";
+import { quietly } from "../coordinator/callbacks.ts";
+import { trainedState } from "../coordinator/observer.ts";
 import { describeError } from "../protocol/errors.ts";
 import { DdpHandle, type TrainedState } from "./handle.ts";
 import { setupFor } from "./rank_setup.ts";
@@ -19,13 +21,6 @@ import type { Persistence } from "../coordinator/persistence.ts";
 import type { SaveReason } from "../coordinator/max_failure.ts";
 import { runMonitor, type RunEvents } from "./run_monitor.ts";
 
-async function quietly(name: string, fn: () => unknown): Promise<void> {
-  try {
-    await fn();
-  } catch (e) {
-    console.warn(`${name} failed: ${describeError(e)} (training continues)`);
-  }
-}
 
 /** Train on one device in this thread. */
 export async function runSingle<M extends Module>(
@@ -155,9 +150,6 @@ async function trainSingle<M extends Module>(
   }
   await save(epoch, stopped() ? "graceful_shutdown" : "checkpoint");
   await evaluate(cfg.numEpochs);
-  const frame = await runtime.finalState();
-  const flat = frameToFlat(frame, layout);
-  const params = new Map(layout.params.map((e) => [e.name, { shape: e.shape, data: flat.params.slice(e.offset, e.offset + e.numel) }]));
-  const buffers = new Map(layout.buffers.map((e) => [e.name, { shape: e.shape, data: flat.buffers.slice(e.offset, e.offset + e.numel) }]));
-  return { params, buffers };
+  const flat = frameToFlat(await runtime.finalState(), layout);
+  return trainedState(layout, flat.params, flat.buffers);
 }
