@@ -6,6 +6,10 @@
  * `reduce_cycle.ts`'s; bundles are `checkpoints.ts`'s; the epoch ledger is
  * `epoch_report.ts`'s. It runs on the main thread, reaches ranks only through
  * `RankClient` (protocol/transport.ts), and never touches a GPU.
+ *
+ * Over ~400 lines on purpose: dispatch, the reduce gate, epoch boundaries, rank loss and
+ * the stop reasons are one state machine over one set of fields (flight, window counts,
+ * frontier, version); what does not read them has been moved out (see above).
  */
 import type { Module } from "../../nn/mod.ts";
 import type { BatchEvent, ChunkReport, LayoutTable, SyncAck } from "../protocol/messages.ts";

@@ -2,6 +2,10 @@
  * ElChe, the cadence controller (spec §3, flodl 0.7): the slowest ranks define the
  * window of A batches, faster ranks get proportionally more, A grows to amortize the
  * fixed per-window cost and shrinks on convergence signals.
+ *
+ * Over ~400 lines on purpose: one state machine (calibration phases, anchor election,
+ * growth, overshoot, export/import for bundles) whose transitions read the same fields;
+ * its pure arithmetic is already apart in `elche_math.ts`.
  */
 
 import type { ApplyPolicy } from "./config.ts";

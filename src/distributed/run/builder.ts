@@ -1,3 +1,11 @@
+/**
+ * `Trainer.builder(...)`: flodl's `DdpBuilder`, one fluent method per knob with flodl's
+ * name (camelCased), meaning and default, then `run()` / `intoWorker()`.
+ *
+ * Over ~400 lines on purpose: it is the public API's index, one short documented method
+ * per knob; what a knob does lives elsewhere (config and its validation, launch, the
+ * coordinator), and the state it fills is `builder_state.ts`.
+ */
 import { batchDatasetFrom, type BatchDataSet, type DataSet } from "../../data/mod.ts";
 import type { Module } from "../../nn/mod.ts";
 import type { Scheduler } from "../../optim/mod.ts";
