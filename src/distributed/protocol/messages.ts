@@ -155,7 +155,7 @@ export interface EvalOutcome {
   error?: string;
 }
 
-/** Rank → coordinator calls (a comlink proxy handed over at init). */
+/** Rank → coordinator calls: the sink a rank reports through (its transport turns them into `RankEvent`s; over comlink, a proxy). */
 export interface CoordinatorSink {
   batch(e: BatchEvent): void;
   heartbeat(rank: number): void;
