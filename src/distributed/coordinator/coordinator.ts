@@ -4,8 +4,9 @@
  * guards and the meta-controller through `Cadence`, schedules eval and callbacks, and
  * stops the run when it cannot go on. What happens inside a reduce is
  * `reduce_cycle.ts`'s; bundles are `checkpoints.ts`'s; the epoch ledger is
- * `epoch_report.ts`'s. It runs on the main thread, reaches ranks only through
- * `RankClient` (protocol/transport.ts), and never touches a GPU.
+ * `epoch_report.ts`'s; the callbacks' rank is `epoch_role.ts`'s. It runs on the main
+ * thread, reaches ranks only through `RankClient` (protocol/transport.ts), and never
+ * touches a GPU.
  *
  * Over ~400 lines on purpose: dispatch, the reduce gate, epoch boundaries, rank loss and
  * the stop reasons are one state machine over one set of fields (flight, window counts,
@@ -14,13 +15,13 @@
 import type { Module } from "../../nn/mod.ts";
 import type { BatchEvent, ChunkReport, LayoutTable, SyncAck } from "../protocol/messages.ts";
 import type { RankView } from "../protocol/transport.ts";
-import { describeError } from "../protocol/errors.ts";
 import { boundedCall, quietly } from "./callbacks.ts";
 import { Cadence } from "./cadence.ts";
 import { type BundleSource, Checkpoints } from "./checkpoints.ts";
 import type { Chunk, EpochCoverage, NextChunkContext } from "./chunk_pool.ts";
 import { EvalCadence, type ResolvedRunConfig } from "./config.ts";
 import { EpochReports } from "./epoch_report.ts";
+import { EpochRole } from "./epoch_role.ts";
 import { type SaveReason, stallCeilingMs, unrecoverableReason } from "./max_failure.ts";
 import { type ReduceEvent, type RunEvents, type RunObserver, type RunSink, trainedState, type TrainedState } from "./observer.ts";
 import { OuterStepper } from "./outer.ts";
@@ -66,8 +67,7 @@ export class Coordinator<M extends Module> {
   #wake = new Wake();
   /** performance.now() of the last batch, chunk or reduce: what the stall ceiling measures from. */
   #lastProgress = performance.now();
-  #role: number | null = null;
-  #epochFnFired = new Set<number>();
+  #role: EpochRole;
   #consensus: Float32Array | null = null;
   #events?: RunEvents;
   #started = new Set<number>();
@@ -113,6 +113,16 @@ export class Coordinator<M extends Module> {
       this.#globalStep = resume.globalStep;
       this.#round = resume.round;
     }
+    this.#role = new EpochRole({
+      ranks,
+      cfg,
+      state,
+      elche: this.#cadence.elche,
+      sink,
+      events,
+      bounded: (client, what, fn) => this.#bounded(client, what, fn),
+      stopping: () => this.#stopReason !== undefined,
+    });
     if (state.outerFactory) this.#outer = new OuterStepper(state.outerFactory());
     this.#flight = new Array(this.W).fill(null);
     this.#n = new Array(this.W).fill(0);
@@ -184,15 +194,6 @@ export class Coordinator<M extends Module> {
     };
   }
 
-  /** The rank holding the epoch-callback role (spec §7.1), sticky while alive. */
-  #roleRank(): number {
-    const p = this.#cfg.epochCallbackPolicy;
-    if (p.kind === "rank" && this.#ranks[p.rank]?.alive) return p.rank;
-    if (this.#role !== null && this.#ranks[this.#role].alive) return this.#role;
-    this.#role = this.#cadence.elche.fastestRank() ?? this.#alive()[0].rank;
-    return this.#role;
-  }
-
   #dispatch(): void {
     this.#held.clear();
     if (this.#stop) return;
@@ -225,8 +226,7 @@ export class Coordinator<M extends Module> {
       this.#events?.epochStart(chunk.epoch);
     }
     this.#flight[r] = { chunk, source, since: performance.now() };
-    const epochFn = this.#state.spec.epochFn !== undefined && !this.#epochFnFired.has(chunk.epoch) && r === this.#roleRank();
-    if (epochFn) this.#epochFnFired.add(chunk.epoch);
+    const epochFn = this.#role.epochFn(chunk.epoch, r);
     client.call("train", (api) =>
       api.train({
         epoch: chunk.epoch,
@@ -323,7 +323,7 @@ export class Coordinator<M extends Module> {
     if (this.#alive().some((c) => this.#n[c.rank] > 0) || this.#consensus === null) await this.#reduce(true, stall);
     if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
     if (this.#failure) throw this.#failure;
-    await this.#finalEval();
+    await this.#role.evaluate(this.#cfg.numEpochs);
     if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
     if (this.#checkpoints.writer) await this.#save(this.#stop ? "graceful_shutdown" : "checkpoint");
     return trainedState(this.#layout, this.#consensus!, this.#consensusBuffers!);
@@ -369,7 +369,7 @@ export class Coordinator<M extends Module> {
     for (const s of this.#sources.values()) if (!s.isComplete()) s.forfeit(r);
     this.#flight[r] = null;
     this.#n[r] = 0;
-    if (this.#role === r) this.#role = null;
+    this.#role.lost(r);
     const reason = err.message;
     console.warn(`flodl-webgpu: ${reason}; continuing on ${this.#alive().length} rank(s)`);
     this.#events?.rankLost(r, this.#frontier, reason);
@@ -439,14 +439,9 @@ export class Coordinator<M extends Module> {
     await quietly("metricsFn", () => this.#state.metricsFn?.(run));
     const k = e + 1;
     if (k < this.#cfg.numEpochs) {
-      if (EvalCadence.due(this.#cfg.evalEvery, k)) await this.#evaluate(k);
+      if (EvalCadence.due(this.#cfg.evalEvery, k)) await this.#role.evaluate(k);
       const every = this.#cfg.checkpointEvery;
-      if (every && this.#state.spec.checkpointFn && k % every === 0) {
-        const role = this.#ranks[this.#roleRank()];
-        await this.#bounded(role, `checkpointFn (epoch ${k})`, (api) => api.checkpoint(k)).catch((err) => {
-          console.warn(`checkpointFn failed on rank ${role.rank} at epoch ${k}: ${describeError(err)}`);
-        });
-      }
+      if (every && this.#state.spec.checkpointFn && k % every === 0) await this.#role.checkpointFn(k);
     }
     return true;
   }
@@ -456,26 +451,6 @@ export class Coordinator<M extends Module> {
     return boundedCall(client, what, fn, stallCeilingMs(this.#cfg.heartbeatTimeoutSecs), (err) => {
       this.#stopReason ??= { reason: "reduce_stall", cause: err };
     });
-  }
-
-  async #evaluate(epoch: number): Promise<void> {
-    if (!this.#state.spec.evalFn || !this.#state.spec.evalDataset) return;
-    const role = this.#ranks[this.#roleRank()];
-    const out = await this.#bounded(role, `evalFn (epoch ${epoch})`, (api) => api.evaluate(epoch)).catch((e) => {
-      if (this.#stopReason || !role.alive) return null; // stalled, or the rank was lost: said elsewhere
-      throw e;
-    });
-    if (!out) return;
-    this.#sink.evaluated({ ...out, rank: role.rank });
-    if (out.error !== undefined) console.warn(`evalFn failed on rank ${role.rank} at epoch ${epoch}: ${out.error}`);
-    else {
-      this.#events?.evaluated(epoch, out.value!);
-      await quietly("evalResultFn", () => this.#state.evalResultFn?.(epoch, out.value!));
-    }
-  }
-
-  async #finalEval(): Promise<void> {
-    await this.#evaluate(this.#cfg.numEpochs);
   }
 
   /** Run one reduce cycle (reduce_cycle.ts) and fold it into the schedule. `exact`: f32 frames (the final consensus). */
