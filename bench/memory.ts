@@ -33,7 +33,7 @@ import {
 } from "../src/index.ts";
 import type { RunEpochMetrics } from "../src/index.ts";
 import { collectGarbage, loadCollector } from "../src/gpu/collect.ts";
-import { messageCollections } from "../src/distributed/rank_client.ts";
+import { messageCollections } from "../src/distributed/coordinator/rank_client.ts";
 import { exitNow } from "../examples/exit.ts";
 import { mlp } from "../examples/models.ts";
 

@@ -5,11 +5,11 @@
  * await anywhere in this module's static imports.
  */
 import * as Comlink from "comlink";
-import type { DdpBuilder } from "../src/distributed/builder.ts";
-import { awaitBuilder, enterRankRole, type RankRole } from "../src/distributed/reentry.ts";
-import { postHello } from "../src/distributed/protocol.ts";
-import type { CoordinatorSink, Frame, RankApi, RankSetup } from "../src/distributed/protocol.ts";
-import { forwardRankApi } from "../src/distributed/rank_forward.ts";
+import type { DdpBuilder } from "../src/distributed/run/builder.ts";
+import { awaitBuilder, enterRankRole, type RankRole } from "../src/distributed/run/reentry.ts";
+import { postHello } from "../src/distributed/protocol/messages.ts";
+import type { CoordinatorSink, Frame, RankApi, RankSetup } from "../src/distributed/protocol/messages.ts";
+import { forwardRankApi } from "../src/distributed/rank/rank_forward.ts";
 import type { Module } from "../src/nn/mod.ts";
 
 interface WorkerScope {

@@ -1,16 +1,26 @@
 import { accumulate, clone, type OpDef, type Tensor } from "../tensor/mod.ts";
-import { Variable } from "./variable.ts";
 
 /**
  * The autograd tape: which op made a value and what it saved. It holds no op-specific
  * math (STYLE.md practice 1); the ops' own backward functions do.
+ *
+ * The tape walks values through {@link TapeValue}, the part of a `Variable` it reads, so it
+ * imports nothing from `variable.ts` (which records onto it through `apply`): no cycle.
  */
-export interface Node {
+export interface TapeNode<V> {
   readonly op: OpDef<any>;
   readonly attrs: unknown;
-  readonly inputs: readonly Variable[];
+  readonly inputs: readonly V[];
   readonly saved: readonly Tensor[];
   readonly output: Tensor;
+}
+
+/** What the backward walk reads and writes of a value (a `Variable`). */
+export interface TapeValue {
+  grad: Tensor | null;
+  readonly requiresGrad: boolean;
+  readonly node: TapeNode<TapeValue> | null;
+  readonly shape: readonly number[];
 }
 
 const GRAD_KEY = Symbol.for("flodl-webgpu.gradEnabled");
@@ -42,23 +52,10 @@ export function noGrad<T>(fn: () => T): T {
   return result;
 }
 
-/**
- * Apply an op to variables: run its forward and, when a gradient is wanted, record it.
- * This is the only place the tape grows.
- */
-export function apply<A>(op: OpDef<A>, inputs: readonly Variable[], attrs: A): Variable {
-  const tensors = inputs.map((v) => v.data);
-  const res = op.forward(tensors, attrs);
-  const track = isGradEnabled() && op.backward !== undefined && inputs.some((v) => v.requiresGrad);
-  if (!track) return new Variable(res.output, false);
-  const node: Node = { op, attrs, inputs, saved: res.saved ?? [], output: res.output };
-  return new Variable(res.output, true, node);
-}
-
-function topoOrder(root: Variable): Variable[] {
-  const order: Variable[] = [];
-  const seen = new Set<Variable>();
-  const stack: [Variable, number][] = [[root, 0]];
+function topoOrder(root: TapeValue): TapeValue[] {
+  const order: TapeValue[] = [];
+  const seen = new Set<TapeValue>();
+  const stack: [TapeValue, number][] = [[root, 0]];
   while (stack.length) {
     const top = stack[stack.length - 1];
     const [v, i] = top;
@@ -83,8 +80,8 @@ function topoOrder(root: Variable): Variable[] {
 }
 
 /** Walk the tape from `root` with output gradient `seed`, accumulating into leaves. */
-export function runBackward(root: Variable, seed: Tensor): void {
-  const grads = new Map<Variable, Tensor>([[root, seed]]);
+export function runBackward(root: TapeValue, seed: Tensor): void {
+  const grads = new Map<TapeValue, Tensor>([[root, seed]]);
   for (const v of topoOrder(root)) {
     const g = grads.get(v);
     if (!g) continue;

@@ -1,6 +1,22 @@
 import * as T from "../tensor/mod.ts";
 import { fmt, type OpDef, sameShape, type Shape, type Tensor } from "../tensor/mod.ts";
-import { apply, type Node, runBackward } from "./tape.ts";
+import { isGradEnabled, runBackward, type TapeNode } from "./tape.ts";
+
+/** The op that made a variable, its inputs and what it saved for backward. */
+export type Node = TapeNode<Variable>;
+
+/**
+ * Apply an op to variables: run its forward and, when a gradient is wanted, record it.
+ * This is the only place the tape grows.
+ */
+export function apply<A>(op: OpDef<A>, inputs: readonly Variable[], attrs: A): Variable {
+  const tensors = inputs.map((v) => v.data);
+  const res = op.forward(tensors, attrs);
+  const track = isGradEnabled() && op.backward !== undefined && inputs.some((v) => v.requiresGrad);
+  if (!track) return new Variable(res.output, false);
+  const node: Node = { op, attrs, inputs, saved: res.saved ?? [], output: res.output };
+  return new Variable(res.output, true, node);
+}
 
 /** A Variable, or a number that becomes a constant scalar on the other operand's device. */
 export type Operand = Variable | number;

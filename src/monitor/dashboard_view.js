@@ -119,7 +119,7 @@ export class BatchSeries {
  * bin between the rank's first and last batch is idle. A batch arriving at time `t` after
  * `ms` of work covers [t - ms, t]: its last (s - 1)/s is throttle for a rank slowed down s
  * times, except the rank's first batch (pipeline compilation, which a slowed-down rank
- * does not stretch: src/distributed/chunk_run.ts). A reduce of `ms` ending at `t` covers [t - ms, t] on the ranks that took part.
+ * does not stretch: src/distributed/rank/chunk_run.ts). A reduce of `ms` ending at `t` covers [t - ms, t] on the ranks that took part.
  * When a rank would need more than `maxBins` bins, neighbouring bins merge pairwise and
  * `binMs` doubles, so a long run keeps its shape at the resolution a screen can show.
  */

@@ -6,7 +6,7 @@
  * directly by pages, not re-exported here.
  */
 export { decodeNumber, encodeNumber, NON_FINITE_STRINGS, stringifyFinite } from "./json.ts";
-export { CORE_REDUCTIONS, type Reduction, reductionFor, REDUCTIONS, rollUp, type RollUpChild } from "./roll_up.ts";
+export { CORE_REDUCTIONS, Reduction, reductionFor, REDUCTIONS, rollUp, type RollUpChild } from "./roll_up.ts";
 export {
   encodeRecord,
   type InteriorRecord,

@@ -4,11 +4,17 @@
  * (`scalarReduction(key, Reduction.Max)`), so declarations pass through unchanged.
  */
 
-/** How a key rolls up: work-weighted mean (default), sum, max, min, or the highest-work child's value. */
-export type Reduction = "mean" | "sum" | "max" | "min" | "last";
+/**
+ * How a key rolls up: work-weighted mean (default), sum, max, min, or the highest-work
+ * child's value. A string union with a same-named constant object, so both
+ * `scalarReduction(key, Reduction.Max)` and `scalarReduction(key, "max")` type-check;
+ * declared once, here (the trainer's config re-exports it).
+ */
+export const Reduction = { Mean: "mean", Sum: "sum", Max: "max", Min: "min", Last: "last" } as const;
+export type Reduction = (typeof Reduction)[keyof typeof Reduction];
 
 /** Every reduction name, for validation messages. */
-export const REDUCTIONS: readonly Reduction[] = Object.freeze(["mean", "sum", "max", "min", "last"]);
+export const REDUCTIONS: readonly Reduction[] = Object.freeze(Object.values(Reduction));
 
 /** Roll-ups of the core record keys; fixed, a declaration cannot change them (spec §7.4). */
 export const CORE_REDUCTIONS: Readonly<Record<string, Reduction>> = Object.freeze({

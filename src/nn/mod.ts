@@ -6,8 +6,10 @@ export { decodeSafetensors, encodeSafetensors, MAX_HEADER_BYTES, toBf16Bits, toF
 export type { DecodedSafetensors, SafetensorsDType, SafeTensor } from "../io/mod.ts";
 export { loadCheckpointFile, saveCheckpointFile } from "./checkpoint.ts";
 export type { LoadCheckpointOptions, LoadCheckpointResult, SaveCheckpointOptions } from "./checkpoint.ts";
-export { checkStateDict, keyedState, loadSafetensors, saveSafetensors, tensorEntry } from "./state.ts";
-export type { CheckOptions, KeyStyle, LoadFileOptions, SaveOptions, StateEntry } from "./state.ts";
+export { keyedState, loadSafetensors, saveSafetensors } from "./state.ts";
+export type { KeyStyle, LoadFileOptions, SaveOptions } from "./state.ts";
+export { checkStateDict, tensorEntry } from "./state_check.ts";
+export type { CheckOptions, StateEntry } from "./state_check.ts";
 export {
   AdaptiveAvgPool2d,
   AvgPool2d,

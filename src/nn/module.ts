@@ -1,15 +1,9 @@
 import { Parameter, type Variable } from "../autograd/mod.ts";
 import type { Device } from "../gpu/mod.ts";
 import { Tensor } from "../tensor/mod.ts";
-import { checkStateDict, type StateEntry, tensorEntry } from "./state.ts";
+import { checkStateDict, type LoadResult, type StateEntry, tensorEntry } from "./state_check.ts";
 
-/** What {@link Module.loadStateDict} reports with `strict: false` (PyTorch's `_IncompatibleKeys`). */
-export interface LoadResult {
-  /** Keys the module has that the state did not give. */
-  missing: string[];
-  /** Keys the state gave that the module does not have. */
-  unexpected: string[];
-}
+export type { LoadResult };
 
 /** Options of {@link Module.loadStateDict}. */
 export interface LoadOptions {

@@ -10,9 +10,9 @@
  * (unless the test gives the coordinator's real-time ceilings a bounded wait).
  */
 import { setImmediate } from "node:timers";
-import { Coordinator, type RunObserver } from "../../src/distributed/coordinator.ts";
-import { DdpHandle, type TrainedState } from "../../src/distributed/handle.ts";
-import type { ChunkReport } from "../../src/distributed/metrics.ts";
+import { Coordinator, type RunObserver } from "../../src/distributed/coordinator/coordinator.ts";
+import { DdpHandle, type TrainedState } from "../../src/distributed/run/handle.ts";
+import type { ChunkReport } from "../../src/distributed/coordinator/metrics.ts";
 import type {
   Adoption,
   ChunkPlan,
@@ -24,11 +24,11 @@ import type {
   RankHello,
   RankSetup,
   SyncAck,
-} from "../../src/distributed/protocol.ts";
-import { RankClient } from "../../src/distributed/rank_client.ts";
-import { RankLostError } from "../../src/distributed/errors.ts";
-import { resolveConfig } from "../../src/distributed/validate_config.ts";
-import type { DdpBuilder } from "../../src/distributed/builder.ts";
+} from "../../src/distributed/protocol/messages.ts";
+import { RankClient } from "../../src/distributed/coordinator/rank_client.ts";
+import { RankLostError } from "../../src/distributed/protocol/errors.ts";
+import { resolveConfig } from "../../src/distributed/run/validate_config.ts";
+import type { DdpBuilder } from "../../src/distributed/run/builder.ts";
 import type { Module } from "../../src/nn/mod.ts";
 
 /** One parameter tensor of 4 values: enough for frames, averages and acks. */
@@ -248,7 +248,7 @@ export async function simulate<M extends Module>(
   const clock = new Timeline();
   const ranks = scripts.map((s, r) => new FakeRank(r, clock, s));
   const clients = ranks.map((f) => (f.client = new RankClient(f.rank, f)));
-  await Promise.all(clients.map((c) => c.call("init", (api) => api.init({ rank: c.rank, batchSize: cfg.batchSize } as RankSetup, c.sink()))));
+  await Promise.all(clients.map((c) => c.call("init", (api) => api.init({ rank: c.rank, batchSize: cfg.batchSize } as RankSetup))));
   const warnings: string[] = [];
   const warn = console.warn, now = performance.now;
   // The coordinator's own clock (reduce ms feeds ElChe's overhead) is the virtual one too.

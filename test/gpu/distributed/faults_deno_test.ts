@@ -47,7 +47,7 @@ async function lose(fault: "exit" | "destroy" | "destroy-raw", reason: RegExp) {
   const ledger = new Ledger();
   const lost: string[] = [];
   const b = threeRanks();
-  const { observe } = await import("../../../src/distributed/launch.ts");
+  const { observe } = await import("../../../src/distributed/run/launch.ts");
   observe(b.state, { chunk: ledger.chunk, rankLost: (r, why) => lost.push(`${r}: ${why}`) });
   const h = await b.run();
   const state = await h.join();
@@ -79,7 +79,7 @@ gpuTest("maxFailure(absolute(1)) writes a max_failure_exceeded bundle; resumeFro
   const stem = `${dir}/ckpt`;
   try {
     const ledger = new Ledger();
-    const { observe } = await import("../../../src/distributed/launch.ts");
+    const { observe } = await import("../../../src/distributed/run/launch.ts");
     // Run 1: rank 2 vanishes; one dead rank is already too many.
     setProgramArgs({ faultRank: 2, faultAt: 30, fault: "exit" });
     let b = threeRanks().savePath(stem).maxFailure(MaxFailureThreshold.absolute(1));
@@ -119,7 +119,7 @@ void MemoryStorage;
 gpuTest("a rank stuck in its step while alive (heartbeats on): reduce_stall after the stall ceiling, bundle written, join rejects", async () => {
   const dir = await Deno.makeTempDir({ prefix: "flodl-stall-" });
   const stem = `${dir}/ckpt`;
-  const { overrideStallFloorSecsForTests } = await import("../../../src/distributed/max_failure.ts");
+  const { overrideStallFloorSecsForTests } = await import("../../../src/distributed/coordinator/max_failure.ts");
   // The spec's ceiling is max(10 × heartbeat, 300 s): without the 300 s floor, 20 s here
   // (heartbeatTimeoutSecs 2), while rank 1's worker keeps beating every second.
   overrideStallFloorSecsForTests(0);
@@ -149,7 +149,7 @@ gpuTest("checkpointAtEpoch mid-epoch, then resumeFrom that bundle: no sample rep
   const dir = await Deno.makeTempDir({ prefix: "flodl-ckpt-" });
   try {
     setProgramArgs({});
-    const { observe } = await import("../../../src/distributed/launch.ts");
+    const { observe } = await import("../../../src/distributed/run/launch.ts");
     // Run 1: keep a copy of the bundle written when a rank reaches epoch 1.
     // Small windows (maxAnchor 4): epoch 1 takes several reduces, so the bundle is mid-epoch.
     const b1 = threeRanks().cluster({ ranks: [{}, {}] }).anchor(4).maxAnchor(4).savePath(`${dir}/run`).checkpointAtEpoch(1);

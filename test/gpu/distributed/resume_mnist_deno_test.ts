@@ -8,7 +8,7 @@
  */
 import { ElCheConfig, MaxFailureThreshold, permutation, readBundleMeta, setProgramArgs } from "../../../src/index.ts";
 import { FsStorage } from "../../../src/io/mod.ts";
-import { observe } from "../../../src/distributed/launch.ts";
+import { observe } from "../../../src/distributed/run/launch.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 

@@ -5,13 +5,13 @@
  * ElChe state is compared with a fresh ElChe fed by this file's own reading of the rule.
  */
 import type { Module } from "../../../src/nn/mod.ts";
-import type { BuilderState } from "../../../src/distributed/builder.ts";
-import { Cadence, emptyWindow, timingFeed, type TimingWindow } from "../../../src/distributed/cadence.ts";
-import { type ApplyPolicy, defaultRunConfig } from "../../../src/distributed/config.ts";
-import { ElChe } from "../../../src/distributed/elche.ts";
-import { NoGuard } from "../../../src/distributed/guards.ts";
-import type { BatchEvent } from "../../../src/distributed/protocol.ts";
-import { resolveConfig } from "../../../src/distributed/validate_config.ts";
+import type { BuilderState } from "../../../src/distributed/run/builder.ts";
+import { Cadence, emptyWindow, timingFeed, type TimingWindow } from "../../../src/distributed/coordinator/cadence.ts";
+import { type ApplyPolicy, defaultRunConfig } from "../../../src/distributed/coordinator/config.ts";
+import { ElChe } from "../../../src/distributed/coordinator/elche.ts";
+import { NoGuard } from "../../../src/distributed/coordinator/guards.ts";
+import type { BatchEvent } from "../../../src/distributed/protocol/messages.ts";
+import { resolveConfig } from "../../../src/distributed/run/validate_config.ts";
 import { assert, assertEquals, assertRelClose } from "../../util/assert.ts";
 import { mulberry32 } from "../../util/random.ts";
 

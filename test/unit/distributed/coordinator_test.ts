@@ -7,7 +7,7 @@ import { ArrayDataSet, ElCheConfig, EvalCadence, permutation, SGD, Trainer, Vari
 import type { Module } from "../../../src/nn/mod.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
 import { type FakeRankScript, simulate } from "../../util/fake_ranks.ts";
-import { RankClient } from "../../../src/distributed/rank_client.ts";
+import { RankClient } from "../../../src/distributed/coordinator/rank_client.ts";
 import { mulberry32 } from "../../util/random.ts";
 
 function program(samples: number) {
@@ -140,7 +140,7 @@ Deno.test("coordinator: async ranks stream into the next epoch while the eval of
 
 for (const what of ["evaluate", "checkpoint"] as const) {
   Deno.test(`coordinator: a rank whose ${what} never returns (alive, beating) stops the run with reduce_stall naming it`, async () => {
-    const { overrideStallFloorSecsForTests } = await import("../../../src/distributed/max_failure.ts");
+    const { overrideStallFloorSecsForTests } = await import("../../../src/distributed/coordinator/max_failure.ts");
     overrideStallFloorSecsForTests(0); // the ceiling is then 10 × heartbeatTimeoutSecs = 0.5 s
     try {
       const samples = 256, B = 8;

@@ -4,8 +4,8 @@
  * The type checks below stop compiling (`deno check`) if the handle's API drifts back to
  * the narrower `EpochMetrics`.
  */
-import { DdpHandle } from "../../../src/distributed/handle.ts";
-import type { RunEpochMetrics } from "../../../src/distributed/metrics.ts";
+import { DdpHandle } from "../../../src/distributed/run/handle.ts";
+import type { RunEpochMetrics } from "../../../src/distributed/coordinator/metrics.ts";
 import type { RunEpochMetrics as Exported } from "../../../src/index.ts";
 import { assertEquals } from "../../util/assert.ts";
 

@@ -1,10 +1,5 @@
-import {
-  type ChunkReport,
-  EpochAggregator,
-  reductionFor,
-  rollUp,
-  type RollUpChild,
-} from "../../../src/distributed/metrics.ts";
+import { type ChunkReport, EpochAggregator } from "../../../src/distributed/coordinator/metrics.ts";
+import { reductionFor, rollUp, type RollUpChild } from "../../../src/monitor/mod.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
 
 const chunk = (r: Partial<ChunkReport> & { rank: number }): ChunkReport => ({

@@ -1,4 +1,4 @@
-import { DiLoCo, OuterAvg, OuterStepper, SlowMo } from "../../../src/distributed/outer.ts";
+import { DiLoCo, OuterAvg, OuterStepper, SlowMo } from "../../../src/distributed/coordinator/outer.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
 import { mulberry32, randn } from "../../util/random.ts";
 

@@ -1,4 +1,4 @@
-import { epochSlice, permutation, PickKey, pickToSample, Rng } from "../../../src/distributed/permutation.ts";
+import { epochSlice, permutation, PickKey, pickToSample, Rng } from "../../../src/distributed/rank/permutation.ts";
 import { assert, assertEquals, assertThrows } from "../../util/assert.ts";
 
 // Test vectors from the C reference implementations (xoshiro128starstar.c, splitmix64.c of

@@ -4,8 +4,8 @@
  * The type-level half fails to compile when RankApi gains a call the worker does not
  * forward, or when a forwarded call's parameters differ from the protocol's.
  */
-import { ALL_CALLS_LISTED, FORWARDED_CALLS, type ForwardedCall, forwardRankApi } from "../../../src/distributed/rank_forward.ts";
-import type { Frame, RankApi } from "../../../src/distributed/protocol.ts";
+import { ALL_CALLS_LISTED, FORWARDED_CALLS, type ForwardedCall, forwardRankApi } from "../../../src/distributed/rank/rank_forward.ts";
+import type { Frame, RankApi } from "../../../src/distributed/protocol/messages.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
 
 type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;

@@ -4,8 +4,8 @@ import {
   ElCheConfig,
   EpochCallbackPolicy,
   EvalCadence,
-} from "../../../src/distributed/config.ts";
-import { resolveConfig, validateConfig } from "../../../src/distributed/validate_config.ts";
+} from "../../../src/distributed/coordinator/config.ts";
+import { resolveConfig, validateConfig } from "../../../src/distributed/run/validate_config.ts";
 import { assertEquals, assertThrows } from "../../util/assert.ts";
 
 /** A valid config with `patch` applied; `elche` patches merge into the ElCheConfig. */

@@ -1,0 +1,336 @@
+/**
+ * The vocabulary of the data-parallel trainer's configuration (spec §1.2, §2): policies,
+ * backends, modes, the ElChe strategy object and its presets, and the run config with
+ * every knob's default. Validation lives in `validate_config.ts`.
+ *
+ * Enum-like values are string unions with a same-named constant object, so both
+ * `.policy(ApplyPolicy.Cadence)` and `.policy("cadence")` type-check.
+ */
+
+import type { ConvergenceGuard } from "./guards.ts";
+import type { MaxFailureThreshold } from "./max_failure.ts";
+
+export { MaxFailureThreshold } from "./max_failure.ts";
+
+import { Reduction } from "../../monitor/mod.ts";
+import { ApplyPolicy, AverageBackend } from "./policy.ts";
+
+export { ApplyPolicy, AverageBackend };
+
+/** One name for policy × backend (spec §2.3). There is no `nccl-async` (dropped in flodl 0.7). */
+export type ElCheMode = "nccl-sync" | "nccl-cadence" | "cpu-sync" | "cpu-cadence" | "cpu-async";
+
+const MODE_PARTS: Record<ElCheMode, readonly [ApplyPolicy, AverageBackend]> = {
+  "nccl-sync": ["sync", "nccl"],
+  "nccl-cadence": ["cadence", "nccl"],
+  "cpu-sync": ["sync", "cpu"],
+  "cpu-cadence": ["cadence", "cpu"],
+  "cpu-async": ["async", "cpu"],
+};
+
+/**
+ * Mode names plus `split` / `fromParts`.
+ * @example
+ * ```ts
+ * import { ElCheMode } from "./config.ts";
+ * ElCheMode.split(ElCheMode.CpuAsync); // ["async", "cpu"]
+ * ElCheMode.fromParts("cadence", "cpu"); // "cpu-cadence"
+ * ```
+ */
+export const ElCheMode = {
+  NcclSync: "nccl-sync",
+  NcclCadence: "nccl-cadence",
+  CpuSync: "cpu-sync",
+  CpuCadence: "cpu-cadence",
+  CpuAsync: "cpu-async",
+  /** Every mode, in table order. */
+  all(): ElCheMode[] {
+    return Object.keys(MODE_PARTS) as ElCheMode[];
+  },
+  /** True when `x` names a mode. */
+  is(x: unknown): x is ElCheMode {
+    return typeof x === "string" && Object.hasOwn(MODE_PARTS, x);
+  },
+  /** `[policy, backend]` of a mode. */
+  split(mode: ElCheMode): [ApplyPolicy, AverageBackend] {
+    const parts = MODE_PARTS[mode];
+    if (!parts) throw new RangeError(`ElCheMode.split: expected one of ${ElCheMode.all().join(", ")}, got ${mode}`);
+    return [parts[0], parts[1]];
+  },
+  /**
+   * The mode of a policy × backend pair.
+   * @throws {RangeError} For (async, nccl): NCCL async was dropped; use cpu-async.
+   */
+  fromParts(policy: ApplyPolicy, backend: AverageBackend): ElCheMode {
+    if (policy === "async" && backend === "nccl") {
+      throw new RangeError(
+        "Trainer.run: policy Async with backend Nccl is not supported (NCCL async was dropped); " +
+          "use cpu-async, got async + nccl",
+      );
+    }
+    const mode = `${backend}-${policy}`;
+    if (!ElCheMode.is(mode)) {
+      throw new RangeError(`ElCheMode.fromParts: unknown policy/backend, got ${policy} + ${backend}`);
+    }
+    return mode;
+  },
+} as const;
+
+/** The `cpu-*` mode doing what an `nccl-*` mode does in flodl (the web's only transport). */
+export function cpuEquivalent(mode: ElCheMode): ElCheMode {
+  return ElCheMode.fromParts(ElCheMode.split(mode)[0], "cpu");
+}
+
+/** Plain-data fields of {@link ElCheConfig}; `undefined` means "framework default". */
+export interface ElCheFields {
+  mode: ElCheMode;
+  /** Initial anchor A (batches of the slow rank per window), integer >= 1. */
+  anchor: number;
+  minAnchor?: number;
+  maxAnchor?: number;
+  /** τ, share of compute time the fixed per-window cost may take; [0.01, 0.50], default 0.05. */
+  overheadTarget?: number;
+  /** d, most batches any rank may lead the slowest by; 0 = strict lockstep. */
+  maxBatchDiff?: number;
+  /** Grow A by one on each Stable verdict (Async only). */
+  relaxUp: boolean;
+  /** Static per-rank data shares (Sync only); length W, > 0, sum 1 ± 0.05. */
+  partitionRatios?: number[];
+  metaController: boolean;
+  /** Explicit guard; wins over `noDivergenceGuard` and `divergenceThreshold`. */
+  convergenceGuard?: ConvergenceGuard;
+  divergenceThreshold?: number;
+  noDivergenceGuard: boolean;
+  /** Extra steps past `c[r]` an Async rank may run; unset = auto-tuned (3..15). */
+  maxOvershoot?: number;
+  /** Consensus weighting exponent: rank k weighs n_k^γ. Any finite value. */
+  gamma: number;
+  /** Ship parameters as bf16 on the CPU averaging plane. */
+  bf16Wire: boolean;
+  /** EASGD blend α in (0, 1], honoured under Async only. */
+  easgdAlpha?: number;
+}
+
+/**
+ * A complete ElChe strategy (flodl `ElCheConfig`): mode plus cadence, guard and
+ * consensus knobs. Fields are public and mutable; presets give the table of spec §2.3.
+ * The default mode here is cpu-cadence (the web has no NCCL), not flodl's nccl-cadence.
+ * @example
+ * ```ts
+ * import { ElCheConfig } from "./config.ts";
+ * const cfg = ElCheConfig.cpuAsync().with({ maxAnchor: 200 });
+ * cfg.easgdAlpha; // 0.5
+ * ```
+ */
+export class ElCheConfig implements ElCheFields {
+  mode: ElCheMode = "cpu-cadence";
+  anchor = 10;
+  minAnchor?: number;
+  maxAnchor?: number;
+  overheadTarget?: number;
+  maxBatchDiff?: number;
+  relaxUp = false;
+  partitionRatios?: number[];
+  metaController = true;
+  convergenceGuard?: ConvergenceGuard;
+  divergenceThreshold?: number;
+  noDivergenceGuard = false;
+  maxOvershoot?: number;
+  gamma = 1.0;
+  bf16Wire = false;
+  easgdAlpha?: number;
+
+  /** Base defaults (spec §2.3), then `init`. */
+  constructor(init: Partial<ElCheFields> = {}) {
+    Object.assign(this, init);
+    if (init.partitionRatios) this.partitionRatios = [...init.partitionRatios];
+  }
+
+  /** A copy with `patch` applied. */
+  with(patch: Partial<ElCheFields>): ElCheConfig {
+    return new ElCheConfig({ ...this.fields(), ...patch });
+  }
+
+  /** A copy (the guard object is shared, as flodl moves it). */
+  clone(): ElCheConfig {
+    return new ElCheConfig(this.fields());
+  }
+
+  /** The fields as a plain object. */
+  fields(): ElCheFields {
+    return { ...this, partitionRatios: this.partitionRatios ? [...this.partitionRatios] : undefined };
+  }
+
+  /** cpu-sync: anchor 1. */
+  static cpuSync(): ElCheConfig {
+    return ElCheConfig.defaultFor("cpu-sync");
+  }
+  /** cpu-cadence: base defaults. */
+  static cpuCadence(): ElCheConfig {
+    return ElCheConfig.defaultFor("cpu-cadence");
+  }
+  /** cpu-async: overhead target 0.05 set explicitly, EASGD α 0.5. */
+  static cpuAsync(): ElCheConfig {
+    return ElCheConfig.defaultFor("cpu-async");
+  }
+  /** nccl-sync (rejected by `run()` on the web; use cpuSync). */
+  static ncclSync(): ElCheConfig {
+    return ElCheConfig.defaultFor("nccl-sync");
+  }
+  /** nccl-cadence (rejected by `run()` on the web; use cpuCadence). */
+  static ncclCadence(): ElCheConfig {
+    return ElCheConfig.defaultFor("nccl-cadence");
+  }
+
+  /** The preset of a mode (spec §2.3 "preset differences"). */
+  static defaultFor(mode: ElCheMode): ElCheConfig {
+    const [policy] = ElCheMode.split(mode);
+    if (policy === "sync") return new ElCheConfig({ mode, anchor: 1 });
+    if (policy === "async") return new ElCheConfig({ mode, overheadTarget: 0.05, easgdAlpha: 0.5 });
+    return new ElCheConfig({ mode });
+  }
+}
+
+/** Eval cadence; only "every n epochs" exists (n = 0: never). */
+export interface EvalCadence {
+  readonly kind: "epochs";
+  readonly n: number;
+}
+export const EvalCadence = {
+  /**
+   * Eval every `n` epochs.
+   * @throws {RangeError} When `n` is not an integer >= 0.
+   */
+  epochs(n: number): EvalCadence {
+    if (!Number.isInteger(n) || n < 0) throw new RangeError(`EvalCadence.epochs: n must be an integer >= 0, got ${n}`);
+    return { kind: "epochs", n };
+  },
+  /** True when an eval is due at epoch boundary `k` (k >= 1: the consensus after epoch k-1). */
+  due(cadence: EvalCadence | undefined, k: number): boolean {
+    return cadence !== undefined && cadence.n > 0 && k > 0 && k % cadence.n === 0;
+  },
+} as const;
+
+/** Which rank runs epochFn / checkpointFn / evalFn (spec §7.1). */
+export type EpochCallbackPolicy = { readonly kind: "fastest" } | { readonly kind: "rank"; readonly rank: number };
+export const EpochCallbackPolicy = {
+  /** The alive rank with the lowest smoothed ms/batch (lowest index before calibration); sticky. */
+  fastest(): EpochCallbackPolicy {
+    return { kind: "fastest" };
+  },
+  /**
+   * A fixed rank; `n >= W` is rejected by `run()`.
+   * @throws {RangeError} When `n` is not an integer >= 0.
+   */
+  rank(n: number): EpochCallbackPolicy {
+    if (!Number.isInteger(n) || n < 0) {
+      throw new RangeError(`EpochCallbackPolicy.rank: n must be an integer >= 0, got ${n}`);
+    }
+    return { kind: "rank", rank: n };
+  },
+} as const;
+
+/** How a scalar rolls up across ranks in the record tree (spec §7.4); declared in monitor/roll_up.ts. */
+export { Reduction };
+
+/** Max anchor when unset ([0.7]; [0.5] used 200). */
+export const DEFAULT_MAX_ANCHOR = 1000;
+/** Overhead target τ when unset ([0.7]; [0.5] used 0.10). */
+export const DEFAULT_OVERHEAD_TARGET = 0.05;
+/** Per-node record-log cap when `maxBytes` is 0: 32 MiB. */
+export const DEFAULT_RECORD_LOG_BYTES = 32 * 1024 * 1024;
+/** Base shuffle seed (flodl 0.5's 42; 0.7 records its base constant in checkpoints, so any fixed value works). */
+export const DEFAULT_SHUFFLE_SEED = 42;
+
+/** Every knob of a run, with defaults from {@link defaultRunConfig} (spec §1.2). */
+export interface DdpRunConfig {
+  batchSize?: number;
+  numEpochs?: number;
+  policy: ApplyPolicy;
+  backend: AverageBackend;
+  /** Cadence / guard / consensus strategy; `elche.mode` is reconciled from policy × backend by `resolveConfig`. */
+  elche: ElCheConfig;
+  /** Unset: on for Cadence/Async, off for Sync. */
+  progressiveDispatch?: boolean;
+  maxGradNorm?: number;
+  lrScaleRatio: number;
+  checkpointEvery?: number;
+  savePath?: string;
+  resumeFrom?: string;
+  checkpointAtEpoch?: number;
+  maxFailure?: MaxFailureThreshold;
+  heartbeatTimeoutSecs: number;
+  snapshotTimeoutSecs: number;
+  epochCallbackPolicy: EpochCallbackPolicy;
+  evalEvery?: EvalCadence;
+  reportsPerEpoch: number;
+  /** Record log directory and per-node byte cap (0 = {@link DEFAULT_RECORD_LOG_BYTES}). */
+  recordLog?: { dir: string; maxBytes: number };
+  augment: number;
+  epochSplits: number;
+  vramPool: boolean;
+  vramMaxUsage: number;
+  ramMaxUsage: number;
+  sampleCache: boolean;
+  diskStageGb: number;
+  diskStageDir?: string;
+  /** Base shuffle seed; epoch e uses seed + e. */
+  seed: number;
+  /** Roll-up of user scalars; core keys are fixed. */
+  scalarReductions: Record<string, Reduction>;
+  dashboardPath?: string;
+  dashboardTheme?: "light" | "dark" | "auto";
+}
+
+/** A fresh run config holding every default of spec §1.2 (backend Cpu, mode cpu-cadence on the web). */
+export function defaultRunConfig(): DdpRunConfig {
+  return {
+    policy: "cadence",
+    backend: "cpu",
+    elche: new ElCheConfig(),
+    lrScaleRatio: 1.0,
+    heartbeatTimeoutSecs: 30,
+    snapshotTimeoutSecs: 5,
+    epochCallbackPolicy: EpochCallbackPolicy.fastest(),
+    reportsPerEpoch: 0,
+    augment: 1,
+    epochSplits: 1,
+    vramPool: true,
+    vramMaxUsage: 0.9,
+    ramMaxUsage: 0.5,
+    sampleCache: true,
+    diskStageGb: 0,
+    seed: DEFAULT_SHUFFLE_SEED,
+    scalarReductions: {},
+  };
+}
+
+/**
+ * Linear LR scaling factor (spec §6): `1 + (W - 1) · ratio` when W > 1 and ratio > 0, else 1.
+ * @example
+ * ```ts
+ * import { lrScaleFactor } from "./config.ts";
+ * lrScaleFactor(4, 0.5); // 2.5
+ * ```
+ */
+export function lrScaleFactor(worldSize: number, ratio: number): number {
+  return worldSize > 1 && ratio > 0 ? 1 + (worldSize - 1) * ratio : 1;
+}
+
+/** A validated config with every derived value filled in. */
+export interface ResolvedRunConfig extends DdpRunConfig {
+  batchSize: number;
+  numEpochs: number;
+  /** policy × backend; also written to `elche.mode`. */
+  mode: ElCheMode;
+  /** Initial anchor: `elche.anchor`, lifted to `minAnchor` / lowered to `maxAnchor` when those bounds are set. */
+  anchor: number;
+  minAnchor: number;
+  maxAnchor: number;
+  overheadTarget: number;
+  progressive: boolean;
+  /** EASGD α in effect: set under Async only (mode default 0.5 for cpu-async). */
+  easgdAlpha?: number;
+  /** Knobs that are set but have no effect in this mode (flodl prints these as warnings). */
+  warnings: string[];
+}

@@ -1,0 +1,93 @@
+/**
+ * What the coordinator reports, and to whom: the handle (`RunSink`: epoch metrics, eval
+ * results), the run's monitor (`RunEvents`) and live observers (`RunObserver`). Declared
+ * here, below `run/`, which implements them: the coordinator imports no run/ module.
+ */
+import type { Verdict } from "./guards.ts";
+import type { RunEpochMetrics } from "./metrics.ts";
+import type { BatchEvent, LayoutTable } from "../protocol/messages.ts";
+
+/** The trained consensus: parameters and buffers by name, f32 (flodl's `TrainedState`). */
+export interface TrainedState {
+  params: Map<string, { shape: number[]; data: Float32Array<ArrayBuffer> }>;
+  buffers: Map<string, { shape: number[]; data: Float32Array<ArrayBuffer> }>;
+}
+
+/** An eval result as it arrived from the eval-role rank. */
+export interface EvalRecord {
+  epoch: number;
+  value?: number;
+  error?: string;
+  rank: number;
+}
+
+/** What the coordinator tells the handle as the run goes. */
+export interface RunSink {
+  metrics(m: RunEpochMetrics): void;
+  evaluated(e: EvalRecord): void;
+}
+
+/** What the coordinator reports about each reduce (live views, benchmarks, the monitor). */
+export interface ReduceEvent {
+  round: number;
+  epoch: number;
+  /** Steps per rank folded into this consensus (n_r). */
+  steps: number[];
+  /** Wall ms from trigger to the last adoption. */
+  ms: number;
+  /** ms spent averaging on the CPU. */
+  averageMs: number;
+  /** Bytes of rank frames received, and of consensus frames sent. */
+  bytesUp: number;
+  bytesDown: number;
+  anchor: number;
+  counts: number[];
+  divergence: number[];
+  verdict: Verdict["kind"];
+  zeroMass: boolean;
+}
+
+/** Coordinator-side observers beyond the handle (live dashboards, the monitor). */
+export interface RunObserver {
+  batch?(e: BatchEvent): void;
+  reduce?(e: ReduceEvent): void;
+  /** Each rank's parameters before averaging and the consensus, f32 (only when `wantsFrames`). */
+  frames?(round: number, ranks: (Float32Array | null)[], consensus: Float32Array): void;
+  /** A chunk completed: picks [offset, offset + size) of epoch's permutation (the coverage ledger). */
+  chunk?(epoch: number, rank: number, offset: number, size: number): void;
+  /** A rank was lost and the run continues without it. */
+  rankLost?(rank: number, reason: string): void;
+  /** A checkpoint bundle was written (after its files are in place). */
+  saved?(reason: string, stem: string): void;
+  wantsFrames?: boolean;
+}
+
+/** Where the coordinator reports what happens. */
+export interface RunEvents {
+  batch(e: BatchEvent): void;
+  epochStart(epoch: number): void;
+  epochEnd(m: RunEpochMetrics): void;
+  reduce(e: ReduceEvent, extra: ReduceExtra): void;
+  evaluated(epoch: number, value: number): void;
+  rankLost(rank: number, epoch: number, reason: string): void;
+  /** Write the outputs (record log flush, dashboard file). */
+  close(): Promise<void>;
+}
+
+/** What the coordinator adds to a reduce event for the monitor. */
+export interface ReduceExtra {
+  /** Batches per epoch, all ranks together (the sub-epoch report clock). */
+  stepsPerEpoch: number;
+  anchorBefore: number;
+  telemetry: [string, number][];
+  globalStep: number;
+}
+
+/** A consensus (flat f32 parameters and buffers in layout order) as a {@link TrainedState}, by name. */
+export function trainedState(layout: LayoutTable, params: Float32Array, buffers: Float32Array): TrainedState {
+  const slice = (e: LayoutTable["params"][number], a: Float32Array) => ({ shape: e.shape, data: a.slice(e.offset, e.offset + e.numel) });
+  return {
+    params: new Map(layout.params.map((e) => [e.name, slice(e, params)])),
+    buffers: new Map(layout.buffers.map((e) => [e.name, slice(e, buffers)])),
+  };
+}

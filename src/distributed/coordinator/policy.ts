@@ -1,0 +1,15 @@
+/**
+ * The two axes of a mode (spec §2.1, §2.2), apart from `config.ts` so that the modules
+ * `config.ts` itself imports (max_failure.ts) can name them without an import cycle.
+ */
+
+/** WHEN a reduce fires (spec §2.1). */
+export const ApplyPolicy = { Sync: "sync", Cadence: "cadence", Async: "async" } as const;
+export type ApplyPolicy = (typeof ApplyPolicy)[keyof typeof ApplyPolicy];
+
+/**
+ * HOW a reduce travels (spec §2.2). The web has no NCCL: `Nccl` exists so flodl configs
+ * read the same, and `run()` rejects it naming the `cpu-*` equivalent.
+ */
+export const AverageBackend = { Nccl: "nccl", Cpu: "cpu" } as const;
+export type AverageBackend = (typeof AverageBackend)[keyof typeof AverageBackend];

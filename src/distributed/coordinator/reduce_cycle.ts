@@ -1,0 +1,125 @@
+/**
+ * One reduce cycle on the coordinator (spec §2.5, CPU backend), step for step the
+ * mirror of the rank side (rank/frames.ts): each rank's `snapshot` packs a frame, here we
+ * average them (γ-weighted, f32 accumulation of bf16 or f32 frames), take the outer
+ * optimizer's step, pack the consensus for the wire, and each rank's `adopt` writes it
+ * back (overwrite or EASGD blend) and answers with its divergence. The coordinator
+ * decides when a cycle runs and what it means for the schedule; this module only moves
+ * and combines frames.
+ */
+import { packBf16 } from "../../tensor/mod.ts";
+import { frameToFlat } from "../protocol/frame_codec.ts";
+import type { Adoption, Frame, LayoutTable, SyncAck } from "../protocol/messages.ts";
+import { average } from "./averaging.ts";
+import type { RunObserver } from "./observer.ts";
+import type { OuterStepper } from "./outer.ts";
+import type { RankClient } from "./rank_client.ts";
+
+/** What a cycle needs to know: who takes part, how to weigh and ship, and where the schedule stands. */
+export interface ReduceInput {
+  round: number;
+  /** Ship f32 frames both ways (the final consensus is exact even on a bf16 wire, spec §4.5). */
+  exact: boolean;
+  /** A cycle with no progress for this long rejects with "reduce <round> made no progress". */
+  stallMs: number;
+  /** Every rank of the run, dead ones included (indexed by rank). */
+  ranks: readonly RankClient[];
+  layout: LayoutTable;
+  gamma: number;
+  bf16Wire: boolean;
+  easgdAlpha?: number;
+  outer?: OuterStepper;
+  /** The consensus version the adoption installs. */
+  version: number;
+  /** Global step before this cycle's steps. */
+  globalStep: number;
+  observer: RunObserver;
+  /** Told the new consensus as soon as it is averaged (before the adoptions: a stall after it still saves it). */
+  averaged(consensus: { params: Float32Array; buffers: Float32Array }): void;
+}
+
+/** What a cycle did. `consensus` is null when no rank had a step to give (zero mass). */
+export interface ReduceOutcome {
+  /** Steps per rank folded into the consensus (n_r; 0 for ranks without a frame). */
+  steps: number[];
+  acks: SyncAck[];
+  consensus: { params: Float32Array; buffers: Float32Array } | null;
+  bytesUp: number;
+  bytesDown: number;
+  averageMs: number;
+}
+
+/** Run one cycle. Rejects only when it stalls; a rank lost mid-cycle drops out of it (its call rejects). */
+export async function reduceCycle(inp: ReduceInput): Promise<ReduceOutcome> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`reduce ${inp.round} made no progress for ${(inp.stallMs / 1000).toFixed(0)} s`)), inp.stallMs);
+  });
+  stalled.catch(() => {});
+  // Survivors only: a rank lost mid-reduce drops out of this round (its call rejects).
+  const settled = async <T>(calls: Promise<T>[]): Promise<T[]> => {
+    const out = await Promise.race([Promise.allSettled(calls), stalled]);
+    return out.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+  };
+  try {
+    const frames = await snapshot(inp, settled);
+    const steps = new Array(inp.ranks.length).fill(0);
+    for (const f of frames) steps[f.rank] = f.batches;
+    let bytesUp = 0;
+    for (const f of frames) bytesUp += f.params.byteLength + f.buffers.byteLength;
+    const ta = performance.now();
+    const avg = average(frames, steps, inp.gamma, inp.layout);
+    if (!avg) return { steps, acks: [], consensus: null, bytesUp, bytesDown: 0, averageMs: 0 };
+    const params = inp.outer ? inp.outer.apply(avg.params)! : avg.params;
+    if (inp.observer.wantsFrames && inp.observer.frames) {
+      const per = new Array<Float32Array | null>(inp.ranks.length).fill(null);
+      for (const f of frames) per[f.rank] = frameToFlat(f, inp.layout).params;
+      inp.observer.frames(inp.round, per, params);
+    }
+    inp.averaged({ params, buffers: avg.buffers });
+    const averageMs = performance.now() - ta;
+    const adoption = {
+      round: inp.round,
+      version: inp.version,
+      easgdAlpha: inp.easgdAlpha,
+      resetInner: inp.outer?.optimizer.resetsInner ?? false,
+      globalStep: inp.globalStep + steps.reduce((a, b) => a + b, 0),
+      withBuffers: avg.movers > 0,
+    };
+    const bf16 = inp.bf16Wire && !inp.exact;
+    let bytesDown = 0;
+    const takers = inp.ranks.filter((c) => c.alive && frames.some((f) => f.rank === c.rank));
+    const acks = await settled(takers.map((c) => {
+      const consensus = pack(inp.round, params, avg.buffers, bf16);
+      bytesDown += consensus.params.byteLength + consensus.buffers.byteLength;
+      return adopt(c, { ...adoption, consensus });
+    }));
+    return { steps, acks, consensus: { params, buffers: avg.buffers }, bytesUp, bytesDown, averageMs };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Each alive rank's frame, between its batches (rank side: `packFrame`). */
+async function snapshot(inp: ReduceInput, settled: <T>(calls: Promise<T>[]) => Promise<T[]>): Promise<Frame[]> {
+  const alive = inp.ranks.filter((c) => c.alive);
+  const frames = await settled(alive.map((c) => c.call("snapshot", (api) => api.snapshot(inp.round, inp.exact))));
+  return frames.filter((f) => inp.ranks[f.rank].alive);
+}
+
+/** The consensus as a frame for one rank: its own copy (the transport may transfer it). */
+function pack(round: number, params: Float32Array, buffers: Float32Array, bf16: boolean): Frame {
+  return {
+    rank: -1,
+    round,
+    batches: 0,
+    dtype: bf16 ? "bf16" : "f32",
+    params: bf16 ? packBf16(params) : new Float32Array(params),
+    buffers: new Float32Array(buffers),
+  };
+}
+
+/** One rank adopts the consensus (rank side: `adoptConsensus`) and acknowledges with its divergence. */
+function adopt(c: RankClient, a: Adoption): Promise<SyncAck> {
+  return c.call("adopt", (api) => api.adopt(a));
+}

@@ -1,0 +1,211 @@
+/**
+ * Where a rank's next batches come from in one epoch: the progressive chunk pool
+ * (Cadence/Async default, spec §3.10) or static per-rank partitions (Sync default, or
+ * `progressiveDispatch(false)`). The coordinator sees both through one interface.
+ */
+import { type Chunk, ChunkPool, type EpochCoverage, type NextChunkContext } from "./chunk_pool.ts";
+import { planPartitions, type Range } from "./partition.ts";
+import type { ApplyPolicy, ResolvedRunConfig } from "./config.ts";
+import type { ElChe } from "./elche.ts";
+
+/** One epoch's dispatchable work. */
+export interface WorkSource {
+  readonly epoch: number;
+  /** The rank's next chunk, or null when it must hold (or has nothing left). */
+  next(rank: number, ctx: NextChunkContext): Chunk | null;
+  complete(rank: number, id: number): void;
+  /** True when this rank can take nothing more from this epoch. */
+  exhaustedFor(rank: number): boolean;
+  /** Every batch completed. */
+  isComplete(): boolean;
+  /** A rank died: its uncompleted work goes back for survivors. */
+  forfeit(rank: number): void;
+  /** A reduce closed the window; the next chunks belong to a new one. */
+  beginWindow(): void;
+  /** Ranges not yet completed (in flight included: redone on resume, never lost). */
+  coverage(): EpochCoverage;
+}
+
+/** Progressive dispatch: the chunk pool. */
+export class PoolSource implements WorkSource {
+  readonly pool: ChunkPool;
+  readonly epoch: number;
+  constructor(pool: ChunkPool) {
+    this.pool = pool;
+    this.epoch = pool.epoch;
+  }
+  /** A fresh pool over the epoch. */
+  static fresh(epoch: number, samples: number, batchSize: number, worldSize: number, counts: readonly number[], alive: readonly boolean[]): PoolSource {
+    return new PoolSource(new ChunkPool({ epoch, samples, batchSize, worldSize, counts, alive }));
+  }
+  /** A pool holding only a checkpoint's uncovered ranges (resume). */
+  static resumed(cov: EpochCoverage, batchSize: number, worldSize: number, alive: readonly boolean[]): PoolSource {
+    return new PoolSource(ChunkPool.fromCoverage(cov, { batchSize, worldSize, alive }));
+  }
+  coverage(): EpochCoverage {
+    return this.pool.coverage();
+  }
+  next(rank: number, ctx: NextChunkContext): Chunk | null {
+    return this.pool.nextChunk(rank, ctx);
+  }
+  complete(rank: number, id: number): void {
+    this.pool.complete(rank, id);
+  }
+  exhaustedFor(_rank: number): boolean {
+    return this.pool.isDrained();
+  }
+  isComplete(): boolean {
+    return this.pool.isComplete();
+  }
+  forfeit(rank: number): void {
+    this.pool.forfeit(rank);
+  }
+  beginWindow(): void {
+    this.pool.beginWindow();
+  }
+}
+
+interface Segment {
+  offset: number;
+  batches: number;
+}
+
+/**
+ * Static partitions: each rank walks its own contiguous share (equal split, partition
+ * ratios, or proportional to speed), in windows of `c[r] - n_r` batches; the partial
+ * tail batch of each share is dropped. A dead rank's remaining share and its unfinished
+ * chunks go to the survivors, round robin (flodl's ExtendPartition).
+ */
+export class PartitionSource implements WorkSource {
+  #queues: Segment[][];
+  #inFlight: Chunk[][];
+  #alive: boolean[];
+  #nextId = 0;
+  #all: Segment[];
+  #done: Segment[] = [];
+  constructor(
+    readonly epoch: number,
+    readonly batchSize: number,
+    queues: Segment[][],
+    alive: readonly boolean[],
+  ) {
+    this.#alive = [...alive];
+    this.#queues = queues;
+    this.#inFlight = queues.map(() => []);
+    this.#all = queues.flat().map((q) => ({ ...q }));
+  }
+
+  /** Each alive rank's share of the epoch (equal, by partition ratios, or by speed). */
+  static plan(
+    epoch: number,
+    samples: number,
+    batchSize: number,
+    policy: ApplyPolicy,
+    worldSize: number,
+    alive: readonly boolean[],
+    partitionRatios?: readonly number[],
+    msPerBatch?: readonly number[],
+  ): PartitionSource {
+    const ranges = planPartitions({ policy, worldSize, total: samples, partitionRatios, msPerBatch, alive });
+    const queues = ranges.map((r: Range) => {
+      const batches = Math.floor(r.size / batchSize);
+      return batches > 0 ? [{ offset: r.offset, batches }] : [];
+    });
+    return new PartitionSource(epoch, batchSize, queues, alive);
+  }
+
+  /** A checkpoint's uncovered ranges, dealt round robin to the alive ranks (resume). */
+  static resumed(cov: EpochCoverage, batchSize: number, worldSize: number, alive: readonly boolean[]): PartitionSource {
+    const heirs = alive.flatMap((a, r) => (a ? [r] : []));
+    const queues: Segment[][] = Array.from({ length: worldSize }, () => []);
+    cov.uncovered_ranges.forEach(([offset, size], i) => {
+      const batches = Math.floor(size / batchSize);
+      if (batches > 0) queues[heirs[i % heirs.length]].push({ offset, batches });
+    });
+    return new PartitionSource(cov.epoch, batchSize, queues, alive);
+  }
+
+  coverage(): EpochCoverage {
+    const B = this.batchSize;
+    const done = this.#done.map((d) => [d.offset, d.offset + d.batches * B]).sort((a, b) => a[0] - b[0]);
+    const uncovered: [number, number][] = [];
+    for (const seg of this.#all) {
+      let at = seg.offset;
+      const end = seg.offset + seg.batches * B;
+      for (const [s, e] of done) {
+        if (e <= at || s >= end) continue;
+        if (s > at) uncovered.push([at, s - at]);
+        at = Math.max(at, e);
+      }
+      if (at < end) uncovered.push([at, end - at]);
+    }
+    uncovered.sort((a, b) => a[0] - b[0]);
+    const total = this.#all.reduce((a, q) => a + q.batches * B, 0);
+    return { epoch: this.epoch, total_samples: total, uncovered_ranges: uncovered };
+  }
+  next(rank: number, ctx: NextChunkContext): Chunk | null {
+    const q = this.#queues[rank];
+    if (!this.#alive[rank] || this.#inFlight[rank].length > 0 || q.length === 0) return null;
+    const want = ctx.policy === "async"
+      ? Math.max(1, ctx.counts[rank] + ctx.maxOvershoot - ctx.stepsSinceAvg)
+      : ctx.counts[rank] - ctx.stepsSinceAvg;
+    const head = q[0];
+    const batches = Math.min(want, head.batches);
+    if (batches <= 0) return null;
+    const chunk: Chunk = { id: this.#nextId++, epoch: this.epoch, rank, offset: head.offset, size: batches * this.batchSize, batches };
+    head.offset += chunk.size;
+    head.batches -= batches;
+    if (head.batches === 0) q.shift();
+    this.#inFlight[rank].push(chunk);
+    return chunk;
+  }
+  complete(rank: number, id: number): void {
+    const f = this.#inFlight[rank];
+    const i = f.findIndex((c) => c.id === id);
+    if (i < 0) throw new RangeError(`PartitionSource.complete: rank ${rank} has no chunk ${id} in flight`);
+    const [c] = f.splice(i, 1);
+    this.#done.push({ offset: c.offset, batches: c.batches });
+  }
+  exhaustedFor(rank: number): boolean {
+    return this.#queues[rank].length === 0;
+  }
+  isComplete(): boolean {
+    return this.#queues.every((q) => q.length === 0) && this.#inFlight.every((f) => f.length === 0);
+  }
+  beginWindow(): void {}
+  forfeit(rank: number): void {
+    this.#alive[rank] = false;
+    const pieces = [...this.#inFlight[rank].map((c) => ({ offset: c.offset, batches: c.batches })), ...this.#queues[rank]];
+    this.#inFlight[rank] = [];
+    this.#queues[rank] = [];
+    const heirs = this.#alive.flatMap((a, r) => (a ? [r] : []));
+    pieces.forEach((piece, i) => heirs.length && this.#queues[heirs[i % heirs.length]].push(piece));
+  }
+}
+
+/**
+ * The work source of an epoch: resumed from its checkpoint coverage when the run resumed
+ * inside it, else planned fresh: the chunk pool (progressive dispatch) or partitions sized
+ * by ElChe's measured speeds once calibrated (or by `partitionRatios`).
+ */
+export function planSource(
+  epoch: number,
+  o: { cfg: ResolvedRunConfig; pickSpace: number; alive: boolean[]; resumed?: EpochCoverage; elche: ElChe },
+): WorkSource {
+  const B = o.cfg.batchSize, W = o.alive.length;
+  if (o.resumed) {
+    return o.cfg.progressive ? PoolSource.resumed(o.resumed, B, W, o.alive) : PartitionSource.resumed(o.resumed, B, W, o.alive);
+  }
+  return o.cfg.progressive
+    ? PoolSource.fresh(epoch, o.pickSpace, B, W, o.elche.batchCounts, o.alive)
+    : PartitionSource.plan(
+      epoch,
+      o.pickSpace,
+      B,
+      o.cfg.policy,
+      W,
+      o.alive,
+      o.cfg.elche.partitionRatios,
+      o.elche.calibrated ? o.elche.smoothedMsPerBatch : undefined,
+    );
+}

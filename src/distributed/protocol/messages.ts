@@ -1,0 +1,207 @@
+/**
+ * The coordinator–rank protocol, typed once and imported by both sides (STYLE.md
+ * practice 6). A transport (`transport.ts`) carries every call; large payloads travel as
+ * transferables. The only raw `postMessage` of the library is the hello below: a message
+ * sent to a worker before its listener exists is dropped, so the rank announces itself
+ * first (the worker transport waits for it).
+ */
+
+/** One tensor in the flat frame: parameters first, then buffers, in `namedParameters` order. */
+export interface LayoutEntry {
+  name: string;
+  shape: number[];
+  /** Element offset in its section (params or buffers). */
+  offset: number;
+  numel: number;
+}
+
+/** The frame layout, sent once by each rank at init; all ranks must agree. */
+export interface LayoutTable {
+  params: LayoutEntry[];
+  buffers: LayoutEntry[];
+  paramCount: number;
+  bufferCount: number;
+}
+
+/** What a rank is told at init (serializable; closures come from re-entry). */
+export interface RankSetup {
+  rank: number;
+  world: number;
+  batchSize: number;
+  seed: number;
+  augment: number;
+  maxGradNorm?: number;
+  /** LR factor of spec §6 (already computed for this world size). */
+  lrFactor: number;
+  bf16Wire: boolean;
+  /** Steps take this many times as long (simulated slow GPU; 1 = off). */
+  slowdown: number;
+  /**
+   * Overlap a step's GPU work with recording the next (off for every rank when any rank
+   * of the cluster simulates a slowdown, so their step times compare).
+   */
+  pipelined: boolean;
+  /** Adapter preference for this rank's device. */
+  powerPreference?: GPUPowerPreference;
+  /** Rank-side callbacks the coordinator's builder has; the rank's must match. */
+  callbacks: string[];
+  /** The coordinator's dataset length, checked against the rank's. */
+  datasetLen: number;
+  /** Scheduler present (LR is set per step from the global step). */
+  hasScheduler: boolean;
+}
+
+/** A rank's answer to init. */
+export interface RankHello {
+  rank: number;
+  /** Adapter description, for the dashboard. */
+  adapter: string;
+  layout: LayoutTable;
+}
+
+/** A contiguous range of the epoch's permutation: positions [offset, offset + size). */
+export type PickRange = readonly [offset: number, size: number];
+
+/** A unit of work: full batches drawn from these ranges of epoch `epoch`'s permutation. */
+export interface ChunkPlan {
+  epoch: number;
+  ranges: PickRange[];
+  /** Global step at dispatch (the scheduler's clock; spec §6). */
+  globalStep: number;
+  /** Consensus version the rank holds. */
+  version: number;
+  /** Fire epochFn before the first batch (this rank holds the epoch-callback role). */
+  epochFn?: boolean;
+}
+
+/** Per-batch progress a rank streams to the coordinator (liveness, live charts, ElChe timing). */
+export interface BatchEvent {
+  rank: number;
+  epoch: number;
+  /** Wall ms of this batch as delivered: from the previous step's results to this one's (compute + data + waits). */
+  ms: number;
+  /** Compute-only ms of the step (recording + GPU, without data waits; <= `ms`): ElChe's fallback scale (spec §3.2). */
+  computeMs: number;
+  loss: number;
+  lr: number;
+  samples: number;
+}
+
+/** What a rank reports when it finishes a chunk (or an epoch plan) of one epoch. */
+export interface ChunkReport {
+  rank: number;
+  epoch: number;
+  /** Mean loss over this chunk's batches. */
+  avgLoss: number;
+  batches: number;
+  samples: number;
+  /** Wall time of the chunk, ms. */
+  epochMs: number;
+  /** Wall time until the rank's share of the chunk was done (excludes barrier idle), ms. */
+  shareCompleteMs: number;
+  /** Σ train-step ms (diagnostic). */
+  computeOnlyMs: number;
+  /** Time spent waiting for data, ms (diagnostic). */
+  dataStarveMs: number;
+  /** `recordScalar` accumulators drained at chunk end. */
+  scalars: Record<string, { sum: number; count: number }>;
+}
+
+/** Parameters (and buffers) of one rank, or a consensus. */
+export interface Frame {
+  rank: number;
+  round: number;
+  /** Optimizer steps since the last reduce (n_r). */
+  batches: number;
+  dtype: "bf16" | "f32";
+  /** bf16: two values per u32 word (element 2i low half); f32: one per element. */
+  params: Uint32Array<ArrayBuffer> | Float32Array<ArrayBuffer>;
+  /** Buffers (BatchNorm running stats) always f32. */
+  buffers: Float32Array<ArrayBuffer>;
+}
+
+/** Adopt a consensus (spec §4.2): overwrite or EASGD-blend params, overwrite buffers. */
+export interface Adoption {
+  round: number;
+  version: number;
+  consensus: Frame;
+  /** EASGD α (Async only); undefined = overwrite. */
+  easgdAlpha?: number;
+  /** Reset the inner optimizer (DiLoCo). */
+  resetInner: boolean;
+  globalStep: number;
+  /** Buffers present (zero-mass buffer rounds skip them). */
+  withBuffers: boolean;
+}
+
+/**
+ * A rank's acknowledgement of an adoption (SyncAck, spec §4.6), norms in f64 from f32
+ * data. Declared once: the guards read it as it arrives.
+ */
+export interface SyncAck {
+  rank: number;
+  /** `||pre − post|| / ||post||`; 0 when ||post|| <= 1e-10. */
+  divergence: number;
+  /** ||pre||; optional in the spec (a report without every rank's pre-norm has none). Our ranks always send it. */
+  preNorm?: number;
+  /** ||post||, the consensus norm. */
+  postNorm: number;
+}
+
+/** Outcome of a rank-side eval. */
+export interface EvalOutcome {
+  epoch: number;
+  value?: number;
+  error?: string;
+}
+
+/** Rank → coordinator calls: the sink a rank reports through (its transport turns them into `RankEvent`s; over comlink, a proxy). */
+export interface CoordinatorSink {
+  batch(e: BatchEvent): void;
+  heartbeat(rank: number): void;
+  /**
+   * The rank is about to compile GPU pipelines, which blocks its thread (heartbeats too) for
+   * up to seconds on a software adapter: its silence until the next message is not a death
+   * (up to the stall ceiling).
+   */
+  compiling(rank: number): void;
+}
+
+/** Coordinator → rank calls. Every promise may reject with the rank's own error. */
+export interface RankApi {
+  init(setup: RankSetup, sink: CoordinatorSink): Promise<RankHello>;
+  /** Rank 0's initial parameters, f32, for the broadcast. */
+  initialState(): Promise<Frame>;
+  /** Overwrite parameters and buffers (the initial broadcast, or a resume). */
+  load(frame: Frame): Promise<void>;
+  /** Train the chunk's full batches; resolves when done (or stopped). */
+  train(plan: ChunkPlan): Promise<ChunkReport>;
+  /** Snapshot parameters for a reduce, between batches; `exact` forces f32 (the final consensus). */
+  snapshot(round: number, exact?: boolean): Promise<Frame>;
+  /** Adopt a consensus, between batches. */
+  adopt(a: Adoption): Promise<SyncAck>;
+  /** Run the user's evalFn on the current model (eval mode around it). */
+  evaluate(epoch: number): Promise<EvalOutcome>;
+  /** Run the user's checkpointFn. */
+  checkpoint(version: number): Promise<void>;
+  /** Exact final state (f32), for join(). */
+  finalState(): Promise<Frame>;
+  /** Optimizer state, for bundles. */
+  optimizerState(): Promise<{ tensors: Record<string, Float32Array<ArrayBuffer>>; shapes: Record<string, number[]>; scalars: Record<string, number> }>;
+  /** GPU memory of the rank's device: live and pooled bytes, buffers created. */
+  memory(): Promise<{ liveBytes: number; pooledBytes: number; totalBytes: number; created: number }>;
+  /** Stop training and release the device. */
+  stop(): Promise<void>;
+}
+
+/** The hello a rank posts as soon as its listener is attached. */
+export interface Hello {
+  flodlHello: true;
+  rank: number;
+  session: string;
+}
+
+/** Rank side: announce that the comlink listener is attached. */
+export function postHello(scope: { postMessage(m: unknown): void }, rank: number, session: string): void {
+  scope.postMessage({ flodlHello: true, rank, session } satisfies Hello);
+}

@@ -1,0 +1,477 @@
+/**
+ * `Trainer.builder(...)`: flodl's `DdpBuilder`, one fluent method per knob with flodl's
+ * name (camelCased), meaning and default, then `run()` / `intoWorker()`.
+ *
+ * Over ~400 lines on purpose: it is the public API's index, one short documented method
+ * per knob; what a knob does lives elsewhere (config and its validation, launch, the
+ * coordinator), and the state it fills is `builder_state.ts`.
+ */
+import { batchDatasetFrom, type BatchDataSet, type DataSet } from "../../data/mod.ts";
+import type { Module } from "../../nn/mod.ts";
+import type { Scheduler } from "../../optim/mod.ts";
+import {
+  type ApplyPolicy,
+  type AverageBackend,
+  type DdpRunConfig,
+  defaultRunConfig,
+  ElCheConfig,
+  ElCheMode,
+  type EpochCallbackPolicy,
+  type EvalCadence,
+  type Reduction,
+} from "../coordinator/config.ts";
+import { type ConvergenceGuard } from "../coordinator/guards.ts";
+import type { MaxFailureThreshold } from "../coordinator/max_failure.ts";
+import type { EpochMetrics } from "../coordinator/metrics.ts";
+import type { OuterOptimizer } from "../coordinator/outer.ts";
+import {
+  type EvalFn,
+  RankRuntime,
+  type ModelFactory,
+  type OptimFactory,
+  type RankSpec,
+  type RankWorker,
+  type TrainFn,
+  type TransformFn,
+} from "../rank/rank_runtime.ts";
+import { callerSite, type CallSite, isRank, markRan, register } from "./reentry.ts";
+import type { DdpHandle } from "./handle.ts";
+import { launch } from "./launch.ts";
+import { type CoopWorker, intoWorker, rankWorker } from "./coop.ts";
+import type { BuilderState, ClusterSpec, RankSpecification } from "./builder_state.ts";
+
+export type { BuilderState, ClusterSpec, RankSpecification };
+import type { Timeline } from "../../monitor/mod.ts";
+
+/**
+ * Knobs that other parts of flodl deliver; until they work here, setting them is an
+ * error at `run()`, never silently ignored.
+ */
+const NOT_YET: Record<string, string> = {
+  vramPool: "the data-plane tiers",
+  vramMaxUsage: "the data-plane tiers",
+  ramMaxUsage: "the data-plane tiers",
+  sampleCache: "the data-plane tiers",
+  diskStage: "the data-plane tiers",
+  diskStageDir: "the data-plane tiers",
+};
+
+/**
+ * Fluent builder returned by {@link Trainer.builder}: every method of flodl's `DdpBuilder`,
+ * camelCased, with the same meaning and defaults (spec/flodl-ddp-semantics.md). One web
+ * deviation: there is no NCCL, so the default backend is Cpu (mode cpu-cadence) and
+ * Nccl is refused by `run()` naming the cpu-* equivalent.
+ *
+ * Rank-side callbacks (dataset, evalDataset, evalFn, checkpointFn, epochFn, transform,
+ * scheduler) must be attached in the module that calls `Trainer.builder()`, at top level:
+ * each rank worker re-runs that module to rebuild them.
+ */
+export class DdpBuilder<M extends Module> {
+  #s: BuilderState<M>;
+
+  /** Use {@link Trainer.builder}. */
+  constructor(site: CallSite, modelFactory: ModelFactory<M>, optimFactory: OptimFactory, trainFn: TrainFn<M>) {
+    this.#s = {
+      spec: { modelFactory, optimFactory, trainFn },
+      // The data-plane tiers are not built yet: their defaults say so (flodl's are on).
+      config: { ...defaultRunConfig(), vramPool: false, sampleCache: false },
+      explicit: new Set(),
+      entryTimeoutSecs: 30,
+      site,
+      createRuntime: (device) => {
+        const rt = new RankRuntime(this.#s.spec, device);
+        const coop = this.#s.coop;
+        if (coop) {
+          coop.runtime = rt;
+          rt.external = (plan) => coop.submit(plan);
+          rt.onStop = () => coop.close();
+        }
+        return rt;
+      },
+    };
+  }
+
+  #set(knob: string, fn: (c: DdpRunConfig) => void): this {
+    this.#s.explicit.add(knob);
+    fn(this.#s.config);
+    return this;
+  }
+
+  /** Training dataset (required): a batch dataset (`getBatch(indices)`). */
+  dataset(dataset: BatchDataSet): this {
+    this.#s.spec.dataset = dataset;
+    return this;
+  }
+  /** Training dataset from a per-sample dataset (`get(index)`); batching is the framework's job. */
+  sampleDataset(dataset: DataSet): this {
+    this.#s.spec.dataset = batchDatasetFrom(dataset);
+    return this;
+  }
+  /** Per-rank batch size (required). */
+  batchSize(size: number): this {
+    return this.#set("batchSize", (c) => (c.batchSize = size));
+  }
+  /** Number of epochs (required). */
+  numEpochs(n: number): this {
+    return this.#set("numEpochs", (c) => (c.numEpochs = n));
+  }
+  /** When to reduce: Sync, Cadence (default) or Async. */
+  policy(policy: ApplyPolicy): this {
+    return this.#set("policy", (c) => (c.policy = policy));
+  }
+  /** How to reduce: Cpu (default on the web). Nccl is refused by `run()`. */
+  backend(backend: AverageBackend): this {
+    return this.#set("backend", (c) => (c.backend = backend));
+  }
+  /** Outer optimizer applied to the consensus between reduce and broadcast (SlowMo, DiLoCo). */
+  outerOptimizer(factory: () => OuterOptimizer): this {
+    this.#s.outerFactory = factory;
+    return this;
+  }
+  /** Same as {@link outerOptimizer} (flodl's pre-built factory form). */
+  outerOptimizerArc(factory: () => OuterOptimizer): this {
+    return this.outerOptimizer(factory);
+  }
+  /** Apply a whole ElChe strategy: policy and backend from its mode, its guard, the rest stored. */
+  elche(cfg: ElCheConfig): this {
+    const copy = cfg.clone();
+    const [policy, backend] = ElCheMode.split(copy.mode);
+    this.#s.config.policy = policy;
+    this.#s.config.backend = backend;
+    this.#s.guard = copy.convergenceGuard;
+    copy.convergenceGuard = undefined;
+    this.#s.config.elche = copy;
+    return this;
+  }
+  /** AllReduce overhead target τ: share of compute time the per-window fixed cost may take. */
+  overheadTarget(target: number): this {
+    return this.#set("overheadTarget", (c) => (c.elche.overheadTarget = target));
+  }
+  /** Maximum anchor (batches of the slow rank per window). */
+  maxAnchor(max: number): this {
+    return this.#set("maxAnchor", (c) => (c.elche.maxAnchor = max));
+  }
+  /** Minimum anchor (auto-tune floor). */
+  minAnchor(min: number): this {
+    return this.#set("minAnchor", (c) => (c.elche.minAnchor = min));
+  }
+  /** Initial anchor. */
+  anchor(anchor: number): this {
+    return this.#set("anchor", (c) => (c.elche.anchor = anchor));
+  }
+  /** TrendGuard threshold (the default guard). */
+  divergenceThreshold(threshold: number): this {
+    return this.#set("divergenceThreshold", (c) => (c.elche.divergenceThreshold = threshold));
+  }
+  /** Disable the divergence guard (same as `.convergenceGuard(new NoGuard())`). */
+  noDivergenceGuard(): this {
+    return this.#set("noDivergenceGuard", (c) => (c.elche.noDivergenceGuard = true));
+  }
+  /** Install a convergence guard; wins over the legacy divergence knobs. */
+  convergenceGuard(guard: ConvergenceGuard): this {
+    this.#s.guard = guard;
+    return this;
+  }
+  /** Maximum batch lead of the fastest over the slowest rank; 0 = strict lockstep. */
+  maxBatchDiff(max: number): this {
+    return this.#set("maxBatchDiff", (c) => (c.elche.maxBatchDiff = max));
+  }
+  /** Static per-rank data shares (Sync only): one per rank, summing to ~1. */
+  partitionRatios(ratios: readonly number[]): this {
+    return this.#set("partitionRatios", (c) => (c.elche.partitionRatios = [...ratios]));
+  }
+  /** How far an Async rank may run past its planned batch count (default auto). */
+  maxOvershoot(max: number): this {
+    return this.#set("maxOvershoot", (c) => (c.elche.maxOvershoot = max));
+  }
+  /** Grow the anchor on stable convergence (Async only). */
+  elcheRelaxUp(enabled: boolean): this {
+    return this.#set("elcheRelaxUp", (c) => (c.elche.relaxUp = enabled));
+  }
+  /** EASGD elastic averaging weight α in (0, 1] (cpu-async; default 0.5 there). */
+  easgdAlpha(alpha: number): this {
+    return this.#set("easgdAlpha", (c) => (c.elche.easgdAlpha = alpha));
+  }
+  /** Consensus weighting exponent γ: rank k weighs n_k^γ. */
+  gamma(g: number): this {
+    return this.#set("gamma", (c) => (c.elche.gamma = g));
+  }
+  /** Ship parameters as bf16 on the averaging plane (halves the wire; math stays f32). */
+  bf16Wire(on: boolean): this {
+    return this.#set("bf16Wire", (c) => (c.elche.bf16Wire = on));
+  }
+  /** The LR-aware meta-controller above ElChe (default on). */
+  metaController(enabled: boolean): this {
+    return this.#set("metaController", (c) => (c.elche.metaController = enabled));
+  }
+  /** Run `checkpointFn` every n epochs. */
+  checkpointEvery(n: number): this {
+    return this.#set("checkpointEvery", (c) => (c.checkpointEvery = n));
+  }
+  /**
+   * Checkpoint bundle stem: `<stem>.fdl` (consensus, f32 safetensors), `<stem>.optim`,
+   * `<stem>.outer.fdl`, `<stem>.meta.json`; written at `checkpointEvery`/`checkpointAtEpoch`,
+   * at the end, and when the run becomes unrecoverable. Deno: a file path; browser: OPFS.
+   */
+  savePath(path: string): this {
+    return this.#set("savePath", (c) => (c.savePath = path));
+  }
+  /**
+   * Resume from a bundle: start epoch, global step, reduce count, ElChe state and guard
+   * history are seeded and only uncovered ranges run. Load the weights yourself in the
+   * factories (`loadCheckpointFile(model, stem + ".fdl")`, `loadStateFile(opt, stem + ".optim")`).
+   */
+  resumeFrom(stem: string): this {
+    return this.#set("resumeFrom", (c) => (c.resumeFrom = stem));
+  }
+  /** One-shot consensus bundle at the first reduce where any rank reached `epoch` (needs `savePath`). */
+  checkpointAtEpoch(epoch: number): this {
+    return this.#set("checkpointAtEpoch", (c) => (c.checkpointAtEpoch = epoch));
+  }
+  /** Dead-rank count that makes the run unrecoverable (default: tolerate any partial loss). */
+  maxFailure(threshold: MaxFailureThreshold): this {
+    return this.#set("maxFailure", (c) => (c.maxFailure = threshold));
+  }
+  /** A rank silent longer than this is declared lost (default 30 s). */
+  heartbeatTimeoutSecs(secs: number): this {
+    return this.#set("heartbeatTimeoutSecs", (c) => (c.heartbeatTimeoutSecs = secs));
+  }
+  /** Progressive chunk dispatch (default: on for Cadence/Async, off for Sync). */
+  progressiveDispatch(enabled: boolean): this {
+    return this.#set("progressiveDispatch", (c) => (c.progressiveDispatch = enabled));
+  }
+  /** Per-rank gradient clipping to this global L2 norm. */
+  maxGradNorm(maxNorm: number): this {
+    return this.#set("maxGradNorm", (c) => (c.maxGradNorm = maxNorm));
+  }
+  /** Each sample appears k times per epoch (variation comes from `transform`). */
+  augment(k: number): this {
+    return this.#set("augment", (c) => (c.augment = k));
+  }
+  /** Delivery transform keyed per pick (rank-side; attach in the entry module). */
+  transform(f: TransformFn): this {
+    this.#s.spec.transform = f;
+    return this;
+  }
+  /** Same as {@link transform} (flodl's pre-built form). */
+  transformFn(f: TransformFn): this {
+    return this.transform(f);
+  }
+  /** Device-resident sample pool (not supported yet: `run()` refuses `true`). */
+  vramPool(enabled: boolean): this {
+    return enabled ? this.#set("vramPool", (c) => (c.vramPool = true)) : this.#unset("vramPool", (c) => (c.vramPool = false));
+  }
+  /** VRAM share of the data plane (not supported yet). */
+  vramMaxUsage(maxUsage: number): this {
+    return this.#set("vramMaxUsage", (c) => (c.vramMaxUsage = maxUsage));
+  }
+  /** Host-RAM share of the staging tiers (not supported yet). */
+  ramMaxUsage(maxUsage: number): this {
+    return this.#set("ramMaxUsage", (c) => (c.ramMaxUsage = maxUsage));
+  }
+  /** RAM sample cache (not supported yet: `run()` refuses `true`). */
+  sampleCache(enabled: boolean): this {
+    return enabled ? this.#set("sampleCache", (c) => (c.sampleCache = true)) : this.#unset("sampleCache", (c) => (c.sampleCache = false));
+  }
+  /** Disk overflow tier in GB (not supported yet: `run()` refuses > 0). */
+  diskStage(gb: number): this {
+    return gb > 0 ? this.#set("diskStage", (c) => (c.diskStageGb = gb)) : this.#unset("diskStage", (c) => (c.diskStageGb = 0));
+  }
+  /** Disk-stage directory (not supported yet). */
+  diskStageDir(dir: string): this {
+    return this.#set("diskStageDir", (c) => (c.diskStageDir = dir));
+  }
+  /** Attach an event timeline: epochs, reduces with durations, anchor changes, divergence (JSON/CSV export). */
+  timeline(tl: Timeline): this {
+    this.#s.timeline = tl;
+    return this;
+  }
+  /** Linear LR scaling ratio: lr × (1 + (W − 1)·ratio); default 1, 0 = off. */
+  lrScaleRatio(ratio: number): this {
+    return this.#set("lrScaleRatio", (c) => (c.lrScaleRatio = ratio));
+  }
+  /** Rank-side checkpoint callback `(version, model)`, every `checkpointEvery` epochs. */
+  checkpointFn(f: (version: number, model: M) => void | Promise<void>): this {
+    this.#s.spec.checkpointFn = f;
+    return this;
+  }
+  /** Per-batch LR scheduler factory; receives the world size (rank-side). */
+  scheduler(factory: (worldSize: number) => Scheduler): this {
+    this.#s.spec.scheduler = factory;
+    return this;
+  }
+  /** Rank-side callback at the start of each epoch, on the epoch-callback rank. */
+  epochFn(f: (epoch: number, worker: RankWorker<M>) => void | Promise<void>): this {
+    this.#s.spec.epochFn = f;
+    return this;
+  }
+  /** Coordinator-side callback with each aggregated epoch's metrics. */
+  metricsFn(f: (m: EpochMetrics) => void | Promise<void>): this {
+    this.#s.metricsFn = f;
+    return this;
+  }
+  /** Held-out dataset for `evalFn` (rank-side). */
+  evalDataset(dataset: BatchDataSet): this {
+    this.#s.spec.evalDataset = dataset;
+    return this;
+  }
+  /** Eval cadence (`EvalCadence.epochs(n)`). */
+  evalEvery(cadence: EvalCadence): this {
+    return this.#set("evalEvery", (c) => (c.evalEvery = cadence));
+  }
+  /** Sub-epoch monitor records at reduce boundaries: at most n per epoch (0 = off). */
+  reportsPerEpoch(n: number): this {
+    return this.#set("reportsPerEpoch", (c) => (c.reportsPerEpoch = n));
+  }
+  /** Persist the record stream as JSONL under `dir`, one file per node, each capped at `maxBytes` (0 = 32 MiB). */
+  recordLog(dir: string, maxBytes: number): this {
+    return this.#set("recordLog", (c) => (c.recordLog = { dir, maxBytes }));
+  }
+  /** Save the run's dashboard as one self-contained HTML file at the end. */
+  saveDashboard(path: string): this {
+    return this.#set("saveDashboard", (c) => (c.dashboardPath = path));
+  }
+  /** Theme of the saved dashboard: "light", "dark" or "auto" (default: follow the reader's system). */
+  dashboardTheme(theme: "light" | "dark" | "auto"): this {
+    return this.#set("dashboardTheme", (c) => (c.dashboardTheme = theme));
+  }
+  /** How a user scalar rolls up across ranks (core keys are fixed). */
+  scalarReduction(key: string, reduction: Reduction): this {
+    return this.#set("scalarReduction", (c) => (c.scalarReductions[key] = reduction));
+  }
+  /** Rank-side eval `(model, dataset) => metric`, model in eval mode around it. */
+  evalFn(f: EvalFn<M>): this {
+    this.#s.spec.evalFn = f;
+    return this;
+  }
+  /** Coordinator-side callback `(epoch, metric)` when an eval result arrives. */
+  evalResultFn(f: (epoch: number, metric: number) => void | Promise<void>): this {
+    this.#s.evalResultFn = f;
+    return this;
+  }
+  /** Which rank runs epochFn / checkpointFn / evalFn (default Fastest). */
+  epochCallbackPolicy(policy: EpochCallbackPolicy): this {
+    return this.#set("epochCallbackPolicy", (c) => (c.epochCallbackPolicy = policy));
+  }
+  /** The ranks of the run: adapter preference, speed hint and simulated slowdown per rank. */
+  cluster(c: ClusterSpec): this {
+    if (!c || !Array.isArray(c.ranks)) throw new TypeError(`cluster: expects { ranks: [...] }, got ${JSON.stringify(c)}`);
+    this.#s.cluster = { ranks: c.ranks.map((r) => ({ ...r })) };
+    return this;
+  }
+  /**
+   * The module rank workers import (default: the module that called `Trainer.builder()`).
+   * In Deno, `.entry(Deno.mainModule)` re-runs a whole script.
+   */
+  entry(url: string | URL, timeoutSecs?: number): this {
+    this.#s.entry = String(url);
+    if (timeoutSecs !== undefined) this.#s.entryTimeoutSecs = timeoutSecs;
+    return this;
+  }
+
+  #unset(knob: string, fn: (c: DdpRunConfig) => void): this {
+    this.#s.explicit.delete(knob);
+    fn(this.#s.config);
+    return this;
+  }
+
+  /** Knob names set but not supported yet (checked by run()). */
+  #checkSupported(): void {
+    for (const knob of this.#s.explicit) {
+      const what = NOT_YET[knob];
+      if (what) {
+        throw new RangeError(
+          `Trainer.run: .${knob}() is not supported yet in flodl-webgpu (it comes with ${what}); remove it`,
+        );
+      }
+    }
+  }
+
+  /**
+   * Validate and launch. Resolves with a {@link DdpHandle} once the ranks are up; rejects
+   * (before any rank starts) on a bad knob, naming it and its value. In a rank worker it
+   * serves the rank and never settles, so code after `await run()` runs on the coordinator.
+   */
+  run(): Promise<DdpHandle> {
+    if (isRank()) {
+      markRan(this);
+      return new Promise<DdpHandle>(() => {});
+    }
+    try {
+      this.#checkSupported();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return launch(this.#s);
+  }
+
+  /**
+   * Cooperative tier (spec §1.5): same configuration and validation as {@link run}, but
+   * you drive the loop: `for (let plan; (plan = await w.nextPlan()); ) { for (let b; (b = await
+   * w.nextBatch()); ) { ...; if ((await w.step(loss)).shutdown) break; } }`, then `w.finish()`.
+   * With several ranks the loop runs in each rank worker (the entry module re-runs there);
+   * the coordinator's worker just waits: its `nextPlan()` resolves null at the end.
+   */
+  async intoWorker(): Promise<CoopWorker<M>> {
+    if (isRank()) {
+      const w = rankWorker(this.#s);
+      markRan(this);
+      return w;
+    }
+    this.#checkSupported();
+    return await intoWorker(this.#s);
+  }
+
+  /**
+   * An independent copy: same call site and closures (so rank workers still find it), its
+   * own knobs. Configure one copy per run when a module's builder serves several runs.
+   */
+  clone(): DdpBuilder<M> {
+    const s = this.#s;
+    const copy = new DdpBuilder<M>(s.site, s.spec.modelFactory, s.spec.optimFactory, s.spec.trainFn);
+    const c = copy.#s;
+    c.spec = { ...s.spec };
+    c.config = { ...s.config, elche: s.config.elche.clone(), scalarReductions: { ...s.config.scalarReductions } };
+    c.explicit = new Set(s.explicit);
+    c.metricsFn = s.metricsFn;
+    c.evalResultFn = s.evalResultFn;
+    c.outerFactory = s.outerFactory;
+    c.guard = s.guard;
+    c.cluster = s.cluster ? { ranks: s.cluster.ranks.map((r) => ({ ...r })) } : undefined;
+    c.entry = s.entry;
+    c.entryTimeoutSecs = s.entryTimeoutSecs;
+    c.timeline = s.timeline;
+    return copy;
+  }
+
+  /** The builder's state (launch and tests). */
+  get state(): BuilderState<M> {
+    return this.#s;
+  }
+}
+
+/** flodl's `Trainer`: the entry of the data-parallel tier. */
+export const Trainer = {
+  /**
+   * Start a data-parallel training definition. Call it at the top level of the module
+   * that rank workers re-enter (see {@link DdpBuilder}).
+   * @example
+   * ```ts ignore
+   * const handle = await Trainer.builder(
+   *   (device) => mlp(device),
+   *   (params) => new Adam(params, { lr: 1e-3 }),
+   *   (model, [x, y]) => crossEntropy(model.forward(new Variable(x)), y),
+   * ).dataset(train).batchSize(64).numEpochs(3).run();
+   * const state = await handle.join();
+   * ```
+   */
+  builder<M extends Module>(modelFactory: ModelFactory<M>, optimFactory: OptimFactory, trainFn: TrainFn<M>): DdpBuilder<M> {
+    const site = callerSite(Trainer.builder);
+    const b = new DdpBuilder<M>(site, modelFactory, optimFactory, trainFn);
+    if (isRank()) register(site, b);
+    return b;
+  },
+};
+
+/** Re-export for the coordinator: the rank-side spec of a builder. */
+export type { RankSpec };

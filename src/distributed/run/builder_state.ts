@@ -1,0 +1,59 @@
+/**
+ * What a builder holds: the rank-side closures (a `RankSpec`, rebuilt in each rank by
+ * re-entry), the config, and the coordinator-side pieces. Apart from `builder.ts` so that
+ * `launch.ts`, `single.ts`, `coop.ts` and `run_monitor.ts` can read it without importing
+ * the builder, which imports them.
+ */
+import type { Device } from "../../gpu/mod.ts";
+import type { Timeline } from "../../monitor/mod.ts";
+import type { Module } from "../../nn/mod.ts";
+import type { DdpRunConfig } from "../coordinator/config.ts";
+import type { ConvergenceGuard } from "../coordinator/guards.ts";
+import type { EpochMetrics } from "../coordinator/metrics.ts";
+import type { OuterOptimizer } from "../coordinator/outer.ts";
+import type { CoopBridge } from "../rank/coop_bridge.ts";
+import type { RankRuntime, RankSpec } from "../rank/rank_runtime.ts";
+import type { CallSite } from "./reentry.ts";
+
+/** One local rank of `.cluster(...)`. */
+export interface RankSpecification {
+  /** Adapter preference for this rank's device. */
+  powerPreference?: GPUPowerPreference;
+  /**
+   * Relative speed hint (higher = faster), seeding ElChe's batch counts before the first
+   * measurement (flodl's `with_speed_ratio`); corrected by measurements.
+   */
+  speedHint?: number;
+  /**
+   * Make this rank's steps take `slowdown` times as long (>= 1): how a homogeneous machine
+   * simulates a slow GPU in tests and benchmarks. Default 1.
+   */
+  slowdown?: number;
+}
+
+/** `.cluster(...)`: the ranks of the run (the web port's FullCluster: one host, local ranks). */
+export interface ClusterSpec {
+  ranks: RankSpecification[];
+}
+
+/** Coordinator-side pieces of a builder (the rank side is a {@link RankSpec}). */
+export interface BuilderState<M extends Module> {
+  spec: RankSpec<M>;
+  config: DdpRunConfig;
+  /** Knobs the user set explicitly (for the "not supported yet" checks). */
+  explicit: Set<string>;
+  metricsFn?: (m: EpochMetrics) => void | Promise<void>;
+  evalResultFn?: (epoch: number, metric: number) => void | Promise<void>;
+  outerFactory?: () => OuterOptimizer;
+  guard?: ConvergenceGuard;
+  cluster?: ClusterSpec;
+  entry?: string;
+  entryTimeoutSecs: number;
+  site: CallSite;
+  /** Timeline to inject events into. */
+  timeline?: Timeline;
+  /** Cooperative tier: the user-driven loop that serves this builder's plans. */
+  coop?: CoopBridge<M>;
+  /** A rank runtime over this builder's closures, from this copy of the library. */
+  createRuntime(device?: Device): RankRuntime<M>;
+}

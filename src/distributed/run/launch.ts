@@ -1,0 +1,172 @@
+/**
+ * `run()`: validate, size the world, start the ranks (Web Workers that re-enter the
+ * entry module, or the single-device path in process), broadcast rank 0's initial
+ * state, and hand the coordinator's run to a {@link DdpHandle}.
+ */
+import type { Module } from "../../nn/mod.ts";
+import type { BuilderState, ClusterSpec } from "./builder_state.ts";
+import { Coordinator, type RunObserver } from "../coordinator/coordinator.ts";
+import { describeError, RankLostError } from "../protocol/errors.ts";
+import { DdpHandle } from "./handle.ts";
+import type { LayoutTable, RankHello } from "../protocol/messages.ts";
+import { awaitHello, WorkerTransport } from "../coordinator/transport_worker.ts";
+import { RankClient } from "../coordinator/rank_client.ts";
+import { programArgs, type RankRole } from "./reentry.ts";
+import { runMonitor } from "./run_monitor.ts";
+import { loadCollector } from "../../gpu/mod.ts";
+import { BundleWriter, loadResume, type Persistence } from "../coordinator/persistence.ts";
+import { setupFor } from "./rank_setup.ts";
+import { stallCeilingMs } from "../coordinator/max_failure.ts";
+
+import { runSingle } from "./single.ts";
+import { resolveConfig, type ResolvedRunConfig } from "./validate_config.ts";
+
+const OBSERVER = Symbol.for("flodl-webgpu.runObserver");
+
+/** Attach a live observer (batches, reduces, frames) to the next `run()` of this builder (demo, bench). */
+export function observe<M extends Module>(state: BuilderState<M>, observer: RunObserver): void {
+  (state as unknown as { [OBSERVER]: RunObserver })[OBSERVER] = observer;
+}
+
+function observerOf<M extends Module>(state: BuilderState<M>): RunObserver {
+  return (state as unknown as { [OBSERVER]?: RunObserver })[OBSERVER] ?? {};
+}
+
+/** One rank per distinct adapter the runtime exposes (usually one). */
+async function distinctAdapters(): Promise<ClusterSpec> {
+  const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
+  if (!gpu) return { ranks: [{}] };
+  const seen = new Map<string, GPUPowerPreference>();
+  for (const pp of ["high-performance", "low-power"] as GPUPowerPreference[]) {
+    const a = await gpu.requestAdapter({ powerPreference: pp });
+    if (!a) continue;
+    const key = `${a.info.vendor}|${a.info.architecture}|${a.info.device}|${a.info.description}`;
+    if (!seen.has(key)) seen.set(key, pp);
+  }
+  if (seen.size <= 1) return { ranks: [{}] };
+  return { ranks: [...seen.values()].map((powerPreference) => ({ powerPreference })) };
+}
+
+function checkCluster(c: ClusterSpec): void {
+  if (c.ranks.length < 1) throw new RangeError(`Trainer.run: cluster must list at least one rank, got ${c.ranks.length}`);
+  c.ranks.forEach((r, i) => {
+    if (r.slowdown !== undefined && !(Number.isFinite(r.slowdown) && r.slowdown >= 1)) {
+      throw new RangeError(`Trainer.run: cluster rank ${i} slowdown must be a finite number >= 1, got ${r.slowdown}`);
+    }
+    if (r.speedHint !== undefined && !(Number.isFinite(r.speedHint) && r.speedHint > 0)) {
+      throw new RangeError(`Trainer.run: cluster rank ${i} speedHint must be a finite number > 0, got ${r.speedHint}`);
+    }
+  });
+}
+
+/** Validate a builder and start it. */
+export async function launch<M extends Module>(state: BuilderState<M>): Promise<DdpHandle> {
+  if (!state.spec.dataset) throw new TypeError("Trainer.run: dataset is required (.dataset() or .sampleDataset()), got undefined");
+  // Everything that needs no GPU is checked before any adapter is touched or rank started.
+  const datasetLen = state.spec.dataset.len();
+  if (state.cluster) checkCluster(state.cluster);
+  resolveConfig(state.config, { worldSize: state.cluster?.ranks.length, datasetLen });
+  const cluster = state.cluster ?? await distinctAdapters();
+  const W = cluster.ranks.length;
+  const cfg = resolveConfig(state.config, { worldSize: W, datasetLen });
+  if (state.spec.dataset.len() * cfg.augment < cfg.batchSize) {
+    throw new RangeError(
+      `Trainer.run: batchSize must fit the dataset: ${state.spec.dataset.len()} samples × augment ${cfg.augment} < ${cfg.batchSize}`,
+    );
+  }
+  if (state.spec.evalFn && !state.spec.evalDataset) throw new TypeError("Trainer.run: evalFn needs evalDataset, got undefined");
+  for (const w of cfg.warnings) console.warn(`Trainer.run: ${w}`);
+  if ((cfg.checkpointAtEpoch !== undefined || cfg.checkpointEvery !== undefined) && !cfg.savePath && !state.spec.checkpointFn) {
+    throw new RangeError(`Trainer.run: checkpointAtEpoch/checkpointEvery need savePath (or a checkpointFn), got savePath undefined`);
+  }
+  const persistence = {
+    resume: cfg.resumeFrom ? await loadResume(cfg.resumeFrom, cfg, W) : undefined,
+    writer: cfg.savePath ? new BundleWriter(cfg.savePath) : undefined,
+  };
+  if (W === 1) return runSingle(state, cfg, observerOf(state), persistence);
+  return launchRanks(state, cfg, { ...cluster, ranks: cluster.ranks }, persistence);
+}
+
+async function launchRanks<M extends Module>(
+  state: BuilderState<M>,
+  cfg: ResolvedRunConfig,
+  cluster: ClusterSpec,
+  persistence: Persistence,
+): Promise<DdpHandle> {
+  const W = cluster.ranks.length;
+  const session = crypto.randomUUID();
+  const entry = state.entry ?? state.site.url;
+  const clients: RankClient[] = [];
+  const timeoutMs = state.entryTimeoutSecs * 1000;
+  const close = () => Promise.all(clients.map((c) => c.close()));
+  await loadCollector(); // RankClient collects every MESSAGES_PER_COLLECT messages (Deno only)
+  let hellos: RankHello[];
+  try {
+    for (let rank = 0; rank < W; rank++) {
+      const role: RankRole = { rank, world: W, entry, site: state.site, timeoutMs, session, args: programArgs() };
+      const worker = new Worker(new URL("../../../workers/rank.ts", import.meta.url), {
+        type: "module",
+        name: JSON.stringify(role),
+      });
+      const hello = awaitHello(worker, rank, session, timeoutMs);
+      clients.push(new RankClient(rank, new WorkerTransport(rank, worker)));
+      await hello;
+    }
+    hellos = await Promise.all(
+      clients.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W)))),
+    );
+    checkLayouts(hellos);
+    const init = await clients[0].call("initialState", (api) => api.initialState());
+    await Promise.all(clients.slice(1).map((c) =>
+      c.call("load", (api) => api.load({ ...init, params: init.params.slice(), buffers: init.buffers.slice() }))
+    ));
+  } catch (e) {
+    await close();
+    throw e instanceof RankLostError ? e : new Error(`Trainer.run: starting ${W} ranks failed: ${describeError(e)}`, { cause: e });
+  }
+  const observer = observerOf(state);
+  const monitor = runMonitor(state, cfg, W, hellos.map((h) => h.adapter));
+  let coordinator: Coordinator<M> | undefined;
+  const watchdog = setInterval(() => {
+    const limit = cfg.heartbeatTimeoutSecs * 1000, compileLimit = stallCeilingMs(cfg.heartbeatTimeoutSecs);
+    for (const c of clients) {
+      const silent = c.overdueMs(performance.now(), limit, compileLimit);
+      if (c.alive && silent > 0) {
+        const why = c.compiling
+          ? `compiling GPU pipelines (stall ceiling ${(compileLimit / 1000).toFixed(0)} s)`
+          : `heartbeatTimeoutSecs ${cfg.heartbeatTimeoutSecs}`;
+        c.fail(new RankLostError(c.rank, `rank ${c.rank} was silent for ${(silent / 1000).toFixed(1)} s (${why})`), false);
+      }
+    }
+  }, 250);
+  let begin!: (h: DdpHandle) => void;
+  const started = new Promise<DdpHandle>((r) => (begin = r));
+  const result = (async () => {
+    try {
+      coordinator = new Coordinator(state, cfg, clients, hellos[0].layout, await started, observer, monitor, persistence);
+      return await coordinator.run();
+    } finally {
+      clearInterval(watchdog);
+      await close();
+      await monitor?.close();
+      await persistence.writer?.flush().catch(() => {});
+    }
+  })();
+  const memory = () => Promise.all(clients.map((c) => (c.alive ? c.call("memory", (api) => api.memory()).catch(() => null) : null)));
+  const handle = new DdpHandle(W, hellos.map((h) => h.adapter), result, () => coordinator?.shutdown(), memory);
+  begin(handle);
+  return handle;
+}
+
+function checkLayouts(hellos: RankHello[]): void {
+  const key = (l: LayoutTable) => JSON.stringify([l.params.map((e) => [e.name, e.shape]), l.buffers.map((e) => [e.name, e.shape])]);
+  const want = key(hellos[0].layout);
+  for (const h of hellos.slice(1)) {
+    if (key(h.layout) !== want) {
+      throw new Error(
+        `Trainer.run: rank ${h.rank} built a model with other parameters than rank 0 ` +
+          `(${h.layout.paramCount} vs ${hellos[0].layout.paramCount} values); every rank must build the same model`,
+      );
+    }
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * The single-device path (spec §1.1): one rank, in process, no workers, no averaging.
+ * Plans are synthesized per epoch (the whole permutation's full batches).
+ */
+import { Device } from "../../gpu/mod.ts";
+import type { Module } from "../../nn/mod.ts";
+import type { BuilderState } from "./builder_state.ts";
+import { EvalCadence } from "../coordinator/config.ts";
+import type { RunObserver } from "../coordinator/coordinator.ts";
+import { quietly } from "../coordinator/callbacks.ts";
+import { trainedState } from "../coordinator/observer.ts";
+import { describeError } from "../protocol/errors.ts";
+import { DdpHandle, type TrainedState } from "./handle.ts";
+import { setupFor } from "./rank_setup.ts";
+import { EpochAggregator, type RunEpochMetrics } from "../coordinator/metrics.ts";
+import type { LayoutTable } from "../protocol/messages.ts";
+import { frameToFlat } from "../protocol/frame_codec.ts";
+import type { RankRuntime } from "../rank/rank_runtime.ts";
+import type { ResolvedRunConfig } from "./validate_config.ts";
+import type { Persistence } from "../coordinator/persistence.ts";
+import type { SaveReason } from "../coordinator/max_failure.ts";
+import { runMonitor, type RunEvents } from "./run_monitor.ts";
+
+
+/** Train on one device in this thread. */
+export async function runSingle<M extends Module>(
+  state: BuilderState<M>,
+  cfg: ResolvedRunConfig,
+  observer: RunObserver,
+  persistence: Persistence = {},
+): Promise<DdpHandle> {
+  const existing = (() => {
+    try {
+      return Device.default;
+    } catch {
+      return undefined;
+    }
+  })();
+  const runtime = state.createRuntime(existing);
+  const events: { monitor?: RunEvents } = {};
+  const hello = await runtime.init(setupFor(state, cfg, 0, 1), {
+    batch: (e) => {
+      observer.batch?.(e);
+      events.monitor?.batch(e);
+    },
+    heartbeat: () => {},
+    compiling: () => {},
+  });
+  const monitor = events.monitor = runMonitor(state, cfg, 1, [hello.adapter]);
+  let stop = false;
+  let begin!: (h: DdpHandle) => void;
+  const started = new Promise<DdpHandle>((r) => (begin = r));
+  const result = (async () => {
+    try {
+      return await trainSingle(state, cfg, runtime, hello.layout, await started, () => stop, monitor, persistence);
+    } finally {
+      await runtime.stop();
+      await monitor?.close();
+      await persistence.writer?.flush().catch(() => {});
+    }
+  })();
+  const handle = new DdpHandle(1, [hello.adapter], result, () => (stop = true), async () => [await runtime.memory()]);
+  begin(handle);
+  return handle;
+}
+
+async function trainSingle<M extends Module>(
+  state: BuilderState<M>,
+  cfg: ResolvedRunConfig,
+  runtime: RankRuntime<M>,
+  layout: LayoutTable,
+  handle: DdpHandle,
+  stopped: () => boolean,
+  monitor?: RunEvents,
+  persistence: Persistence = {},
+): Promise<TrainedState> {
+  const P = state.spec.dataset!.len() * cfg.augment;
+  const full = Math.floor(P / cfg.batchSize) * cfg.batchSize;
+  const resume = persistence.resume;
+  let globalStep = resume?.globalStep ?? 0;
+  const save = async (epoch: number, reason: SaveReason) => {
+    const writer = persistence.writer;
+    if (!writer) return;
+    await writer.save(async () => {
+      const flat = frameToFlat(await runtime.finalState(), layout);
+      const slice = (e: LayoutTable["params"][number], a: Float32Array) => ({ name: e.name, shape: e.shape, data: a.slice(e.offset, e.offset + e.numel) });
+      return {
+        model: { params: layout.params.map((e) => slice(e, flat.params)), buffers: layout.buffers.map((e) => slice(e, flat.buffers)) },
+        optim: await runtime.optimizerState(),
+        meta: {
+          epoch,
+          global_step: globalStep,
+          sync_round: 0,
+          world_size_at_save: 1,
+          save_reason: reason,
+          coverage: { seed: cfg.seed, epoch_splits: cfg.epochSplits, batch_size: cfg.batchSize, per_epoch: [] },
+          seed: cfg.seed,
+          batch_size: cfg.batchSize,
+        },
+      };
+    });
+  };
+  const evaluate = async (epoch: number) => {
+    if (!state.spec.evalFn || !state.spec.evalDataset) return;
+    const out = await runtime.evaluate(epoch);
+    handle.evaluated({ ...out, rank: 0 });
+    if (out.error !== undefined) console.warn(`evalFn failed at epoch ${epoch}: ${out.error}`);
+    else {
+      monitor?.evaluated(epoch, out.value!);
+      await quietly("evalResultFn", () => state.evalResultFn?.(epoch, out.value!));
+    }
+  };
+  let epoch = resume?.startEpoch ?? 0;
+  for (; epoch < cfg.numEpochs && !stopped(); epoch++) {
+    monitor?.epochStart(epoch);
+    // A resumed epoch runs only what its checkpoint left uncovered.
+    const cov = resume?.coverage.get(epoch);
+    const ranges: [number, number][] = cov ? cov.uncovered_ranges.map(([o, n]) => [o, n]) : [[0, full]];
+    const report = await runtime.train({
+      epoch,
+      ranges,
+      globalStep,
+      version: 0,
+      epochFn: state.spec.epochFn !== undefined,
+    });
+    globalStep += report.batches;
+    const agg = new EpochAggregator(epoch, 1);
+    agg.add(report);
+    const m: RunEpochMetrics = {
+      ...agg.finish(),
+      reduces: 0,
+      wireBytesPerReduce: 0,
+      reduceMs: 0,
+      anchor: 0,
+      batchCounts: [report.batches],
+    };
+    handle.metrics(m);
+    monitor?.epochEnd(m);
+    await quietly("metricsFn", () => state.metricsFn?.(m));
+    const k = epoch + 1;
+    if (k < cfg.numEpochs) {
+      if (EvalCadence.due(cfg.evalEvery, k)) await evaluate(k);
+      if (cfg.checkpointEvery && k % cfg.checkpointEvery === 0) {
+        if (state.spec.checkpointFn) {
+          await runtime.checkpoint(k).catch((e) => console.warn(`checkpointFn failed at epoch ${k}: ${describeError(e)}`));
+        }
+        await save(k, "checkpoint");
+      }
+    }
+  }
+  await save(epoch, stopped() ? "graceful_shutdown" : "checkpoint");
+  await evaluate(cfg.numEpochs);
+  const flat = frameToFlat(await runtime.finalState(), layout);
+  return trainedState(layout, flat.params, flat.buffers);
+}
