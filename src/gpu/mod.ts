@@ -2,6 +2,8 @@ export { collectGarbage, loadCollector } from "./collect.ts";
 export { Device } from "./device.ts";
 export type { DeviceOptions, Dispatch, MemoryStats, StepScoped } from "./device.ts";
 export { DeviceLostError, GpuError } from "./errors.ts";
+export { kernel, launch, registeredKernels } from "./kernel.ts";
+export type { Access, Bindable, Bindings, Kernel, Launch } from "./kernel.ts";
 export { layout, registeredLayouts, writeParams } from "./params.ts";
 export type { Layout, ParamValues, ScalarType } from "./params.ts";
 export { sizeClass } from "./pool.ts";

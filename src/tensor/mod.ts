@@ -8,7 +8,7 @@ export * from "./ops/unary.ts";
 export * from "./ops/binary.ts";
 export * from "./ops/reduce.ts";
 export * from "./ops/shape.ts";
-export * from "./ops/index.ts";
+export * from "./ops/gather.ts";
 export * from "./ops/softmax.ts";
 export * from "./ops/loss.ts";
 export * from "./ops/norm.ts";

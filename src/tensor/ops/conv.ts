@@ -1,4 +1,4 @@
-import { Device, layout, tuning } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -31,6 +31,14 @@ export const CONV_PARAMS = layout("conv", "Params", {
   w_kx: "i32",
   has_bias: "u32",
   total: "u32",
+});
+/** Storage bindings of shaders/conv.wgsl (src: conv_tile's input, weight_tile's xs). */
+export const CONV = kernel(CONV_PARAMS, {
+  src: [1, "read"],
+  w: [2, "read"],
+  bias: [3, "read"],
+  dy: [4, "read"],
+  out: [5, "read_write"],
 });
 
 /** A size along (height, width): one number for both, or `[h, w]`. */
@@ -260,7 +268,6 @@ export function convTranspose2dShape(x: Shape, w: Shape, b?: Shape, options: Con
   return sideShape(transposeGeometry(x, w, b, options), "x");
 }
 
-
 type ParamValues = { [K in keyof typeof CONV_PARAMS.fields]: number };
 
 /** The weight [co, ci/G, kh, kw] read as conv_tile's kernel for the forward sum (see shaders/conv.wgsl). */
@@ -326,50 +333,24 @@ function adjointParams(g: Geometry, hasBias: boolean): ParamValues {
   };
 }
 
-/** Record conv_tile: one thread per 4 output channels × 8 columns of one output row. */
-function launchTiles(device: Device, entry: string, v: ParamValues, buffers: Record<number, GPUBuffer>): void {
-  const tiles = v.n * v.groups * Math.ceil(v.cout / v.groups / 4) * v.hout * Math.ceil(v.wout / 8);
-  if (tiles === 0) return;
-  device.dispatch({
-    shader: "conv",
-    entry,
-    overrides: { WG: tuning.CONV_WG },
-    params: { layout: CONV_PARAMS, values: v },
-    // NOTE: every conv_tile entry names `bias`; without one the weight stands in (has_bias = 0).
-    buffers: { 3: buffers[2], ...buffers },
-    groups: Device.grid(tiles, tuning.CONV_WG),
-  });
+/** conv_tile's launch: one thread per 4 output channels × 8 columns of one output row. */
+function tiles(entry: string, v: ParamValues) {
+  const n = v.n * v.groups * Math.ceil(v.cout / v.groups / 4) * v.hout * Math.ceil(v.wout / 8);
+  return { entry, params: v, overrides: { WG: tuning.CONV_WG }, groups: Device.grid(n, tuning.CONV_WG) };
 }
 
-/** Record weight_tile: one workgroup per 4 output channels × 1 input channel × 1 kernel row × 4 kernel columns. */
-function launchWeight(device: Device, entry: string, g: Geometry, buffers: Record<number, GPUBuffer>): void {
+/** weight_tile's launch: one workgroup per 4 output channels × 1 input channel × 1 kernel row × 4 kernel columns. */
+function weightTiles(entry: string, g: Geometry) {
   const total = g.groups * Math.ceil(g.co / g.groups / 4) * (g.ci / g.groups) * g.kh * Math.ceil(g.kw / 4);
-  if (total === 0) return;
-  device.dispatch({
-    shader: "conv",
-    entry,
-    overrides: { WG: tuning.CONV_WG },
-    params: { layout: CONV_PARAMS, values: { ...forwardParams(g, false), total } },
-    buffers,
-    groups: Device.grid(total, 1),
-  });
+  const params = { ...forwardParams(g, false), total };
+  return { entry, params, overrides: { WG: tuning.CONV_WG }, groups: Device.grid(total, 1) };
 }
 
-/** Record the bias gradient: one workgroup per channel of dy [n, channels, h, w]. */
-function launchBias(device: Device, entry: string, g: Geometry, dy: Shape, buffers: Record<number, GPUBuffer>): void {
+/** The bias gradient's launch: one workgroup per channel of dy [n, channels, h, w]. */
+function biasSums(entry: string, g: Geometry, dy: Shape) {
   const [channels, h, w] = dy.slice(-3);
-  if (channels === 0) return;
-  device.dispatch({
-    shader: "conv",
-    entry,
-    overrides: { WG: tuning.CONV_WG },
-    params: {
-      layout: CONV_PARAMS,
-      values: { ...forwardParams(g, false), cout: channels, hout: h, wout: w, total: channels },
-    },
-    buffers,
-    groups: Device.grid(channels, 1),
-  });
+  const params = { ...forwardParams(g, false), cout: channels, hout: h, wout: w, total: channels };
+  return { entry, params, overrides: { WG: tuning.CONV_WG }, groups: Device.grid(channels, 1) };
 }
 
 function checkInputs(inputs: readonly Tensor[], op: string): void {
@@ -396,9 +377,9 @@ export const conv2dOp: OpDef<Conv2dOptions> = {
     const [x, w, b] = inputs;
     const g = geometry(x.shape, w.shape, b?.shape, attrs);
     const y = empty(sideShape(g, "y"), x.device, "conv2d");
-    const buffers: Record<number, GPUBuffer> = { 1: x.buffer, 2: w.buffer, 5: y.buffer };
-    if (b) buffers[3] = b.buffer;
-    launchTiles(x.device, "conv2d_forward", forwardParams(g, b !== undefined), buffers);
+    // NOTE: every conv_tile entry names `bias`; without one the weight stands in (has_bias = 0).
+    const io = { src: x, w, bias: b ?? w, out: y };
+    launch(x.device, CONV, { ...tiles("conv2d_forward", forwardParams(g, b !== undefined)), io });
     return { output: y, saved: [x, w] };
   },
   backward(dy, ctx) {
@@ -408,15 +389,18 @@ export const conv2dOp: OpDef<Conv2dOptions> = {
     let dx: Tensor | null = null, dw: Tensor | null = null, db: Tensor | null = null;
     if (ctx.needs[0]) {
       dx = empty(ctx.shapes[0], d, "conv2d.backward");
-      launchTiles(d, "conv2d_backward_input", adjointParams(g, false), { 1: dy.buffer, 2: w.buffer, 5: dx.buffer });
+      launch(d, CONV, {
+        ...tiles("conv2d_backward_input", adjointParams(g, false)),
+        io: { src: dy, w, out: dx, bias: w },
+      });
     }
     if (ctx.needs[1]) {
       dw = empty(ctx.shapes[1], d, "conv2d.backward");
-      launchWeight(d, "conv2d_backward_weight", g, { 1: x.buffer, 4: dy.buffer, 5: dw.buffer });
+      launch(d, CONV, { ...weightTiles("conv2d_backward_weight", g), io: { src: x, dy, out: dw } });
     }
     if (ctx.shapes.length > 2 && ctx.needs[2]) {
       db = empty(ctx.shapes[2], d, "conv2d.backward");
-      launchBias(d, "conv2d_backward_bias", g, dy.shape, { 4: dy.buffer, 5: db.buffer });
+      launch(d, CONV, { ...biasSums("conv2d_backward_bias", g, dy.shape), io: { dy, out: db } });
     }
     return ctx.shapes.length > 2 ? [dx, dw, db] : [dx, dw];
   },
@@ -434,9 +418,8 @@ export const convTranspose2dOp: OpDef<ConvTranspose2dOptions> = {
     const [x, w, b] = inputs;
     const g = transposeGeometry(x.shape, w.shape, b?.shape, attrs);
     const y = empty(sideShape(g, "x"), x.device, "convTranspose2d");
-    const buffers: Record<number, GPUBuffer> = { 1: x.buffer, 2: w.buffer, 5: y.buffer };
-    if (b) buffers[3] = b.buffer;
-    launchTiles(x.device, "conv_transpose2d_forward", adjointParams(g, b !== undefined), buffers);
+    const io = { src: x, w, bias: b ?? w, out: y };
+    launch(x.device, CONV, { ...tiles("conv_transpose2d_forward", adjointParams(g, b !== undefined)), io });
     return { output: y, saved: [x, w] };
   },
   backward(dy, ctx) {
@@ -446,20 +429,19 @@ export const convTranspose2dOp: OpDef<ConvTranspose2dOptions> = {
     let dx: Tensor | null = null, dw: Tensor | null = null, db: Tensor | null = null;
     if (ctx.needs[0]) {
       dx = empty(ctx.shapes[0], d, "convTranspose2d.backward");
-      launchTiles(d, "conv_transpose2d_backward_input", forwardParams(g, false), {
-        1: dy.buffer,
-        2: w.buffer,
-        5: dx.buffer,
+      launch(d, CONV, {
+        ...tiles("conv_transpose2d_backward_input", forwardParams(g, false)),
+        io: { src: dy, w, bias: w, out: dx },
       });
     }
     if (ctx.needs[1]) {
       // The weight gradient of the conv2d this op is the adjoint of: its input is our dy, its output our x.
       dw = empty(ctx.shapes[1], d, "convTranspose2d.backward");
-      launchWeight(d, "conv_transpose2d_backward_weight", g, { 1: dy.buffer, 4: x.buffer, 5: dw.buffer });
+      launch(d, CONV, { ...weightTiles("conv_transpose2d_backward_weight", g), io: { src: dy, dy: x, out: dw } });
     }
     if (ctx.shapes.length > 2 && ctx.needs[2]) {
       db = empty(ctx.shapes[2], d, "convTranspose2d.backward");
-      launchBias(d, "conv_transpose2d_backward_bias", g, dy.shape, { 4: dy.buffer, 5: db.buffer });
+      launch(d, CONV, { ...biasSums("conv_transpose2d_backward_bias", g, dy.shape), io: { dy, out: db } });
     }
     return ctx.shapes.length > 2 ? [dx, dw, db] : [dx, dw];
   },

@@ -1,10 +1,10 @@
-import { Device, layout, tuning } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import { fromArray } from "../creation.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, sameShape } from "../shape.ts";
 import { type IndexRule, recordIndexCheck } from "../index_check.ts";
 import { Tensor } from "../tensor.ts";
-import { type Indices, toIndexTensor } from "./index.ts";
+import { type Indices, toIndexTensor } from "./gather.ts";
 
 /** Mirrors `struct Params` in shaders/loss.wgsl. */
 export const LOSS_PARAMS = layout("loss", "Params", {
@@ -18,6 +18,18 @@ export const LOSS_PARAMS = layout("loss", "Params", {
   beta: "f32",
   pw_n: "u32",
 });
+/** Storage bindings of shaders/loss.wgsl; a launch leaves out the params it does not read. */
+export const LOSS = kernel(LOSS_PARAMS, {
+  a: [1, "read"],
+  b: [2, "read"],
+  tgt: [3, "read"],
+  el: [4, "read_write"],
+  y: [5, "read_write"],
+  stats: [6, "read_write"],
+  dy: [7, "read"],
+  dx: [8, "read_write"],
+  pw: [9, "read"],
+}, { n: 0, classes: 0, ignore_index: 0, smoothing: 0, mode: 0, scale: 1, den_at: 0, beta: 0, pw_n: 1 });
 
 /** How a loss combines its per-element values, as PyTorch's `reduction`. */
 export type LossReduction = "mean" | "sum" | "none";
@@ -61,37 +73,11 @@ const DEFAULT_IGNORE_INDEX = -100;
 const MODE = { none: 0, sum: 1, mean: 2 } as const;
 
 type Values = Partial<Record<keyof typeof LOSS_PARAMS.fields, number>>;
-const NO_PARAMS = { n: 0, classes: 0, ignore_index: 0, smoothing: 0, mode: 0, scale: 1, den_at: 0, beta: 0, pw_n: 1 };
 
-/** Threads per workgroup for a reduction over `len` values: a power of two from 32 to tuning.REDUCE_WG. */
 /** Cross-entropy over at most this many classes runs one thread per row. */
 const ROW_CLASSES = 64;
 /** Threads per workgroup of the one-thread-per-row kernel. */
 const ROWS_WG = 64;
-
-function wgFor(len: number): number {
-  let wg = 32;
-  while (wg < len && wg < tuning.REDUCE_WG) wg *= 2;
-  return wg;
-}
-
-function launch(
-  device: Device,
-  entry: string,
-  values: Values,
-  buffers: Record<number, GPUBuffer>,
-  groups: [number, number?],
-  wg?: number,
-) {
-  device.dispatch({
-    shader: "loss",
-    entry,
-    overrides: wg === undefined ? undefined : { WG: wg },
-    params: { layout: LOSS_PARAMS, values: { ...NO_PARAMS, ...values } },
-    buffers,
-    groups,
-  });
-}
 
 function reductionOf(attrs: LossOptions | undefined, op: string): LossReduction {
   const r = attrs?.reduction ?? "mean";
@@ -151,16 +137,21 @@ function reduceRows(
   const y = Tensor.empty([], { device }, "loss");
   const n = v.n!;
   if (reduction === "sum") {
-    launch(device, "total_forward", { n, scale: 1 }, { 4: el.buffer, 5: y.buffer }, [1], wgFor(n));
+    launch(device, LOSS, {
+      entry: "total_forward",
+      params: { n, scale: 1 },
+      io: { el, y },
+      groups: [1],
+      overrides: { WG: tuning.reduceWg(n) },
+    });
   } else {
-    launch(
-      device,
-      "class_mean_forward",
-      { ...v, den_at: denAt },
-      { 3: target.buffer, 4: el.buffer, 5: y.buffer, 6: stats.buffer },
-      [1],
-      wgFor(n),
-    );
+    launch(device, LOSS, {
+      entry: "class_mean_forward",
+      params: { ...v, den_at: denAt },
+      io: { tgt: target, el, y, stats },
+      groups: [1],
+      overrides: { WG: tuning.reduceWg(n) },
+    });
   }
   return y;
 }
@@ -181,9 +172,24 @@ export const crossEntropyOp: OpDef<ClassLossAttrs> = {
     const v = classValues(attrs, op, n, c);
     const stats = Tensor.empty([2 * n + 1], { device: x.device }, "crossEntropy.stats");
     const el = Tensor.empty([n], { device: x.device }, op);
-    const bufs = { 1: x.buffer, 3: target.buffer, 4: el.buffer, 6: stats.buffer };
-    if (c <= ROW_CLASSES) launch(x.device, "cross_entropy_forward_rows", v, bufs, Device.grid(n, ROWS_WG), ROWS_WG);
-    else launch(x.device, "cross_entropy_forward", v, bufs, Device.grid(n, 1), wgFor(c));
+    const io = { a: x, tgt: target, el, stats };
+    if (c <= ROW_CLASSES) {
+      launch(x.device, LOSS, {
+        entry: "cross_entropy_forward_rows",
+        params: v,
+        io,
+        groups: Device.grid(n, ROWS_WG),
+        overrides: { WG: ROWS_WG },
+      });
+    } else {
+      launch(x.device, LOSS, {
+        entry: "cross_entropy_forward",
+        params: v,
+        io,
+        groups: Device.grid(n, 1),
+        overrides: { WG: tuning.reduceWg(c) },
+      });
+    }
     return { output: reduceRows(x.device, reduction, el, target, stats, v, 2 * n), saved: [x, target, stats] };
   },
   backward(dy, ctx) {
@@ -193,8 +199,12 @@ export const crossEntropyOp: OpDef<ClassLossAttrs> = {
     const v = classValues(ctx.attrs, "crossEntropy", n, c);
     const mode = MODE[reductionOf(ctx.attrs, "crossEntropy")];
     const dx = Tensor.empty(x.shape, { device: dy.device }, "crossEntropy.backward");
-    const bufs = { 1: x.buffer, 3: target.buffer, 6: stats.buffer, 7: dy.buffer, 8: dx.buffer };
-    launch(dy.device, "cross_entropy_backward", { ...v, mode, den_at: 2 * n }, bufs, Device.grid(n * c));
+    launch(dy.device, LOSS, {
+      entry: "cross_entropy_backward",
+      params: { ...v, mode, den_at: 2 * n },
+      io: { a: x, tgt: target, stats, dy, dx },
+      groups: Device.grid(n * c),
+    });
     return [dx, null];
   },
 };
@@ -210,7 +220,7 @@ export const nllLossOp: OpDef<NllLossOptions> = {
     const v = classValues(attrs, op, n, c);
     const stats = Tensor.empty([1], { device: x.device }, "nllLoss.stats");
     const el = Tensor.empty([n], { device: x.device }, op);
-    launch(x.device, "nll_forward", v, { 1: x.buffer, 3: target.buffer, 4: el.buffer }, Device.grid(n));
+    launch(x.device, LOSS, { entry: "nll_forward", params: v, io: { a: x, tgt: target, el }, groups: Device.grid(n) });
     return { output: reduceRows(x.device, reduction, el, target, stats, v, 0), saved: [target, stats] };
   },
   backward(dy, ctx) {
@@ -220,8 +230,12 @@ export const nllLossOp: OpDef<NllLossOptions> = {
     const v = classValues(ctx.attrs, "nllLoss", n, c);
     const mode = MODE[reductionOf(ctx.attrs, "nllLoss")];
     const dx = Tensor.empty(ctx.shapes[0], { device: dy.device }, "nllLoss.backward");
-    const bufs = { 3: target.buffer, 6: stats.buffer, 7: dy.buffer, 8: dx.buffer };
-    launch(dy.device, "nll_backward", { ...v, mode, den_at: 0 }, bufs, Device.grid(n * c));
+    launch(dy.device, LOSS, {
+      entry: "nll_backward",
+      params: { ...v, mode, den_at: 0 },
+      io: { tgt: target, stats, dy, dx },
+      groups: Device.grid(n * c),
+    });
     return [dx, null];
   },
 };
@@ -279,14 +293,23 @@ function defineElementwise(spec: ElementwiseSpec): OpDef<ElementwiseLossAttrs> {
       const n = a.numel;
       const values = { n, beta: beta(attrs, name), pw_n: pw?.numel ?? 1 };
       const el = Tensor.empty(a.shape, { device: a.device }, name);
-      const bufs: Record<number, GPUBuffer> = { 1: a.buffer, 2: b.buffer, 4: el.buffer };
-      if (pw) bufs[9] = pw.buffer;
-      launch(a.device, `${kernel}_forward`, values, bufs, Device.grid(n));
+      launch(a.device, LOSS, {
+        entry: `${kernel}_forward`,
+        params: values,
+        io: { a, b, el, pw },
+        groups: Device.grid(n),
+      });
       let output = el;
       if (reduction !== "none") {
         output = Tensor.empty([], { device: a.device }, name);
         const scale = reduction === "mean" ? 1 / n : 1;
-        launch(a.device, "total_forward", { n, scale }, { 4: el.buffer, 5: output.buffer }, [1], wgFor(n));
+        launch(a.device, LOSS, {
+          entry: "total_forward",
+          params: { n, scale },
+          io: { el, y: output },
+          groups: [1],
+          overrides: { WG: tuning.reduceWg(n) },
+        });
       }
       return { output, saved: pw ? [a, b, pw] : [a, b] };
     },
@@ -303,9 +326,12 @@ function defineElementwise(spec: ElementwiseSpec): OpDef<ElementwiseLossAttrs> {
       };
       const side = (which: "a" | "b"): Tensor | null => {
         const dx = Tensor.empty(a.shape, { device: dy.device }, `${name}.backward`);
-        const bufs: Record<number, GPUBuffer> = { 1: a.buffer, 2: b.buffer, 7: dy.buffer, 8: dx.buffer };
-        if (pw) bufs[9] = pw.buffer;
-        launch(dy.device, `${kernel}_backward_${which}`, values, bufs, Device.grid(n));
+        launch(dy.device, LOSS, {
+          entry: `${kernel}_backward_${which}`,
+          params: values,
+          io: { a, b, dy, dx, pw },
+          groups: Device.grid(n),
+        });
         return dx;
       };
       const grads = [ctx.needs[0] ? side("a") : null, ctx.needs[1] && spec.targetGrad ? side("b") : null];

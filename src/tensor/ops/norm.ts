@@ -1,4 +1,4 @@
-import { Device, layout, tuning } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import { fromArray } from "../creation.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, numel, sameShape, type Shape } from "../shape.ts";
@@ -16,6 +16,20 @@ export const NORM_PARAMS = layout("norm", "Params", {
   w_stride: "u32",
   b_stride: "u32",
 });
+/** Storage bindings of shaders/norm.wgsl. */
+export const NORM = kernel(NORM_PARAMS, {
+  x: [1, "read"],
+  w: [2, "read"],
+  b: [3, "read"],
+  y: [4, "read_write"],
+  stats: [5, "read_write"],
+  dy: [6, "read"],
+  dx: [7, "read_write"],
+  dw: [8, "read_write"],
+  db: [9, "read_write"],
+  running_mean: [10, "read_write"],
+  running_var: [11, "read_write"],
+}, { rows: 0, len: 0, inner: 1, channels: 0, eps: 0, momentum: 0, training: 0, w_stride: 1, b_stride: 1 });
 
 /**
  * Which optional inputs an op call carries after its fixed ones. When omitted they are
@@ -48,44 +62,6 @@ export interface BatchNormOptions {
 
 /** Attributes of {@link batchNormOp}; inputs are [x, runningMean, runningVar, weight?, bias?]. */
 export interface BatchNormAttrs extends BatchNormOptions, AffineInputs {}
-
-type Values = Partial<Record<keyof typeof NORM_PARAMS.fields, number>>;
-const NO_PARAMS = {
-  rows: 0,
-  len: 0,
-  inner: 1,
-  channels: 0,
-  eps: 0,
-  momentum: 0,
-  training: 0,
-  w_stride: 1,
-  b_stride: 1,
-};
-
-/** Threads per workgroup for a reduction over `len` values: a power of two from 32 to tuning.REDUCE_WG. */
-function wgFor(len: number): number {
-  let wg = 32;
-  while (wg < len && wg < tuning.REDUCE_WG) wg *= 2;
-  return wg;
-}
-
-function launch(
-  device: Device,
-  entry: string,
-  values: Values,
-  buffers: Record<number, GPUBuffer>,
-  groups: number,
-  wg: number,
-) {
-  device.dispatch({
-    shader: "norm",
-    entry,
-    overrides: { WG: wg },
-    params: { layout: NORM_PARAMS, values: { ...NO_PARAMS, ...values } },
-    buffers,
-    groups: Device.grid(groups, 1),
-  });
-}
 
 const constants = new WeakMap<Device, Map<number, Tensor>>();
 
@@ -166,14 +142,13 @@ export const layerNormOp: OpDef<LayerNormAttrs> = {
     const y = Tensor.empty(x.shape, { device: x.device }, op);
     const stats = Tensor.empty([2 * rows], { device: x.device }, "layerNorm.stats");
     const values = { rows, len, eps, w_stride: slot.w >= 0 ? 1 : 0, b_stride: slot.b >= 0 ? 1 : 0 };
-    launch(
-      x.device,
-      "layer_norm_forward",
-      values,
-      { 1: x.buffer, 2: w.buffer, 3: b.buffer, 4: y.buffer, 5: stats.buffer },
-      rows,
-      wgFor(len),
-    );
+    launch(x.device, NORM, {
+      entry: "layer_norm_forward",
+      params: values,
+      io: { x, w, b, y, stats },
+      groups: Device.grid(rows, 1),
+      overrides: { WG: tuning.reduceWg(len) },
+    });
     return { output: y, saved: [x, w, stats] };
   },
   backward(dy, ctx) {
@@ -187,31 +162,35 @@ export const layerNormOp: OpDef<LayerNormAttrs> = {
     const dev = dy.device;
     if (ctx.needs[0]) {
       const dx = Tensor.empty(x.shape, { device: dev }, "layerNorm.backward");
-      launch(
-        dev,
-        "layer_norm_backward",
-        values,
-        { 1: x.buffer, 2: w.buffer, 5: stats.buffer, 6: dy.buffer, 7: dx.buffer },
-        rows,
-        wgFor(len),
-      );
+      launch(dev, NORM, {
+        entry: "layer_norm_backward",
+        params: values,
+        io: { x, w, stats, dy, dx },
+        groups: Device.grid(rows, 1),
+        overrides: { WG: tuning.reduceWg(len) },
+      });
       grads[0] = dx;
     }
     if (slot.w >= 0 && ctx.needs[slot.w]) {
       const dw = Tensor.empty(ns, { device: dev }, "layerNorm.backward");
-      launch(
-        dev,
-        "layer_norm_backward_weight",
-        values,
-        { 1: x.buffer, 5: stats.buffer, 6: dy.buffer, 8: dw.buffer },
-        len,
-        wgFor(rows),
-      );
+      launch(dev, NORM, {
+        entry: "layer_norm_backward_weight",
+        params: values,
+        io: { x, stats, dy, dw },
+        groups: Device.grid(len, 1),
+        overrides: { WG: tuning.reduceWg(rows) },
+      });
       grads[slot.w] = dw;
     }
     if (slot.b >= 0 && ctx.needs[slot.b]) {
       const db = Tensor.empty(ns, { device: dev }, "layerNorm.backward");
-      launch(dev, "layer_norm_backward_bias", values, { 6: dy.buffer, 9: db.buffer }, len, wgFor(rows));
+      launch(dev, NORM, {
+        entry: "layer_norm_backward_bias",
+        params: values,
+        io: { dy, db },
+        groups: Device.grid(len, 1),
+        overrides: { WG: tuning.reduceWg(rows) },
+      });
       grads[slot.b] = db;
     }
     return grads;
@@ -271,8 +250,14 @@ export const batchNormOp: OpDef<BatchNormAttrs> = {
       w_stride: slot.w >= 0 ? 1 : 0,
       b_stride: slot.b >= 0 ? 1 : 0,
     };
-    const bufs = { 1: x.buffer, 2: w.buffer, 3: b.buffer, 4: y.buffer, 5: stats.buffer, 10: rm.buffer, 11: rv.buffer };
-    launch(x.device, "batch_norm_forward", values, bufs, c, wgFor(len));
+    const io = { x, w, b, y, stats, running_mean: rm, running_var: rv };
+    launch(x.device, NORM, {
+      entry: "batch_norm_forward",
+      params: values,
+      io,
+      groups: Device.grid(c, 1),
+      overrides: { WG: tuning.reduceWg(len) },
+    });
     return { output: y, saved: [x, w, stats] };
   },
   backward(dy, ctx) {
@@ -295,13 +280,25 @@ export const batchNormOp: OpDef<BatchNormAttrs> = {
     };
     const dw = Tensor.empty([c], { device: dev }, "batchNorm.backward");
     const db = Tensor.empty([c], { device: dev }, "batchNorm.backward");
-    const bufs: Record<number, GPUBuffer> = { 1: x.buffer, 5: stats.buffer, 6: dy.buffer, 8: dw.buffer, 9: db.buffer };
+    const io = { x, stats, dy, dw, db };
     if (ctx.needs[0]) {
       const dx = Tensor.empty(x.shape, { device: dev }, "batchNorm.backward");
-      launch(dev, "batch_norm_backward", values, { ...bufs, 2: w.buffer, 7: dx.buffer }, c, wgFor(len));
+      launch(dev, NORM, {
+        entry: "batch_norm_backward",
+        params: values,
+        io: { ...io, w, dx },
+        groups: Device.grid(c, 1),
+        overrides: { WG: tuning.reduceWg(len) },
+      });
       grads[0] = dx;
     } else {
-      launch(dev, "batch_norm_backward_params", values, bufs, c, wgFor(len));
+      launch(dev, NORM, {
+        entry: "batch_norm_backward_params",
+        params: values,
+        io,
+        groups: Device.grid(c, 1),
+        overrides: { WG: tuning.reduceWg(len) },
+      });
     }
     if (wantW) grads[slot.w] = dw;
     else dw.dispose();
@@ -341,14 +338,13 @@ export const rmsNormOp: OpDef<RmsNormAttrs> = {
     const y = Tensor.empty(x.shape, { device: x.device }, op);
     const stats = Tensor.empty([2 * rows], { device: x.device }, "rmsNorm.stats");
     const values = { rows, len, eps, w_stride: slot.w >= 0 ? 1 : 0 };
-    launch(
-      x.device,
-      "rms_norm_forward",
-      values,
-      { 1: x.buffer, 2: w.buffer, 4: y.buffer, 5: stats.buffer },
-      rows,
-      wgFor(len),
-    );
+    launch(x.device, NORM, {
+      entry: "rms_norm_forward",
+      params: values,
+      io: { x, w, y, stats },
+      groups: Device.grid(rows, 1),
+      overrides: { WG: tuning.reduceWg(len) },
+    });
     return { output: y, saved: [x, w, stats] };
   },
   backward(dy, ctx) {
@@ -362,15 +358,27 @@ export const rmsNormOp: OpDef<RmsNormAttrs> = {
     const dev = dy.device;
     if (ctx.needs[0]) {
       const dx = Tensor.empty(x.shape, { device: dev }, "rmsNorm.backward");
-      const bufs = { 1: x.buffer, 2: w.buffer, 5: stats.buffer, 6: dy.buffer, 7: dx.buffer };
-      launch(dev, "rms_norm_backward", values, bufs, rows, wgFor(len));
+      const io = { x, w, stats, dy, dx };
+      launch(dev, NORM, {
+        entry: "rms_norm_backward",
+        params: values,
+        io,
+        groups: Device.grid(rows, 1),
+        overrides: { WG: tuning.reduceWg(len) },
+      });
       grads[0] = dx;
     }
     if (hasW && ctx.needs[1]) {
       // The saved mean is 0, so layer norm's dw = sum dy * (x - 0) * rstd is RMS norm's.
       const dw = Tensor.empty(ns, { device: dev }, "rmsNorm.backward");
-      const bufs = { 1: x.buffer, 5: stats.buffer, 6: dy.buffer, 8: dw.buffer };
-      launch(dev, "layer_norm_backward_weight", values, bufs, len, wgFor(rows));
+      const io = { x, stats, dy, dw };
+      launch(dev, NORM, {
+        entry: "layer_norm_backward_weight",
+        params: values,
+        io,
+        groups: Device.grid(len, 1),
+        overrides: { WG: tuning.reduceWg(rows) },
+      });
       grads[1] = dw;
     }
     return grads;
