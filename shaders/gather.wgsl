@@ -27,7 +27,7 @@ struct Params {  // mirrored in src/tensor/ops/gather.ts
 @group(0) @binding(7) var<storage, read_write> pos: array<u32>;
 @group(0) @binding(8) var<storage, read_write> bounds: array<u32>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+// #include "lib/grid.wgsl"
 
 fn in_range(s: i32, size: u32) -> bool { return s >= 0 && u32(s) < size; }
 

@@ -2,7 +2,7 @@ import { collectGarbage, loadCollector } from "./collect.ts";
 import { DeviceLostError, GpuError } from "./errors.ts";
 import { type Layout, writeParams } from "./params.ts";
 import { BufferPool, type PoolStats, sizeClass, STORAGE_USAGE } from "./pool.ts";
-import { shaderSource } from "./shaders.ts";
+import { explainWgslLines, shaderSource } from "./shaders.ts";
 import {
   BIND_GROUP_CACHE,
   ELEMENTWISE_WG,
@@ -237,7 +237,8 @@ export class Device {
     if (e) {
       this.#error = undefined;
       const kind = e.constructor?.name ?? "GPUError";
-      throw new GpuError(`${kind} on device "${this.label}": ${e.message}`);
+      // A WGSL error in an included helper (shaders/lib/) names that file and its line.
+      throw new GpuError(`${kind} on device "${this.label}": ${explainWgslLines(e.message)}`);
     }
   }
 

@@ -7,5 +7,5 @@ export type { Access, Bindable, Bindings, Kernel, Launch } from "./kernel.ts";
 export { layout, registeredLayouts, writeParams } from "./params.ts";
 export type { Layout, ParamValues, ScalarType } from "./params.ts";
 export { sizeClass } from "./pool.ts";
-export { shaderSource, shaderSources } from "./shaders.ts";
+export { expandIncludes, explainWgslLines, shaderLine, shaderSource, shaderSources } from "./shaders.ts";
 export * as tuning from "./tuning.ts";

@@ -48,7 +48,10 @@ Deno.test("every kernel family's bindings match its shader's @binding lines", ()
     const wgsl = storageBindings(text);
     for (const [name, [slot, access]] of Object.entries(k.bindings)) {
       const b = wgsl.get(name);
-      assert(b, `${k.shader}: binding "${name}" is declared in TS but shaders/${k.shader}.wgsl has no storage var "${name}"`);
+      assert(
+        b,
+        `${k.shader}: binding "${name}" is declared in TS but shaders/${k.shader}.wgsl has no storage var "${name}"`,
+      );
       assert(
         b.slot === slot && b.access === access,
         `${k.shader}: binding "${name}" is [${slot}, "${access}"] in TS, ` +
