@@ -1,3 +1,13 @@
+/**
+ * `Device`: one GPUDevice and everything that records onto it (pipeline cache, uniform
+ * arena, bind-group cache, buffer pool, the current encoder, submits and read-backs).
+ *
+ * Over 400 lines on purpose: it is one class whose private state interlocks (a dispatch
+ * writes the arena slot its bind-group key names; a flush uploads the arena, submits, frees
+ * pooled buffers and may collect); split across files, each piece would need the others'
+ * private fields. The reusable parts already live beside it: pool.ts, params.ts,
+ * kernel.ts, shaders.ts, collect.ts, tuning.ts.
+ */
 import { collectGarbage, loadCollector } from "./collect.ts";
 import { DeviceLostError, GpuError } from "./errors.ts";
 import { type Layout, writeParams } from "./params.ts";

@@ -2,7 +2,7 @@ import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
-import { nchwShape, type Size2d, size2d } from "./conv.ts";
+import { nchwShape, type Size2d, size2d } from "./conv_shape.ts";
 
 /** Mirrors `struct Params` in shaders/pool.wgsl. */
 export const POOL_PARAMS = layout("pool", "Params", {
