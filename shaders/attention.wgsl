@@ -34,35 +34,12 @@ struct Params {  // mirrored in src/tensor/ops/attention.ts
 
 const FLT_MAX = 0x1.fffffep+127f;
 
-var<workgroup> sv: array<f32, WG>;   // reductions
 var<workgroup> sa: array<f32, WG>;   // per-key (or per-query) weights of the current block
 var<workgroup> sb: array<f32, WG>;   // a second weight (dK's dS in attention_backward_dkv)
 
-fn group_index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x + g.x; }
-
-// Tree reductions (WG is a power of two); the trailing barrier lets the next call reuse sv.
-fn wg_max(t: u32, x: f32) -> f32 {
-  sv[t] = x;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (t < s) { sv[t] = max(sv[t], sv[t + s]); }
-    workgroupBarrier();
-  }
-  let r = sv[0];
-  workgroupBarrier();
-  return r;
-}
-fn wg_sum(t: u32, x: f32) -> f32 {
-  sv[t] = x;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (t < s) { sv[t] += sv[t + s]; }
-    workgroupBarrier();
-  }
-  let r = sv[0];
-  workgroupBarrier();
-  return r;
-}
+// #include "lib/grid.wgsl"
+// #include "lib/reduce.wgsl"
+// #include "lib/pcg.wgsl"
 
 // Key j hidden from query i of head row bh. (x << 1) drops the sign bit: -0.0 is 0.
 fn hidden(bh: u32, i: u32, j: u32) -> bool {
@@ -84,16 +61,10 @@ fn dot_dov(qi: u32, kj: u32) -> f32 {
   return s;
 }
 
-// PCG-RXS-M-XS hash and the dropout multiplier z (as shaders/dropout.wgsl).
-fn pcg(x: u32) -> u32 {
-  let state = x * 747796405u + 2891336453u;
-  let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
-  return (word >> 22u) ^ word;
-}
+// The dropout multiplier z, from the same uniforms as shaders/dropout.wgsl (lib/pcg.wgsl).
 fn keep(row: u32, j: u32) -> f32 {
   if (p.p_drop <= 0.0) { return 1.0; }
-  let u = f32(pcg(pcg(p.seed) + row * p.tk + j) >> 8u) * (1.0 / 16777216.0);
-  return select(0.0, p.keep_scale, u >= p.p_drop);
+  return select(0.0, p.keep_scale, unit(p.seed, row * p.tk + j) >= p.p_drop);
 }
 
 // Keys a query row can see at all: causal rows stop at j = i.

@@ -18,7 +18,7 @@ struct Params {  // mirrored in src/tensor/ops/bf16.ts
 @group(0) @binding(3) var<storage, read> packed_in: array<u32>;
 @group(0) @binding(4) var<storage, read_write> y_bits: array<u32>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+// #include "lib/grid.wgsl"
 
 // NOTE: round to nearest, ties to even, on the bits: adding 0x7FFF plus the lowest kept bit
 // carries into bit 16 exactly when the dropped half is above 0x8000, or equal to it with an

@@ -20,7 +20,7 @@ struct Params {  // mirrored in src/tensor/ops/binary.ts
 @group(0) @binding(4) var<storage, read> dy: array<f32>;
 @group(0) @binding(5) var<storage, read> c: array<f32>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+// #include "lib/grid.wgsl"
 
 // NOTE: a NaN built from a `var`, not a constant: Tint (Chromium) rejects constant
 // expressions that evaluate to NaN.

@@ -9,7 +9,7 @@ struct Params { n: u32, lo: i32, hi: i32, ignore: i32, use_ignore: u32 }  // mir
 @group(0) @binding(1) var<storage, read> idx: array<i32>;
 @group(0) @binding(2) var<storage, read_write> report: array<atomic<u32>>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+// #include "lib/grid.wgsl"
 
 @compute @workgroup_size(WG)
 fn range_check(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {

@@ -22,7 +22,7 @@ struct Params {  // mirrored in src/optim/clip.ts
 
 var<workgroup> sv: array<f32, WG>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+// #include "lib/grid.wgsl"
 
 fn term(v: f32) -> f32 {
   switch (p.kind) {

@@ -38,8 +38,7 @@ struct Params {  // mirrored in src/tensor/ops/conv.ts
 
 var<workgroup> partial: array<vec4f, WG>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
-fn group_index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x + g.x; }
+// #include "lib/grid.wgsl"
 
 // Floor of a / b for b > 0 (WGSL's `/` truncates toward zero).
 // NOTE: no `%`, and the quotient kept comes from a non-negative dividend: Deno's WebGPU on NVIDIA computes

@@ -10,16 +10,8 @@ struct Params { n: u32, value: f32, start: f32, step: f32, seed: u32, lo: f32, h
 @group(0) @binding(3) var<storage, read> xf: array<f32>;
 @group(0) @binding(4) var<storage, read_write> yi: array<i32>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
-
-// PCG-RXS-M-XS 32-bit output permutation (O'Neill), used as a hash.
-fn pcg(v: u32) -> u32 {
-  let state = v * 747796405u + 2891336453u;
-  let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
-  return (word >> 22u) ^ word;
-}
-// Uniform in [0, 1) with 24 random bits (exact in f32).
-fn unit(seed: u32, i: u32) -> f32 { return f32(pcg(pcg(seed) + i) >> 8u) * (1.0 / 16777216.0); }
+// #include "lib/grid.wgsl"
+// #include "lib/pcg.wgsl"
 
 @compute @workgroup_size(WG)
 fn fill_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {

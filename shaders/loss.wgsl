@@ -30,37 +30,13 @@ struct Params {  // mirrored in src/tensor/ops/loss.ts
 @group(0) @binding(8) var<storage, read_write> dx: array<f32>;
 @group(0) @binding(9) var<storage, read> pw: array<f32>;
 
-var<workgroup> sv: array<f32, WG>;
+// #include "lib/grid.wgsl"
+// #include "lib/reduce.wgsl"
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
-fn group_index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x + g.x; }
 // NOTE: built from a var: Tint (Chromium) rejects a constant expression that is NaN.
 fn nan() -> f32 {
   var bits = 0x7fc00000u;
   return bitcast<f32>(bits);
-}
-
-fn wg_max(t: u32, v: f32) -> f32 {
-  sv[t] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (t < s) { sv[t] = max(sv[t], sv[t + s]); }
-    workgroupBarrier();
-  }
-  let r = sv[0];
-  workgroupBarrier();
-  return r;
-}
-fn wg_sum(t: u32, v: f32) -> f32 {
-  sv[t] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (t < s) { sv[t] += sv[t + s]; }
-    workgroupBarrier();
-  }
-  let r = sv[0];
-  workgroupBarrier();
-  return r;
 }
 
 // log(1 + u) for u > -1, accurate to a few ulps for small u (WGSL has no log1p):

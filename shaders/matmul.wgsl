@@ -19,6 +19,10 @@
 // away) and skipped on store; k past K reads as 0 (both operands, so an Inf in A or B cannot
 // turn into NaN through 0·Inf).
 // NOTE: accumulation is f32 fma in k order; expect relative error ~ sqrt(K)·1e-7.
+//
+// Over 400 lines on purpose: the two kernels share the batch addressing, the clamped loads
+// and the block stores, and WGSL has no generics, so the 8 unrolled row groups are spelled
+// out; a split would copy those helpers into a second file.
 
 override TA: bool = false;
 override TB: bool = false;

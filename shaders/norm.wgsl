@@ -26,23 +26,8 @@ struct Params {  // mirrored in src/tensor/ops/norm.ts
 @group(0) @binding(10) var<storage, read_write> running_mean: array<f32>;
 @group(0) @binding(11) var<storage, read_write> running_var: array<f32>;
 
-var<workgroup> sv: array<vec2f, WG>;
-
-fn group_index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x + g.x; }
-
-// Two sums at once over the workgroup (WG is a power of two); the trailing barrier lets
-// the next call reuse `sv`.
-fn wg_sum2(t: u32, v: vec2f) -> vec2f {
-  sv[t] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (t < s) { sv[t] += sv[t + s]; }
-    workgroupBarrier();
-  }
-  let r = sv[0];
-  workgroupBarrier();
-  return r;
-}
+// #include "lib/grid.wgsl"
+// #include "lib/reduce.wgsl"
 
 // ---- layer norm ----------------------------------------------------------------
 

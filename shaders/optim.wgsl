@@ -34,7 +34,7 @@ struct Params {  // mirrored in src/optim/kernel.ts
 @group(0) @binding(6) var<storage, read_write> square_avg: array<f32>;
 @group(0) @binding(7) var<storage, read_write> grad_avg: array<f32>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+// #include "lib/grid.wgsl"
 
 // The gradient with the L2 penalty, as `grad.add(param, alpha=weight_decay)`. The branch is
 // uniform; skipping it when the decay is 0 keeps grad bit-exact for inf/nan parameters too.

@@ -18,7 +18,7 @@ struct Params {  // mirrored in src/tensor/ops/pool.ts
 @group(0) @binding(5) var<storage, read_write> dx: array<f32>;
 @group(0) @binding(6) var<storage, read> sel: array<i32>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+// #include "lib/grid.wgsl"
 
 // Floor and ceiling of a / b for b > 0 (WGSL's `/` truncates toward zero).
 // NOTE: no `%`, and the quotient kept comes from a non-negative dividend: Deno's WebGPU on NVIDIA computes

@@ -42,7 +42,7 @@ struct Params {  // mirrored in src/tensor/ops/rnn.ts
 @group(0) @binding(12) var<storage, read_write> dgh: array<f32>;
 @group(0) @binding(13) var<storage, read_write> dstep: array<f32>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+// #include "lib/grid.wgsl"
 
 // sigmoid and tanh as shaders/unary.wgsl computes them (WGSL has no includes): exp of a
 // non-positive argument only, so no overflow; some drivers return NaN for tanh of large |v|.

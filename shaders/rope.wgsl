@@ -11,7 +11,7 @@ struct Params { pairs: u32, t: u32, d: u32, offset: u32, interleaved: u32 }  // 
 @group(0) @binding(2) var<storage, read> tab: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+// #include "lib/grid.wgsl"
 
 // Element indices of pair n and its (cos, sin).
 struct Pair { a: u32, b: u32, cs: vec2f }

@@ -18,7 +18,7 @@ struct Params {  // mirrored in src/tensor/ops/shape.ts
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+// #include "lib/grid.wgsl"
 
 fn copy(i: u32) {
   var r = i;

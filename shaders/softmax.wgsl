@@ -11,35 +11,10 @@ struct Params { rows: u32, len: u32, inner: u32 }  // mirrored in src/tensor/ops
 @group(0) @binding(3) var<storage, read> dy: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>;
 
-var<workgroup> sv: array<f32, WG>;
+// #include "lib/grid.wgsl"
+// #include "lib/reduce.wgsl"
 
-fn row_index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x + g.x; }
 fn base(r: u32) -> u32 { return (r / p.inner) * p.len * p.inner + r % p.inner; }
-
-// Tree reductions over the workgroup (WG is a power of two). The trailing barrier lets
-// the caller's next reduction reuse `sv` safely.
-fn wg_max(t: u32, v: f32) -> f32 {
-  sv[t] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (t < s) { sv[t] = max(sv[t], sv[t + s]); }
-    workgroupBarrier();
-  }
-  let r = sv[0];
-  workgroupBarrier();
-  return r;
-}
-fn wg_sum(t: u32, v: f32) -> f32 {
-  sv[t] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (t < s) { sv[t] += sv[t + s]; }
-    workgroupBarrier();
-  }
-  let r = sv[0];
-  workgroupBarrier();
-  return r;
-}
 
 // Row max and log of sum exp(x - max): subtracting the max keeps every exp in (0, 1],
 // so logits of any size (1e3 and beyond) neither overflow nor lose the largest term.
@@ -55,7 +30,7 @@ fn row_stats(b: u32, t: u32) -> vec2f {
 @compute @workgroup_size(WG)
 fn softmax_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                    @builtin(local_invocation_index) t: u32) {
-  let r = row_index(g, nw);
+  let r = group_index(g, nw);
   if (r >= p.rows) { return; }  // uniform per workgroup
   let b = base(r);
   let st = row_stats(b, t);
@@ -67,7 +42,7 @@ fn softmax_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw:
 @compute @workgroup_size(WG)
 fn log_softmax_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                        @builtin(local_invocation_index) t: u32) {
-  let r = row_index(g, nw);
+  let r = group_index(g, nw);
   if (r >= p.rows) { return; }
   let b = base(r);
   let st = row_stats(b, t);
@@ -78,7 +53,7 @@ fn log_softmax_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups)
 @compute @workgroup_size(WG)
 fn softmax_backward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                     @builtin(local_invocation_index) t: u32) {
-  let r = row_index(g, nw);
+  let r = group_index(g, nw);
   if (r >= p.rows) { return; }
   let b = base(r);
   var acc = 0.0;
@@ -91,7 +66,7 @@ fn softmax_backward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw
 @compute @workgroup_size(WG)
 fn log_softmax_backward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                         @builtin(local_invocation_index) t: u32) {
-  let r = row_index(g, nw);
+  let r = group_index(g, nw);
   if (r >= p.rows) { return; }
   let b = base(r);
   var acc = 0.0;

@@ -1,11 +1,15 @@
 // Elementwise unary ops: y = f(x) and dx = f'(.) * dy.
 // Forward reads x (1) and writes y (2); backward reads what the op saved, x (1) or
-// y (2), and dy (3), and writes dx (4). alpha/beta are per-op scalars (see each op).
+// y (2), and dy (3), and writes dx (4). The scalars of Params are named for what they are.
 // PReLU alone also reads its weight (5) and writes each element's share of the weight
 // gradient (6); inner/channels locate an element's channel (the other ops ignore them).
 override WG: u32 = 256;
 
-struct Params { n: u32, alpha: f32, beta: f32, inner: u32, channels: u32 }  // mirrored in src/tensor/ops/unary.ts
+// Each scalar is named for what it is; an op reads only its own.
+struct Params {  // mirrored in src/tensor/ops/unary.ts
+  n: u32, scale: f32, shift: f32, slope: f32, beta: f32, threshold: f32,
+  lo: f32, hi: f32, exponent: f32, alpha: f32, inner: u32, channels: u32,
+}
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
@@ -14,7 +18,7 @@ struct Params { n: u32, alpha: f32, beta: f32, inner: u32, channels: u32 }  // m
 @group(0) @binding(5) var<storage, read> w: array<f32>;
 @group(0) @binding(6) var<storage, read_write> dw_each: array<f32>;
 
-fn index(g: vec3u, nw: vec3u) -> u32 { return g.y * nw.x * WG + g.x; }
+// #include "lib/grid.wgsl"
 
 // NOTE: a NaN built from a `var`, not a constant: Tint (Chromium) rejects constant
 // expressions that evaluate to NaN.
@@ -81,16 +85,16 @@ fn neg_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups
   dx[i] = -dy[i];
 }
 
-// y = alpha * x + beta (scalar multiply and add).
+// y = scale * x + shift (scalar multiply and add).
 @compute @workgroup_size(WG)
 fn affine_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  y[i] = p.alpha * x[i] + p.beta;
+  y[i] = p.scale * x[i] + p.shift;
 }
 @compute @workgroup_size(WG)
 fn affine_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  dx[i] = p.alpha * dy[i];
+  dx[i] = p.scale * dy[i];
 }
 
 // NOTE: the gradient of |x| at 0 is 0, as PyTorch's sign(0).
@@ -188,17 +192,17 @@ fn relu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroup
   dx[i] = select(0.0, dy[i], y[i] > 0.0);
 }
 
-// alpha = negative slope.
+// slope = negative slope.
 @compute @workgroup_size(WG)
 fn leaky_relu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
   let v = x[i];
-  y[i] = select(p.alpha * v, v, v > 0.0);
+  y[i] = select(p.slope * v, v, v > 0.0);
 }
 @compute @workgroup_size(WG)
 fn leaky_relu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  dx[i] = select(p.alpha, 1.0, x[i] > 0.0) * dy[i];
+  dx[i] = select(p.slope, 1.0, x[i] > 0.0) * dy[i];
 }
 
 // Exact GELU: x * Phi(x) = 0.5 * x * erfc(-x / sqrt(2)).
@@ -245,36 +249,36 @@ fn silu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroup
   dx[i] = s * (1.0 + v * (1.0 - s)) * dy[i];
 }
 
-// Softplus with beta (alpha field) and threshold (beta field), as PyTorch:
+// Softplus with beta and threshold, as PyTorch:
 // (1/beta) log(1 + exp(beta x)), and x itself where beta x > threshold.
 @compute @workgroup_size(WG)
 fn softplus_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
   let v = x[i];
-  let t = p.alpha * v;
-  y[i] = select((max(t, 0.0) + log1p_pos(exp(-abs(t)))) / p.alpha, v, t > p.beta);
+  let t = p.beta * v;
+  y[i] = select((max(t, 0.0) + log1p_pos(exp(-abs(t)))) / p.beta, v, t > p.threshold);
 }
 @compute @workgroup_size(WG)
 fn softplus_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  let t = p.alpha * x[i];
-  dx[i] = select(sigmoid(t), 1.0, t > p.beta) * dy[i];
+  let t = p.beta * x[i];
+  dx[i] = select(sigmoid(t), 1.0, t > p.threshold) * dy[i];
 }
 
-// clamp to [alpha, beta]; the gradient passes where alpha <= x <= beta (PyTorch).
+// clamp to [lo, hi]; the gradient passes where lo <= x <= hi (PyTorch).
 @compute @workgroup_size(WG)
 fn clamp_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  y[i] = min(max(x[i], p.alpha), p.beta);
+  y[i] = min(max(x[i], p.lo), p.hi);
 }
 @compute @workgroup_size(WG)
 fn clamp_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
   let v = x[i];
-  dx[i] = select(0.0, dy[i], v >= p.alpha && v <= p.beta);
+  dx[i] = select(0.0, dy[i], v >= p.lo && v <= p.hi);
 }
 
-// x ^ alpha for a scalar exponent; negative bases work for integer exponents, as in PyTorch.
+// x ^ exponent for a scalar exponent; negative bases work for integer exponents, as in PyTorch.
 fn pow_scalar(v: f32, e: f32) -> f32 {
   if (e == 0.0) { return 1.0; }
   if (e == 1.0) { return v; }
@@ -288,15 +292,15 @@ fn pow_scalar(v: f32, e: f32) -> f32 {
 @compute @workgroup_size(WG)
 fn pow_scalar_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  y[i] = pow_scalar(x[i], p.alpha);
+  y[i] = pow_scalar(x[i], p.exponent);
 }
 @compute @workgroup_size(WG)
 fn pow_scalar_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  dx[i] = p.alpha * pow_scalar(x[i], p.alpha - 1.0) * dy[i];
+  dx[i] = p.exponent * pow_scalar(x[i], p.exponent - 1.0) * dy[i];
 }
 
-// ELU: x for x > 0, alpha (e^x - 1) otherwise (PyTorch's nn.ELU; alpha field).
+// ELU: x for x > 0, alpha (e^x - 1) otherwise (PyTorch's nn.ELU).
 @compute @workgroup_size(WG)
 fn elu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
@@ -310,19 +314,19 @@ fn elu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups
   dx[i] = select(p.alpha * exp(v), 1.0, v > 0.0) * dy[i];
 }
 
-// SELU: scale * ELU(x; alpha) with alpha (alpha field) and scale (beta field) the fixed
+// SELU: scale * ELU(x; alpha) with alpha and scale the fixed
 // constants of Klambauer et al., passed from src/tensor/ops/unary.ts.
 @compute @workgroup_size(WG)
 fn selu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
   let v = x[i];
-  y[i] = p.beta * select(p.alpha * expm1(v), v, v > 0.0);
+  y[i] = p.scale * select(p.alpha * expm1(v), v, v > 0.0);
 }
 @compute @workgroup_size(WG)
 fn selu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
   let v = x[i];
-  dx[i] = p.beta * select(p.alpha * exp(v), 1.0, v > 0.0) * dy[i];
+  dx[i] = p.scale * select(p.alpha * exp(v), 1.0, v > 0.0) * dy[i];
 }
 
 // Mish: x tanh(softplus(x)), softplus in its stable form max(x, 0) + log1p(e^-|x|).

@@ -1,8 +1,18 @@
+/**
+ * `Device`: one GPUDevice and everything that records onto it (pipeline cache, uniform
+ * arena, bind-group cache, buffer pool, the current encoder, submits and read-backs).
+ *
+ * Over 400 lines on purpose: it is one class whose private state interlocks (a dispatch
+ * writes the arena slot its bind-group key names; a flush uploads the arena, submits, frees
+ * pooled buffers and may collect); split across files, each piece would need the others'
+ * private fields. The reusable parts already live beside it: pool.ts, params.ts,
+ * kernel.ts, shaders.ts, collect.ts, tuning.ts.
+ */
 import { collectGarbage, loadCollector } from "./collect.ts";
 import { DeviceLostError, GpuError } from "./errors.ts";
 import { type Layout, writeParams } from "./params.ts";
 import { BufferPool, type PoolStats, sizeClass, STORAGE_USAGE } from "./pool.ts";
-import { shaderSource } from "./shaders.ts";
+import { explainWgslLines, shaderSource } from "./shaders.ts";
 import {
   BIND_GROUP_CACHE,
   ELEMENTWISE_WG,
@@ -237,7 +247,8 @@ export class Device {
     if (e) {
       this.#error = undefined;
       const kind = e.constructor?.name ?? "GPUError";
-      throw new GpuError(`${kind} on device "${this.label}": ${e.message}`);
+      // A WGSL error in an included helper (shaders/lib/) names that file and its line.
+      throw new GpuError(`${kind} on device "${this.label}": ${explainWgslLines(e.message)}`);
     }
   }
 

@@ -11,6 +11,23 @@ export const ELEMENTWISE_WG = 256;
 export const REDUCE_WG = 256;
 
 /**
+ * Threads per workgroup for a workgroup reduction over `len` values (softmax rows, norm
+ * rows, loss rows, reduce outputs): the smallest power of two from 32 covering the row, at
+ * most {@link REDUCE_WG}. Short rows leave no threads idle at every barrier (software
+ * adapters pay per barrier, bench/README.md); the tree reduction needs a power of two.
+ * @example
+ * ```ts
+ * import { reduceWg } from "./tuning.ts";
+ * if (reduceWg(10) !== 32 || reduceWg(33) !== 64 || reduceWg(1e6) !== 256) throw new Error("rule");
+ * ```
+ */
+export function reduceWg(len: number): number {
+  let wg = 32;
+  while (wg < len && wg < REDUCE_WG) wg *= 2;
+  return wg;
+}
+
+/**
  * Threads per workgroup of the convolution kernels. Each thread computes a register tile
  * (4 output channels × 8 columns); 64 threads fill 8-wide SIMD lanes on CPU adapters.
  */

@@ -48,8 +48,10 @@ export type { AttentionCallOptions, MultiheadAttentionOptions } from "./attentio
 export { RMSNorm } from "./rms_norm.ts";
 export type { RMSNormOptions } from "./rms_norm.ts";
 export { PositionalEmbedding, rotaryEmbedding } from "./positional.ts";
-export { GRU, GRUCell, LSTM, LSTMCell } from "./rnn.ts";
-export type { LstmState, RnnCellOptions, RnnOptions } from "./rnn.ts";
+export { GRU, LSTM } from "./rnn.ts";
+export type { LstmState, RnnOptions } from "./rnn.ts";
+export { GRUCell, LSTMCell } from "./rnn_cell.ts";
+export type { RnnCellOptions } from "./rnn_cell.ts";
 export * as F from "./functional.ts";
 export {
   bceLoss,

@@ -1,6 +1,7 @@
 /**
  * Recurrent layers with PyTorch's semantics, parameter names and default initialisation:
- * LSTM, GRU (multi-layer, `batchFirst`, dropout between layers) and their cells.
+ * LSTM and GRU (multi-layer, `batchFirst`, dropout between layers); their cells are
+ * ./rnn_cell.ts.
  *
  * A layer is one matmul for the input projections of all steps (x·W_ihᵀ + b_ih, on the tape
  * as a `linear`) and one recurrence op (src/tensor/ops/rnn.ts): per step a matmul
@@ -26,24 +27,18 @@ export interface RnnOptions extends LayerOptions {
   dropout?: number;
 }
 
-/** Options of {@link LSTMCell} and {@link GRUCell}. */
-export interface RnnCellOptions extends LayerOptions {
-  /** Use b_ih and b_hh. Default true. */
-  bias?: boolean;
-}
-
-/** LSTM state: hidden and cell, [numLayers, batch, hidden] for {@link LSTM}, [batch, hidden] for {@link LSTMCell}. */
+/** LSTM state: hidden and cell, [numLayers, batch, hidden] for {@link LSTM}, [batch, hidden] for LSTMCell (./rnn_cell.ts). */
 export interface LstmState {
   h: Variable;
   c: Variable;
 }
 
-function checkPositiveInt(layer: string, name: string, v: number): void {
+export function checkPositiveInt(layer: string, name: string, v: number): void {
   if (!Number.isInteger(v) || v < 1) throw new RangeError(`${layer}: ${name} must be an integer >= 1, got ${v}`);
 }
 
 /** One layer's parameters, PyTorch's shapes: weight_ih [G, in], weight_hh [G, H], biases [G]. */
-interface Weights {
+export interface Weights {
   wih: Parameter;
   whh: Parameter;
   bih?: Parameter;
@@ -54,7 +49,7 @@ interface Weights {
  * Create and register one layer's parameters under `weight_ih<suffix>`, ... with PyTorch's
  * init U(−1/√H, 1/√H) for every one of them (`reset_parameters` of RNNBase and RNNCellBase).
  */
-function makeWeights(
+export function makeWeights(
   m: Module,
   suffix: string,
   gates: number,
@@ -87,13 +82,13 @@ function makeWeights(
  * then the recurrence. Returns the recurrence's output (LSTM [T + 1, B, H]: h_1..h_T then c_T;
  * GRU [T, B, H]).
  */
-function runLayer(mode: T.RnnMode, x: Variable, w: Weights, h0: Variable, c0?: Variable): Variable {
+export function runLayer(mode: T.RnnMode, x: Variable, w: Weights, h0: Variable, c0?: Variable): Variable {
   const gx = apply(T.linearOp, w.bih ? [x, w.wih, w.bih] : [x, w.wih], undefined);
   const inputs = [gx, w.whh, ...(w.bhh ? [w.bhh] : []), h0, ...(c0 ? [c0] : [])];
   return apply(mode === "lstm" ? T.lstmRecurrenceOp : T.gruRecurrenceOp, inputs, { bias: !!w.bhh });
 }
 
-const zerosLike = (shape: number[], device: Device) => new Variable(T.zeros(shape, { device }));
+export const zerosLike = (shape: number[], device: Device) => new Variable(T.zeros(shape, { device }));
 
 /** Shared body of {@link LSTM} and {@link GRU}. */
 abstract class RnnBase extends Module {
@@ -275,135 +270,5 @@ export class GRU extends RnnBase {
   /** The output sequence only (the Module contract; use {@link forwardSeq} for the final state). */
   forward(x: Variable, h0?: Variable): Variable {
     return this.forwardSeq(x, h0).output;
-  }
-}
-
-/** Shared body of the cells: one step is a recurrence of length 1. */
-abstract class CellBase extends Module {
-  readonly bias: boolean;
-  readonly #w: Weights;
-  constructor(
-    readonly mode: T.RnnMode,
-    readonly inputSize: number,
-    readonly hiddenSize: number,
-    options: RnnCellOptions,
-  ) {
-    super();
-    const name = mode === "lstm" ? "LSTMCell" : "GRUCell";
-    checkPositiveInt(name, "inputSize", inputSize);
-    checkPositiveInt(name, "hiddenSize", hiddenSize);
-    this.bias = options.bias ?? true;
-    this.#w = makeWeights(this, "", mode === "lstm" ? 4 : 3, inputSize, hiddenSize, this.bias, options, 0);
-  }
-
-  protected step(x: Variable, h?: Variable, c?: Variable): Variable {
-    const name = this.constructor.name, H = this.hiddenSize;
-    if (x.ndim !== 2 || x.shape[1] !== this.inputSize) {
-      throw new RangeError(
-        `${name}(${this.inputSize}, ${H}): input must be [batch, ${this.inputSize}] or unbatched [${this.inputSize}], got ${
-          fmt(x.shape)
-        }`,
-      );
-    }
-    const batch = x.shape[0];
-    for (const [label, s] of [["h", h], ["c", c]] as const) {
-      if (s && (s.ndim !== 2 || s.shape[0] !== batch || s.shape[1] !== H)) {
-        throw new RangeError(
-          `${name}: state ${label} must be [batch, hiddenSize] = [${batch}, ${H}], got ${fmt(s.shape)}`,
-        );
-      }
-    }
-    const device = this.#w.wih.data.device;
-    const zero = !h || (this.mode === "lstm" && !c) ? zerosLike([batch, H], device) : undefined;
-    return runLayer(
-      this.mode,
-      x.reshape([1, batch, this.inputSize]),
-      this.#w,
-      h ?? zero!,
-      this.mode === "lstm" ? c ?? zero : undefined,
-    );
-  }
-
-  override extraRepr(): string {
-    return `${this.inputSize}, ${this.hiddenSize}${this.bias ? "" : ", bias=false"}`;
-  }
-}
-
-/**
- * One LSTM step (torch.nn.LSTMCell): parameters `weight_ih` [4H, in], `weight_hh` [4H, H],
- * `bias_ih`, `bias_hh` [4H], initialised U(−1/√H, 1/√H). Backward through time runs through
- * the tape across steps. 5 dispatches a step (input projection, recurrent matmul, fused gates,
- * and two copies splitting h from c).
- * @example
- * ```ts
- * import { Device, LSTMCell, Variable, ops } from "../index.ts";
- * await Device.request();
- * const cell = new LSTMCell(7, 9);
- * let state = cell.forwardStep(new Variable(ops.randn([3, 7])));
- * state = cell.forwardStep(new Variable(ops.randn([3, 7])), state);
- * console.log(state.h.shape, state.c.shape); // [3, 9] [3, 9]
- * ```
- */
-export class LSTMCell extends CellBase {
-  constructor(inputSize: number, hiddenSize: number, options: RnnCellOptions = {}) {
-    super("lstm", inputSize, hiddenSize, options);
-  }
-
-  /**
-   * One step (PyTorch's `cell(x, (h, c))`).
-   * @param x [batch, inputSize], or unbatched [inputSize] (state and results then [hiddenSize]).
-   * @param state h and c, each [batch, hiddenSize]; zeros when absent.
-   * @returns The next h and c.
-   * @throws {RangeError} When x or the state has the wrong shape (both shapes shown).
-   */
-  forwardStep(x: Variable, state?: LstmState): LstmState {
-    if (x.ndim === 1) {
-      // Unbatched, as PyTorch: x [inputSize], h and c [hiddenSize].
-      const r = this.forwardStep(x.unsqueeze(0), state && { h: state.h.unsqueeze(0), c: state.c.unsqueeze(0) });
-      return { h: r.h.squeeze(0), c: r.c.squeeze(0) };
-    }
-    const out = this.step(x, state?.h, state?.c); // [2, B, H]: h then c
-    const shape = [x.shape[0], this.hiddenSize];
-    return { h: out.narrow(0, 0, 1).reshape(shape), c: out.narrow(0, 1, 1).reshape(shape) };
-  }
-
-  /** The next h only (the Module contract). */
-  forward(x: Variable, state?: LstmState): Variable {
-    return this.forwardStep(x, state).h;
-  }
-}
-
-/**
- * One GRU step (torch.nn.GRUCell): parameters `weight_ih` [3H, in], `weight_hh` [3H, H],
- * `bias_ih`, `bias_hh` [3H], initialised U(−1/√H, 1/√H). 3 dispatches a step.
- * @example
- * ```ts
- * import { Device, GRUCell, Variable, ops } from "../index.ts";
- * await Device.request();
- * const cell = new GRUCell(7, 9);
- * const h = cell.forward(new Variable(ops.randn([3, 7])));
- * console.log(h.shape); // [3, 9]
- * ```
- */
-export class GRUCell extends CellBase {
-  constructor(inputSize: number, hiddenSize: number, options: RnnCellOptions = {}) {
-    super("gru", inputSize, hiddenSize, options);
-  }
-
-  /**
-   * One step (PyTorch's `cell(x, h)`).
-   * @param x [batch, inputSize], or unbatched [inputSize] (h and the result then [hiddenSize]).
-   * @param h [batch, hiddenSize]; zeros when absent.
-   * @returns The next h [batch, hiddenSize].
-   * @throws {RangeError} When x or h has the wrong shape (both shapes shown).
-   */
-  forwardStep(x: Variable, h?: Variable): Variable {
-    if (x.ndim === 1) return this.forwardStep(x.unsqueeze(0), h?.unsqueeze(0)).squeeze(0); // unbatched, as PyTorch
-    return this.step(x, h).reshape([x.shape[0], this.hiddenSize]);
-  }
-
-  /** Same as {@link forwardStep} (the Module contract). */
-  forward(x: Variable, h?: Variable): Variable {
-    return this.forwardStep(x, h);
   }
 }

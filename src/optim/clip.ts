@@ -1,5 +1,5 @@
 import type { Variable } from "../autograd/mod.ts";
-import { Device, layout, tuning } from "../gpu/mod.ts";
+import { Device, kernel, launch, layout, tuning } from "../gpu/mod.ts";
 import { Tensor, zeros } from "../tensor/mod.ts";
 import { checkNonNegative } from "./check.ts";
 
@@ -13,6 +13,13 @@ export const CLIP_PARAMS = layout("clip", "Params", {
   max_norm: "f32",
   clip_value: "f32",
 });
+/** Storage bindings of shaders/clip.wgsl. */
+export const CLIP = kernel(CLIP_PARAMS, {
+  grad: [1, "read_write"],
+  partials: [2, "read_write"],
+  total: [3, "read_write"],
+  coef: [4, "read_write"],
+}, { n: 0, offset: 0, count: 0, kind: 2, norm_type: 2, max_norm: 0, clip_value: 0 });
 
 /**
  * Most partial values one gradient contributes to {@link clipGradNorm}: enough workgroups to
@@ -28,8 +35,6 @@ function normKind(normType: number): number {
   if (normType === 1) return 3;
   return 1;
 }
-
-const NO_CLIP = { n: 0, offset: 0, count: 0, kind: 2, norm_type: 2, max_norm: 0, clip_value: 0 };
 
 function gradsOf(params: readonly Variable[], op: string): Tensor[] {
   if (!Array.isArray(params)) throw new TypeError(`${op}: params must be an array of Parameters`);
@@ -77,38 +82,34 @@ export function clipGradNorm(params: readonly Variable[], maxNorm: number, normT
   const total = Tensor.empty([], { device }, "clipGradNorm");
   const coef = Tensor.empty([1], { device }, "clipGradNorm.coef");
   const base = {
-    ...NO_CLIP,
     kind: normKind(normType),
     norm_type: normType === Infinity ? 0 : normType,
     max_norm: maxNorm,
   };
   let offset = 0;
   grads.forEach((g, i) => {
-    device.dispatch({
-      shader: "clip",
+    launch(device, CLIP, {
       entry: "norm_partial_forward",
       overrides: { WG: wg },
-      params: { layout: CLIP_PARAMS, values: { ...base, n: g.numel, offset } },
-      buffers: { 1: g.buffer, 2: partials.buffer },
+      params: { ...base, n: g.numel, offset },
+      io: { grad: g, partials },
       groups: [counts[i]],
     });
     offset += counts[i];
   });
-  device.dispatch({
-    shader: "clip",
+  launch(device, CLIP, {
     entry: "norm_total_forward",
     overrides: { WG: wg },
-    params: { layout: CLIP_PARAMS, values: { ...base, count } },
-    buffers: { 2: partials.buffer, 3: total.buffer, 4: coef.buffer },
+    params: { ...base, count },
+    io: { partials, total, coef },
     groups: [1],
   });
   for (const g of grads) {
     if (g.numel === 0) continue;
-    device.dispatch({
-      shader: "clip",
+    launch(device, CLIP, {
       entry: "clip_scale_forward",
-      params: { layout: CLIP_PARAMS, values: { ...base, n: g.numel } },
-      buffers: { 1: g.buffer, 4: coef.buffer },
+      params: { ...base, n: g.numel },
+      io: { grad: g, coef },
       groups: Device.grid(g.numel),
     });
   }
@@ -130,11 +131,10 @@ export function clipGradValue(params: readonly Variable[], clipValue: number): v
   checkNonNegative("clipGradValue", "clipValue", clipValue);
   for (const g of gradsOf(params, "clipGradValue")) {
     if (g.numel === 0) continue;
-    g.device.dispatch({
-      shader: "clip",
+    launch(g.device, CLIP, {
       entry: "clip_value_forward",
-      params: { layout: CLIP_PARAMS, values: { ...NO_CLIP, n: g.numel, clip_value: clipValue } },
-      buffers: { 1: g.buffer },
+      params: { n: g.numel, clip_value: clipValue },
+      io: { grad: g },
       groups: Device.grid(g.numel),
     });
   }

@@ -1,4 +1,4 @@
-import { Device, layout } from "../gpu/mod.ts";
+import { Device, kernel, launch, layout } from "../gpu/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 
 /** Mirrors `struct Params` in shaders/optim.wgsl. */
@@ -25,7 +25,16 @@ export const OPTIM_PARAMS = layout("optim", "Params", {
 /** Uniform values of one update; fields an optimizer does not use stay neutral. */
 export type UpdateValues = Partial<Record<keyof typeof OPTIM_PARAMS.fields, number>>;
 
-const NEUTRAL: Record<keyof typeof OPTIM_PARAMS.fields, number> = {
+/** Storage bindings of shaders/optim.wgsl: the parameter, its gradient and the state tensors by name. */
+export const OPTIM = kernel(OPTIM_PARAMS, {
+  param: [1, "read_write"],
+  grad: [2, "read"],
+  momentum_buffer: [3, "read_write"],
+  exp_avg: [4, "read_write"],
+  exp_avg_sq: [5, "read_write"],
+  square_avg: [6, "read_write"],
+  grad_avg: [7, "read_write"],
+}, {
   n: 0,
   first: 0,
   lr: 0,
@@ -43,20 +52,15 @@ const NEUTRAL: Record<keyof typeof OPTIM_PARAMS.fields, number> = {
   eps: 0,
   step_size: 0,
   bc2_sqrt: 1,
-};
+});
 
-/** Binding numbers of the state tensors in shaders/optim.wgsl, by state name. */
-const STATE_BINDING: Record<string, number> = {
-  momentum_buffer: 3,
-  exp_avg: 4,
-  exp_avg_sq: 5,
-  square_avg: 6,
-  grad_avg: 7,
-};
+/** A state tensor an optimizer keeps per parameter, by its name in shaders/optim.wgsl. */
+export type StateName = Exclude<keyof typeof OPTIM.bindings, "param" | "grad">;
 
 /**
  * Record one fused update of `param` (in place) from `grad` and the named state tensors:
  * a single dispatch of `shaders/optim.wgsl` entry `entry`. Nothing is submitted or awaited.
+ * @throws {TypeError} When a state name is not a binding of shaders/optim.wgsl.
  */
 export function launchUpdate(
   entry: string,
@@ -66,14 +70,10 @@ export function launchUpdate(
   values: UpdateValues,
 ): void {
   const n = param.numel;
-  if (n === 0) return;
-  const buffers: Record<number, GPUBuffer> = { 1: param.buffer, 2: grad.buffer };
-  for (const [name, t] of Object.entries(state)) buffers[STATE_BINDING[name]] = t.buffer;
-  param.device.dispatch({
-    shader: "optim",
+  launch(param.device, OPTIM, {
     entry,
-    params: { layout: OPTIM_PARAMS, values: { ...NEUTRAL, ...values, n } },
-    buffers,
+    params: { ...values, n },
+    io: { ...state, param, grad },
     groups: Device.grid(n),
   });
 }

@@ -1,4 +1,4 @@
-import { Device, layout } from "../gpu/mod.ts";
+import { Device, kernel, launch, layout } from "../gpu/mod.ts";
 import { checkShape, numel, type Shape } from "./shape.ts";
 import { type DType, Tensor, type TensorOptions, toTyped } from "./tensor.ts";
 
@@ -13,17 +13,19 @@ export const FILL_PARAMS = layout("fill", "Params", {
   hi: "f32",
 });
 
-const NO_FILL = { value: 0, start: 0, step: 0, seed: 0, lo: 0, hi: 0 };
+/** Storage bindings of shaders/fill.wgsl: f32 out, i32 or f32 in (casts), i32 out. */
+export const FILL = kernel(FILL_PARAMS, {
+  y: [1, "read_write"],
+  xi: [2, "read"],
+  xf: [3, "read"],
+  yi: [4, "read_write"],
+}, { value: 0, start: 0, step: 0, seed: 0, lo: 0, hi: 0 });
 
-function fillKernel(entry: string, shape: Shape, options: TensorOptions, values: Partial<typeof NO_FILL>): Tensor {
+type FillValues = Partial<Record<keyof typeof FILL_PARAMS.fields, number>>;
+
+function fillKernel(entry: string, shape: Shape, options: TensorOptions, values: FillValues): Tensor {
   const t = Tensor.empty(shape, { ...options, dtype: "f32" }, entry.replace("_forward", ""));
-  t.device.dispatch({
-    shader: "fill",
-    entry,
-    params: { layout: FILL_PARAMS, values: { ...NO_FILL, ...values, n: t.numel } },
-    buffers: { 1: t.buffer },
-    groups: Device.grid(t.numel),
-  });
+  launch(t.device, FILL, { entry, params: { ...values, n: t.numel }, io: { y: t }, groups: Device.grid(t.numel) });
   return t;
 }
 
@@ -50,7 +52,9 @@ export function ones(shape: Shape, options: TensorOptions = {}): Tensor {
 /** `[start, start+step, ...)` below `end`, as PyTorch's `arange` (f32). */
 export function arange(start: number, end?: number, step = 1, options: TensorOptions = {}): Tensor {
   if (end === undefined) [start, end] = [0, start];
-  if (!(step !== 0 && Number.isFinite(step))) throw new RangeError(`arange: step must be finite and non-zero, got ${step}`);
+  if (!(step !== 0 && Number.isFinite(step))) {
+    throw new RangeError(`arange: step must be finite and non-zero, got ${step}`);
+  }
   const n = Math.max(0, Math.ceil((end - start) / step));
   if ((options.dtype ?? "f32") !== "f32") {
     return fromArray(Array.from({ length: n }, (_, i) => start + i * step), [n], options);
@@ -81,7 +85,9 @@ const seedState = globalThis as { [k: symbol]: number | undefined };
 
 /** Seed the generator used by `rand`/`randn`/`dropout` calls that pass no seed (like `torch.manual_seed`). */
 export function manualSeed(seed: number): void {
-  if (!Number.isInteger(seed) || seed < 0) throw new RangeError(`manualSeed: seed must be a non-negative integer, got ${seed}`);
+  if (!Number.isInteger(seed) || seed < 0) {
+    throw new RangeError(`manualSeed: seed must be a non-negative integer, got ${seed}`);
+  }
   seedState[SEED_KEY] = seed >>> 0;
 }
 
@@ -109,7 +115,11 @@ export function rand(shape: Shape, options: RandomOptions & { lo?: number; hi?: 
 /** Normal random values with `mean` (default 0) and `std` (default 1), Box-Muller over the same counter stream. */
 export function randn(shape: Shape, options: RandomOptions & { mean?: number; std?: number } = {}): Tensor {
   const seed = options.seed ?? nextSeed();
-  return fillKernel("normal_forward", shape, options, { seed: seed >>> 0, lo: options.mean ?? 0, hi: options.std ?? 1 });
+  return fillKernel("normal_forward", shape, options, {
+    seed: seed >>> 0,
+    lo: options.mean ?? 0,
+    hi: options.std ?? 1,
+  });
 }
 
 /** Convert between f32 and i32 (truncating toward zero); same dtype returns a copy. */
@@ -120,11 +130,10 @@ export function cast(x: Tensor, dtype: DType): Tensor {
     return y;
   }
   const toF32 = dtype === "f32";
-  x.device.dispatch({
-    shader: "fill",
+  launch(x.device, FILL, {
     entry: toF32 ? "i32_to_f32_forward" : "f32_to_i32_forward",
-    params: { layout: FILL_PARAMS, values: { ...NO_FILL, n: x.numel } },
-    buffers: toF32 ? { 1: y.buffer, 2: x.buffer } : { 3: x.buffer, 4: y.buffer },
+    params: { n: x.numel },
+    io: toF32 ? { y, xi: x } : { xf: x, yi: y },
     groups: Device.grid(x.numel),
   });
   return y;
@@ -140,11 +149,10 @@ export function incrementInPlace(t: Tensor, by = 1): void {
   if (!Number.isInteger(by) || Math.abs(by) > 2 ** 24) {
     throw new RangeError(`incrementInPlace: by must be an integer within ±2^24, got ${by}`);
   }
-  t.device.dispatch({
-    shader: "fill",
+  launch(t.device, FILL, {
     entry: "increment_i32_forward",
-    params: { layout: FILL_PARAMS, values: { ...NO_FILL, value: by, n: t.numel } },
-    buffers: { 4: t.buffer },
+    params: { value: by, n: t.numel },
+    io: { yi: t },
     groups: Device.grid(t.numel),
   });
 }

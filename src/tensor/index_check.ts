@@ -8,7 +8,7 @@
  *   a small kernel records the first bad position and value, and the next read back on
  *   the device (reading the loss) throws. Off by default, so the hot path records nothing.
  */
-import { Device, layout } from "../gpu/mod.ts";
+import { Device, kernel, launch, layout } from "../gpu/mod.ts";
 import { fmt, numel, type Shape } from "./shape.ts";
 
 /** Mirrors `struct Params` in shaders/check.wgsl. */
@@ -19,6 +19,8 @@ export const CHECK_PARAMS = layout("check", "Params", {
   ignore: "i32",
   use_ignore: "u32",
 });
+/** Storage bindings of shaders/check.wgsl: the index checked, the 8-byte report. */
+export const CHECK = kernel(CHECK_PARAMS, { idx: [1, "read"], report: [2, "read_write"] });
 
 /** Where an index sits, for the message: "row 3" for a 1-D target, "position [3, 1]" otherwise. */
 function position(flat: number, shape: Shape, what: string): string {
@@ -112,14 +114,8 @@ export function recordIndexCheck(device: Device, index: GPUBuffer, shape: Shape,
     ignore: rule.ignore ?? 0,
     use_ignore: rule.ignore === undefined ? 0 : 1,
   };
-  device.dispatch({
-    shader: "check",
-    entry: "range_check",
-    params: { layout: CHECK_PARAMS, values },
-    buffers: { 1: index, 2: report },
-    groups: Device.grid(n),
-  });
-  device.dispatch({ shader: "check", entry: "range_pick", buffers: { 1: index, 2: report }, groups: [1] });
+  launch(device, CHECK, { entry: "range_check", params: values, io: { idx: index, report }, groups: Device.grid(n) });
+  launch(device, CHECK, { entry: "range_pick", io: { idx: index, report }, groups: [1] });
   const list = pending.get(device) ?? [];
   list.push({ report, rule, shape: [...shape] });
   pending.set(device, list);

@@ -1,4 +1,4 @@
-import { Device, layout, tuning } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import { fromArray, nextSeed } from "../creation.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, type Shape } from "../shape.ts";
@@ -18,6 +18,21 @@ export const ATTENTION_PARAMS = layout("attention", "Params", {
   seed: "u32",
   p_drop: "f32",
   keep_scale: "f32",
+});
+/** Storage bindings of shaders/attention.wgsl. */
+export const ATTENTION = kernel(ATTENTION_PARAMS, {
+  q: [1, "read"],
+  k: [2, "read"],
+  v: [3, "read"],
+  o: [4, "read_write"],
+  lse: [5, "read_write"],
+  attn_mask: [6, "read"],
+  kpm: [7, "read"],
+  dout: [8, "read"],
+  delta: [9, "read_write"],
+  dq: [10, "read_write"],
+  dk: [11, "read_write"],
+  dv: [12, "read_write"],
 });
 
 /**
@@ -89,21 +104,9 @@ function noMask(device: Device): Tensor {
   return t;
 }
 
-function launch(
-  entry: string,
-  device: Device,
-  values: Record<string, number>,
-  buffers: Record<number, GPUBuffer>,
-): void {
-  if (values.rows === 0) return;
-  device.dispatch({
-    shader: "attention",
-    entry,
-    overrides: { WG: tuning.ATTENTION_WG },
-    params: { layout: ATTENTION_PARAMS, values },
-    buffers,
-    groups: Device.grid(values.rows, 1),
-  });
+/** One workgroup per query (or key) row. */
+function rowLaunch(entry: string, params: Record<string, number>) {
+  return { entry, params, groups: Device.grid(params.rows, 1), overrides: { WG: tuning.ATTENTION_WG } };
 }
 
 /**
@@ -143,14 +146,17 @@ export const attentionOp: OpDef<AttentionAttrs> = {
     const lse = Tensor.empty([b, h, tq], { device: dev }, `${op}.lse`);
     const m = mask ?? noMask(dev), pad = kpm ?? noMask(dev);
     const values = paramsOf(attrs, { rows: b * h * tq, heads: h, tq, tk, d, scale }, !!mask, !!kpm);
-    launch("attention_forward", dev, values, {
-      1: q.buffer,
-      2: k.buffer,
-      3: v.buffer,
-      4: o.buffer,
-      5: lse.buffer,
-      6: m.buffer,
-      7: pad.buffer,
+    launch(dev, ATTENTION, {
+      ...rowLaunch("attention_forward", values),
+      io: {
+        q,
+        k,
+        v,
+        o,
+        lse,
+        attn_mask: m,
+        kpm: pad,
+      },
     });
     return { output: o, saved: [q, k, v, lse, m, pad] };
   },
@@ -165,23 +171,32 @@ export const attentionOp: OpDef<AttentionAttrs> = {
     const base = { heads: h, tq, tk, d, scale };
     const dq = Tensor.empty(q.shape, { device: dev }, "scaledDotProductAttention.backward");
     const delta = Tensor.empty([b, h, tq], { device: dev }, "scaledDotProductAttention.delta");
-    const bufs = { 1: q.buffer, 2: k.buffer, 3: v.buffer, 5: lse.buffer, 6: m.buffer, 7: pad.buffer, 8: dout.buffer };
+    const io = { q, k, v, lse, attn_mask: m, kpm: pad, dout };
     const a = ctx.attrs;
     // dQ first: it also writes delta, which the dK/dV kernel reads.
-    launch("attention_backward_dq", dev, paramsOf(a, { ...base, rows: b * h * tq }, a.attnMask, a.keyPaddingMask), {
-      ...bufs,
-      4: ctx.output.buffer,
-      9: delta.buffer,
-      10: dq.buffer,
+    launch(dev, ATTENTION, {
+      ...rowLaunch("attention_backward_dq", paramsOf(a, { ...base, rows: b * h * tq }, a.attnMask, a.keyPaddingMask)),
+      io: {
+        ...io,
+        o: ctx.output,
+        delta,
+        dq,
+      },
     });
     if (ctx.needs[1] || ctx.needs[2]) {
       const dk = Tensor.empty(k.shape, { device: dev }, "scaledDotProductAttention.backward");
       const dv = Tensor.empty(v.shape, { device: dev }, "scaledDotProductAttention.backward");
-      launch("attention_backward_dkv", dev, paramsOf(a, { ...base, rows: b * h * tk }, a.attnMask, a.keyPaddingMask), {
-        ...bufs,
-        9: delta.buffer,
-        11: dk.buffer,
-        12: dv.buffer,
+      launch(dev, ATTENTION, {
+        ...rowLaunch(
+          "attention_backward_dkv",
+          paramsOf(a, { ...base, rows: b * h * tk }, a.attnMask, a.keyPaddingMask),
+        ),
+        io: {
+          ...io,
+          delta,
+          dk,
+          dv,
+        },
       });
       if (ctx.needs[1]) grads[1] = dk;
       else dk.dispose();

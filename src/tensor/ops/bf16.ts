@@ -1,10 +1,17 @@
-import { Device, layout } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
 import { bf16Words } from "../bf16.ts";
 import { checkShape, fmt, numel, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/bf16.wgsl. */
 export const BF16_PARAMS = layout("bf16", "Params", { n: "u32", words: "u32", scaled: "u32", scale: "f32" });
+/** Storage bindings of shaders/bf16.wgsl: f32 bits in, packed words out, and back. */
+export const BF16 = kernel(BF16_PARAMS, {
+  x_bits: [1, "read"],
+  packed: [2, "read_write"],
+  packed_in: [3, "read"],
+  y_bits: [4, "read_write"],
+});
 
 /**
  * Pack an f32 tensor as bf16 on the GPU: a u32 tensor of ceil(n / 2) words, element 2i in
@@ -32,11 +39,10 @@ export function packBf16Tensor(x: Tensor, scale = 1): Tensor {
   const words = bf16Words(x.numel);
   const y = Tensor.empty([words], { device: x.device, dtype: "u32" }, "packBf16");
   if (words === 0) return y;
-  x.device.dispatch({
-    shader: "bf16",
+  launch(x.device, BF16, {
     entry: "pack_forward",
-    params: { layout: BF16_PARAMS, values: { n: x.numel, words, scaled: Math.fround(scale) !== 1 ? 1 : 0, scale } },
-    buffers: { 1: x.buffer, 2: y.buffer },
+    params: { n: x.numel, words, scaled: Math.fround(scale) !== 1 ? 1 : 0, scale },
+    io: { x_bits: x, packed: y },
     groups: Device.grid(words),
   });
   return y;
@@ -69,11 +75,10 @@ export function unpackBf16Tensor(words: Tensor, shape: Shape): Tensor {
   }
   const y = Tensor.empty(shape, { device: words.device }, "unpackBf16");
   if (n === 0) return y;
-  words.device.dispatch({
-    shader: "bf16",
+  launch(words.device, BF16, {
     entry: "unpack_forward",
-    params: { layout: BF16_PARAMS, values: { n, words: words.numel, scaled: 0, scale: 1 } },
-    buffers: { 3: words.buffer, 4: y.buffer },
+    params: { n, words: words.numel, scaled: 0, scale: 1 },
+    io: { packed_in: words, y_bits: y },
     groups: Device.grid(n),
   });
   return y;

@@ -1,6 +1,6 @@
-import { Device, layout } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
-import { broadcastShapes, broadcastStrides, type Shape, sameShape } from "../shape.ts";
+import { broadcastShapes, broadcastStrides, sameShape, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { cast, full } from "../creation.ts";
 import { neg } from "./unary.ts";
@@ -35,6 +35,14 @@ export const BINARY_PARAMS = layout("binary", "Params", {
   c4: "u32",
   c5: "u32",
 });
+/** Storage bindings of shaders/binary.wgsl. */
+export const BINARY = kernel(BINARY_PARAMS, {
+  a: [1, "read"],
+  b: [2, "read"],
+  y: [3, "read_write"],
+  dy: [4, "read"],
+  c: [5, "read"],
+});
 
 const MAX_DIMS = 6;
 
@@ -59,14 +67,17 @@ export function broadcastParams(out: Shape, a: Shape, b: Shape, c: Shape = out) 
   return v as { [K in keyof typeof BINARY_PARAMS.fields]: number };
 }
 
-function launch(entry: string, device: Device, out: Shape, a: Shape, b: Shape, c: Shape, buffers: Record<number, GPUBuffer>) {
-  const values = broadcastParams(out, a, b, c);
-  device.dispatch({ shader: "binary", entry, params: { layout: BINARY_PARAMS, values }, buffers, groups: Device.grid(values.n) });
+/** Entry, params and grid of a broadcast launch over `out`. */
+function broadcast(entry: string, out: Shape, a: Shape, b: Shape, c: Shape) {
+  const params = broadcastParams(out, a, b, c);
+  return { entry, params, groups: Device.grid(params.n) };
 }
 
 function checkPair(a: Tensor, b: Tensor, op: string): number[] {
   a.sameDevice(b, op);
-  if (a.dtype !== "f32" || b.dtype !== "f32") throw new TypeError(`${op}: expects f32 tensors, got ${a.dtype} and ${b.dtype}`);
+  if (a.dtype !== "f32" || b.dtype !== "f32") {
+    throw new TypeError(`${op}: expects f32 tensors, got ${a.dtype} and ${b.dtype}`);
+  }
   return broadcastShapes(a.shape, b.shape, op);
 }
 
@@ -93,7 +104,7 @@ function defineBinary(name: string, ga: Grad, gb: Grad): OpDef {
     forward([a, b]) {
       const out = checkPair(a, b, name);
       const y = Tensor.empty(out, { device: a.device }, name);
-      launch(`${name}_forward`, a.device, out, a.shape, b.shape, out, { 1: a.buffer, 2: b.buffer, 3: y.buffer });
+      launch(a.device, BINARY, { ...broadcast(`${name}_forward`, out, a.shape, b.shape, out), io: { a, b, y } });
       return { output: y, saved: ga === "kernel" || gb === "kernel" ? [a, b] : [] };
     },
   };
@@ -109,10 +120,11 @@ function defineBinary(name: string, ga: Grad, gb: Grad): OpDef {
         const [a, b] = ctx.saved;
         const reads = READS[`${name}_${which}`];
         full = Tensor.empty(dy.shape, { device: dy.device }, `${name}.backward`);
-        const buffers: Record<number, GPUBuffer> = { 3: full.buffer, 4: dy.buffer };
-        if (reads.includes("a")) buffers[1] = a.buffer;
-        if (reads.includes("b")) buffers[2] = b.buffer;
-        launch(`${name}_backward_${which}`, dy.device, dy.shape, a.shape, b.shape, dy.shape, buffers);
+        const io = { y: full, dy, a: reads.includes("a") ? a : undefined, b: reads.includes("b") ? b : undefined };
+        launch(dy.device, BINARY, {
+          ...broadcast(`${name}_backward_${which}`, dy.shape, a.shape, b.shape, dy.shape),
+          io,
+        });
       }
       return sumTo(full, ctx.shapes[i]);
     };
@@ -157,7 +169,10 @@ export const whereOp: OpDef = {
     const out = broadcastShapes(ab, c.shape, "where");
     const y = Tensor.empty(out, { device: a.device }, "where");
     const cond = c.dtype === "f32" ? c : cast(c, "f32");
-    launch("where_forward", a.device, out, a.shape, b.shape, c.shape, { 1: a.buffer, 2: b.buffer, 3: y.buffer, 5: cond.buffer });
+    launch(a.device, BINARY, {
+      ...broadcast("where_forward", out, a.shape, b.shape, c.shape),
+      io: { a, b, y, c: cond },
+    });
     return { output: y, saved: [cond] };
   },
   backward(dy, ctx) {
@@ -166,7 +181,10 @@ export const whereOp: OpDef = {
     const side = (which: "a" | "b", shape: Shape): Tensor | null => {
       if (!ctx.needs[which === "a" ? 0 : 1]) return null;
       const g = Tensor.empty(dy.shape, { device: dy.device }, "where.backward");
-      launch(`where_backward_${which}`, dy.device, dy.shape, dy.shape, dy.shape, sc, { 3: g.buffer, 4: dy.buffer, 5: cond.buffer });
+      launch(dy.device, BINARY, {
+        ...broadcast(`where_backward_${which}`, dy.shape, dy.shape, dy.shape, sc),
+        io: { y: g, dy, c: cond },
+      });
       return sumTo(g, shape);
     };
     return [side("a", sa), side("b", sb), null];
@@ -175,15 +193,23 @@ export const whereOp: OpDef = {
 
 /** `dst += src` in place (same shape): gradient accumulation. */
 export function accumulate(dst: Tensor, src: Tensor): void {
-  if (!sameShape(dst.shape, src.shape)) throw new RangeError(`accumulate: shapes [${dst.shape}] and [${src.shape}] differ`);
-  launch("accumulate_forward", dst.device, dst.shape, dst.shape, dst.shape, dst.shape, { 1: src.buffer, 3: dst.buffer });
+  if (!sameShape(dst.shape, src.shape)) {
+    throw new RangeError(`accumulate: shapes [${dst.shape}] and [${src.shape}] differ`);
+  }
+  launch(dst.device, BINARY, {
+    ...broadcast("accumulate_forward", dst.shape, dst.shape, dst.shape, dst.shape),
+    io: { a: src, y: dst },
+  });
 }
 
 /** A number becomes a scalar tensor on the other operand's device. */
 export type Operand = Tensor | number;
 function pair(a: Operand, b: Operand): [Tensor, Tensor] {
   const dev = a instanceof Tensor ? a.device : b instanceof Tensor ? b.device : Device.default;
-  return [a instanceof Tensor ? a : full([], a, { device: dev }), b instanceof Tensor ? b : full([], b, { device: dev })];
+  return [
+    a instanceof Tensor ? a : full([], a, { device: dev }),
+    b instanceof Tensor ? b : full([], b, { device: dev }),
+  ];
 }
 const bin = (op: OpDef) => (a: Operand, b: Operand): Tensor => op.forward(pair(a, b), undefined).output;
 

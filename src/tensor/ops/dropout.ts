@@ -1,10 +1,17 @@
-import { Device, layout } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
 import { nextSeed } from "../creation.ts";
 import type { OpDef } from "../op.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/dropout.wgsl. */
 export const DROPOUT_PARAMS = layout("dropout", "Params", { n: "u32", seed: "u32", p: "f32", scale: "f32" });
+/** Storage bindings of shaders/dropout.wgsl. */
+export const DROPOUT = kernel(DROPOUT_PARAMS, {
+  x: [1, "read"],
+  y: [2, "read_write"],
+  dy: [3, "read"],
+  dx: [4, "read_write"],
+});
 
 /** Options of {@link dropout}. */
 export interface DropoutOptions {
@@ -32,21 +39,8 @@ function checkSeed(seed: number): void {
   }
 }
 
-function launch(
-  entry: string,
-  n: number,
-  attrs: DropoutAttrs,
-  device: Device,
-  buffers: Record<number, GPUBuffer>,
-): void {
-  device.dispatch({
-    shader: "dropout",
-    entry,
-    params: { layout: DROPOUT_PARAMS, values: { n, seed: attrs.seed, p: attrs.p, scale: 1 / (1 - attrs.p) } },
-    buffers,
-    groups: Device.grid(n),
-  });
-}
+/** Params of the mask for `n` elements. */
+const maskParams = (n: number, a: DropoutAttrs) => ({ n, seed: a.seed, p: a.p, scale: 1 / (1 - a.p) });
 
 /** Identity (the input itself, no GPU work) in eval or when p = 0. */
 const passes = (attrs: DropoutAttrs) => !attrs.training || attrs.p === 0;
@@ -64,14 +58,24 @@ export const dropoutOp: OpDef<DropoutAttrs> = {
     if (x.dtype !== "f32") throw new TypeError(`dropout: expects an f32 tensor, got ${x.dtype}`);
     if (passes(attrs)) return { output: x };
     const y = Tensor.empty(x.shape, { device: x.device }, "dropout");
-    launch("dropout_forward", x.numel, attrs, x.device, { 1: x.buffer, 2: y.buffer });
+    launch(x.device, DROPOUT, {
+      entry: "dropout_forward",
+      params: maskParams(x.numel, attrs),
+      io: { x, y },
+      groups: Device.grid(x.numel),
+    });
     return { output: y };
   },
   backward(dy, ctx) {
     if (!ctx.needs[0]) return [null];
     if (passes(ctx.attrs)) return [dy];
     const dx = Tensor.empty(dy.shape, { device: dy.device }, "dropout.backward");
-    launch("dropout_backward", dy.numel, ctx.attrs, dy.device, { 3: dy.buffer, 4: dx.buffer });
+    launch(dy.device, DROPOUT, {
+      entry: "dropout_backward",
+      params: maskParams(dy.numel, ctx.attrs),
+      io: { dy, dx },
+      groups: Device.grid(dy.numel),
+    });
     return [dx];
   },
 };

@@ -1,9 +1,17 @@
-import { Device, layout, tuning } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import { fmt, sameShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/lerp.wgsl. */
 export const LERP_PARAMS = layout("lerp", "Params", { n: "u32", alpha: "f32", chunks: "u32" });
+/** Storage bindings of shaders/lerp.wgsl. */
+export const LERP = kernel(LERP_PARAMS, {
+  pre: [1, "read"],
+  post: [2, "read"],
+  out: [3, "read_write"],
+  partial: [4, "read_write"],
+  total: [5, "read_write"],
+});
 
 /** Elements each workgroup of the first pass covers. */
 const SPAN = 4096;
@@ -25,22 +33,15 @@ export function lerpWithNorms(pre: Tensor, post: Tensor, alpha: number): { out: 
   const out = Tensor.empty(pre.shape, { device }, "lerp");
   const partial = Tensor.empty([3 * chunks], { device }, "lerp.partial");
   const norms = Tensor.empty([3], { device }, "lerp.norms");
-  const values = { n, alpha, chunks };
-  device.dispatch({
-    shader: "lerp",
+  const params = { n, alpha, chunks };
+  const overrides = { WG: tuning.REDUCE_WG };
+  launch(device, LERP, {
     entry: "lerp_norms_forward",
-    overrides: { WG: tuning.REDUCE_WG },
-    params: { layout: LERP_PARAMS, values },
-    buffers: { 1: pre.buffer, 2: post.buffer, 3: out.buffer, 4: partial.buffer },
+    params,
+    io: { pre, post, out, partial },
     groups: Device.grid(chunks, 1),
+    overrides,
   });
-  device.dispatch({
-    shader: "lerp",
-    entry: "norms_total_forward",
-    overrides: { WG: tuning.REDUCE_WG },
-    params: { layout: LERP_PARAMS, values },
-    buffers: { 4: partial.buffer, 5: norms.buffer },
-    groups: [1],
-  });
+  launch(device, LERP, { entry: "norms_total_forward", params, io: { partial, total: norms }, groups: [1], overrides });
   return { out, norms };
 }

@@ -1,10 +1,14 @@
-import { Device, layout, tuning } from "../../gpu/mod.ts";
-import { fromArray } from "../creation.ts";
+/**
+ * The loss family of shaders/loss.wgsl: its params and bindings, the reduction option every
+ * loss takes, and the class losses (crossEntropy, nllLoss). The elementwise losses are
+ * ./loss_elementwise.ts.
+ */
+import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
-import { fmt, sameShape } from "../shape.ts";
+import { fmt } from "../shape.ts";
 import { type IndexRule, recordIndexCheck } from "../index_check.ts";
 import { Tensor } from "../tensor.ts";
-import { type Indices, toIndexTensor } from "./index.ts";
+import { type Indices, toIndexTensor } from "./gather.ts";
 
 /** Mirrors `struct Params` in shaders/loss.wgsl. */
 export const LOSS_PARAMS = layout("loss", "Params", {
@@ -18,6 +22,18 @@ export const LOSS_PARAMS = layout("loss", "Params", {
   beta: "f32",
   pw_n: "u32",
 });
+/** Storage bindings of shaders/loss.wgsl; a launch leaves out the params it does not read. */
+export const LOSS = kernel(LOSS_PARAMS, {
+  a: [1, "read"],
+  b: [2, "read"],
+  tgt: [3, "read"],
+  el: [4, "read_write"],
+  y: [5, "read_write"],
+  stats: [6, "read_write"],
+  dy: [7, "read"],
+  dx: [8, "read_write"],
+  pw: [9, "read"],
+}, { n: 0, classes: 0, ignore_index: 0, smoothing: 0, mode: 0, scale: 1, den_at: 0, beta: 0, pw_n: 1 });
 
 /** How a loss combines its per-element values, as PyTorch's `reduction`. */
 export type LossReduction = "mean" | "sum" | "none";
@@ -40,60 +56,23 @@ export interface CrossEntropyOptions extends NllLossOptions {
   labelSmoothing?: number;
 }
 
-/** Options of {@link smoothL1Loss}. */
-export interface SmoothL1Options extends LossOptions {
-  /** Width of the quadratic zone, >= 0 (default 1; 0 is L1). */
-  beta?: number;
-}
-
-/** Options of {@link bceWithLogitsLoss}. */
-export interface BceWithLogitsOptions extends LossOptions {
-  /** Weight of the positive term: a number, or a tensor shaped like the input's trailing dims (e.g. [C]). */
-  posWeight?: Tensor | number;
-}
-
 /** Attributes of the class losses (crossEntropy, nllLoss). */
 export type ClassLossAttrs = CrossEntropyOptions;
-/** Attributes of the elementwise losses (mse, l1, smoothL1, bce, bceWithLogits). */
-export type ElementwiseLossAttrs = SmoothL1Options;
-
 const DEFAULT_IGNORE_INDEX = -100;
 const MODE = { none: 0, sum: 1, mean: 2 } as const;
 
 type Values = Partial<Record<keyof typeof LOSS_PARAMS.fields, number>>;
-const NO_PARAMS = { n: 0, classes: 0, ignore_index: 0, smoothing: 0, mode: 0, scale: 1, den_at: 0, beta: 0, pw_n: 1 };
 
-/** Threads per workgroup for a reduction over `len` values: a power of two from 32 to tuning.REDUCE_WG. */
 /** Cross-entropy over at most this many classes runs one thread per row. */
 const ROW_CLASSES = 64;
 /** Threads per workgroup of the one-thread-per-row kernel. */
 const ROWS_WG = 64;
 
-function wgFor(len: number): number {
-  let wg = 32;
-  while (wg < len && wg < tuning.REDUCE_WG) wg *= 2;
-  return wg;
-}
-
-function launch(
-  device: Device,
-  entry: string,
-  values: Values,
-  buffers: Record<number, GPUBuffer>,
-  groups: [number, number?],
-  wg?: number,
-) {
-  device.dispatch({
-    shader: "loss",
-    entry,
-    overrides: wg === undefined ? undefined : { WG: wg },
-    params: { layout: LOSS_PARAMS, values: { ...NO_PARAMS, ...values } },
-    buffers,
-    groups,
-  });
-}
-
-function reductionOf(attrs: LossOptions | undefined, op: string): LossReduction {
+/**
+ * The `reduction` option checked, "mean" when absent (every loss of the family takes it).
+ * @throws {RangeError} Naming the op and the value when it is not "mean", "sum" or "none".
+ */
+export function lossReduction(attrs: LossOptions | undefined, op: string): LossReduction {
   const r = attrs?.reduction ?? "mean";
   if (r !== "mean" && r !== "sum" && r !== "none") {
     throw new RangeError(`${op}: reduction must be "mean", "sum" or "none", got ${JSON.stringify(r)}`);
@@ -151,16 +130,21 @@ function reduceRows(
   const y = Tensor.empty([], { device }, "loss");
   const n = v.n!;
   if (reduction === "sum") {
-    launch(device, "total_forward", { n, scale: 1 }, { 4: el.buffer, 5: y.buffer }, [1], wgFor(n));
+    launch(device, LOSS, {
+      entry: "total_forward",
+      params: { n, scale: 1 },
+      io: { el, y },
+      groups: [1],
+      overrides: { WG: tuning.reduceWg(n) },
+    });
   } else {
-    launch(
-      device,
-      "class_mean_forward",
-      { ...v, den_at: denAt },
-      { 3: target.buffer, 4: el.buffer, 5: y.buffer, 6: stats.buffer },
-      [1],
-      wgFor(n),
-    );
+    launch(device, LOSS, {
+      entry: "class_mean_forward",
+      params: { ...v, den_at: denAt },
+      io: { tgt: target, el, y, stats },
+      groups: [1],
+      overrides: { WG: tuning.reduceWg(n) },
+    });
   }
   return y;
 }
@@ -177,13 +161,28 @@ export const crossEntropyOp: OpDef<ClassLossAttrs> = {
     const op = "crossEntropy";
     const [n, c] = checkClassInputs(x, target, op, "logits");
     recordIndexCheck(x.device, target.buffer, target.shape, classRule(op, c, attrs));
-    const reduction = reductionOf(attrs, op);
+    const reduction = lossReduction(attrs, op);
     const v = classValues(attrs, op, n, c);
     const stats = Tensor.empty([2 * n + 1], { device: x.device }, "crossEntropy.stats");
     const el = Tensor.empty([n], { device: x.device }, op);
-    const bufs = { 1: x.buffer, 3: target.buffer, 4: el.buffer, 6: stats.buffer };
-    if (c <= ROW_CLASSES) launch(x.device, "cross_entropy_forward_rows", v, bufs, Device.grid(n, ROWS_WG), ROWS_WG);
-    else launch(x.device, "cross_entropy_forward", v, bufs, Device.grid(n, 1), wgFor(c));
+    const io = { a: x, tgt: target, el, stats };
+    if (c <= ROW_CLASSES) {
+      launch(x.device, LOSS, {
+        entry: "cross_entropy_forward_rows",
+        params: v,
+        io,
+        groups: Device.grid(n, ROWS_WG),
+        overrides: { WG: ROWS_WG },
+      });
+    } else {
+      launch(x.device, LOSS, {
+        entry: "cross_entropy_forward",
+        params: v,
+        io,
+        groups: Device.grid(n, 1),
+        overrides: { WG: tuning.reduceWg(c) },
+      });
+    }
     return { output: reduceRows(x.device, reduction, el, target, stats, v, 2 * n), saved: [x, target, stats] };
   },
   backward(dy, ctx) {
@@ -191,10 +190,14 @@ export const crossEntropyOp: OpDef<ClassLossAttrs> = {
     const [x, target, stats] = ctx.saved;
     const [n, c] = x.shape;
     const v = classValues(ctx.attrs, "crossEntropy", n, c);
-    const mode = MODE[reductionOf(ctx.attrs, "crossEntropy")];
+    const mode = MODE[lossReduction(ctx.attrs, "crossEntropy")];
     const dx = Tensor.empty(x.shape, { device: dy.device }, "crossEntropy.backward");
-    const bufs = { 1: x.buffer, 3: target.buffer, 6: stats.buffer, 7: dy.buffer, 8: dx.buffer };
-    launch(dy.device, "cross_entropy_backward", { ...v, mode, den_at: 2 * n }, bufs, Device.grid(n * c));
+    launch(dy.device, LOSS, {
+      entry: "cross_entropy_backward",
+      params: { ...v, mode, den_at: 2 * n },
+      io: { a: x, tgt: target, stats, dy, dx },
+      groups: Device.grid(n * c),
+    });
     return [dx, null];
   },
 };
@@ -206,11 +209,11 @@ export const nllLossOp: OpDef<NllLossOptions> = {
     const op = "nllLoss";
     const [n, c] = checkClassInputs(x, target, op, "logProbs");
     recordIndexCheck(x.device, target.buffer, target.shape, classRule(op, c, attrs));
-    const reduction = reductionOf(attrs, op);
+    const reduction = lossReduction(attrs, op);
     const v = classValues(attrs, op, n, c);
     const stats = Tensor.empty([1], { device: x.device }, "nllLoss.stats");
     const el = Tensor.empty([n], { device: x.device }, op);
-    launch(x.device, "nll_forward", v, { 1: x.buffer, 3: target.buffer, 4: el.buffer }, Device.grid(n));
+    launch(x.device, LOSS, { entry: "nll_forward", params: v, io: { a: x, tgt: target, el }, groups: Device.grid(n) });
     return { output: reduceRows(x.device, reduction, el, target, stats, v, 0), saved: [target, stats] };
   },
   backward(dy, ctx) {
@@ -218,117 +221,17 @@ export const nllLossOp: OpDef<NllLossOptions> = {
     const [target, stats] = ctx.saved;
     const [n, c] = ctx.shapes[0];
     const v = classValues(ctx.attrs, "nllLoss", n, c);
-    const mode = MODE[reductionOf(ctx.attrs, "nllLoss")];
+    const mode = MODE[lossReduction(ctx.attrs, "nllLoss")];
     const dx = Tensor.empty(ctx.shapes[0], { device: dy.device }, "nllLoss.backward");
-    const bufs = { 3: target.buffer, 6: stats.buffer, 7: dy.buffer, 8: dx.buffer };
-    launch(dy.device, "nll_backward", { ...v, mode, den_at: 0 }, bufs, Device.grid(n * c));
+    launch(dy.device, LOSS, {
+      entry: "nll_backward",
+      params: { ...v, mode, den_at: 0 },
+      io: { tgt: target, stats, dy, dx },
+      groups: Device.grid(n * c),
+    });
     return [dx, null];
   },
 };
-
-// ---- elementwise losses ------------------------------------------------------------
-
-interface ElementwiseSpec {
-  name: string;
-  kernel: string;
-  /** Whether the target gets a gradient (`<kernel>_backward_b`). */
-  targetGrad: boolean;
-  /** Whether the op takes a third input, a positive-class weight (bceWithLogits). */
-  posWeight?: boolean;
-}
-
-function checkPair(a: Tensor, b: Tensor, op: string): void {
-  a.sameDevice(b, op);
-  if (a.dtype !== "f32" || b.dtype !== "f32") {
-    throw new TypeError(`${op}: input and target must be f32, got ${a.dtype} and ${b.dtype}`);
-  }
-  if (!sameShape(a.shape, b.shape)) {
-    throw new RangeError(`${op}: input ${fmt(a.shape)} and target ${fmt(b.shape)} must have the same shape`);
-  }
-}
-
-/** posWeight must be one value or shaped like the input's trailing dims (leading 1s allowed). */
-function checkPosWeight(pw: Tensor, x: Tensor, op: string): void {
-  x.sameDevice(pw, op);
-  if (pw.dtype !== "f32") throw new TypeError(`${op}: posWeight must be f32, got ${pw.dtype}`);
-  const s = [...pw.shape];
-  while (s.length > 0 && s[0] === 1) s.shift();
-  const tail = x.shape.slice(x.ndim - s.length);
-  if (s.length > x.ndim || !sameShape(s, tail) || pw.numel === 0) {
-    throw new RangeError(`${op}: posWeight ${fmt(pw.shape)} must match the trailing dims of input ${fmt(x.shape)}`);
-  }
-}
-
-function beta(attrs: ElementwiseLossAttrs | undefined, op: string): number {
-  const b = attrs?.beta ?? 1;
-  if (!(b >= 0) || !Number.isFinite(b)) throw new RangeError(`${op}: beta must be a finite number >= 0, got ${b}`);
-  return b;
-}
-
-/** An elementwise loss of shaders/loss.wgsl: `<kernel>_forward`, `<kernel>_backward_a` (and `_b`). */
-function defineElementwise(spec: ElementwiseSpec): OpDef<ElementwiseLossAttrs> {
-  const { name, kernel } = spec;
-  return {
-    name,
-    forward(inputs, attrs) {
-      const [a, b] = inputs;
-      checkPair(a, b, name);
-      const reduction = reductionOf(attrs, name);
-      const pw = spec.posWeight ? inputs[2] ?? fromArray([1], [1], { device: a.device }) : undefined;
-      if (pw) checkPosWeight(pw, a, name);
-      const n = a.numel;
-      const values = { n, beta: beta(attrs, name), pw_n: pw?.numel ?? 1 };
-      const el = Tensor.empty(a.shape, { device: a.device }, name);
-      const bufs: Record<number, GPUBuffer> = { 1: a.buffer, 2: b.buffer, 4: el.buffer };
-      if (pw) bufs[9] = pw.buffer;
-      launch(a.device, `${kernel}_forward`, values, bufs, Device.grid(n));
-      let output = el;
-      if (reduction !== "none") {
-        output = Tensor.empty([], { device: a.device }, name);
-        const scale = reduction === "mean" ? 1 / n : 1;
-        launch(a.device, "total_forward", { n, scale }, { 4: el.buffer, 5: output.buffer }, [1], wgFor(n));
-      }
-      return { output, saved: pw ? [a, b, pw] : [a, b] };
-    },
-    backward(dy, ctx) {
-      const [a, b, pw] = ctx.saved;
-      const reduction = reductionOf(ctx.attrs, name);
-      const n = a.numel;
-      const values = {
-        n,
-        beta: beta(ctx.attrs, name),
-        pw_n: pw?.numel ?? 1,
-        mode: reduction === "none" ? 0 : 1,
-        scale: reduction === "mean" ? 1 / n : 1,
-      };
-      const side = (which: "a" | "b"): Tensor | null => {
-        const dx = Tensor.empty(a.shape, { device: dy.device }, `${name}.backward`);
-        const bufs: Record<number, GPUBuffer> = { 1: a.buffer, 2: b.buffer, 7: dy.buffer, 8: dx.buffer };
-        if (pw) bufs[9] = pw.buffer;
-        launch(dy.device, `${kernel}_backward_${which}`, values, bufs, Device.grid(n));
-        return dx;
-      };
-      const grads = [ctx.needs[0] ? side("a") : null, ctx.needs[1] && spec.targetGrad ? side("b") : null];
-      return spec.posWeight ? [...grads, null] : grads;
-    },
-  };
-}
-
-/** Mean squared error (a - b)²; gradients for both inputs. */
-export const mseLossOp = defineElementwise({ name: "mseLoss", kernel: "mse", targetGrad: true });
-/** Mean absolute error |a - b|; gradient 0 where a = b. */
-export const l1LossOp = defineElementwise({ name: "l1Loss", kernel: "l1", targetGrad: true });
-/** Smooth L1 (Huber / beta) with `attrs.beta`. */
-export const smoothL1LossOp = defineElementwise({ name: "smoothL1Loss", kernel: "smooth_l1", targetGrad: true });
-/** Binary cross entropy on probabilities; no target gradient (as PyTorch). */
-export const bceLossOp = defineElementwise({ name: "bceLoss", kernel: "bce", targetGrad: false });
-/** Binary cross entropy on logits; inputs [logits, target, posWeight?]; no target or posWeight gradient. */
-export const bceWithLogitsLossOp = defineElementwise({
-  name: "bceWithLogitsLoss",
-  kernel: "bce_logits",
-  targetGrad: false,
-  posWeight: true,
-});
 
 // ---- tensor-level functions ----------------------------------------------------------
 
@@ -346,8 +249,7 @@ export const bceWithLogitsLossOp = defineElementwise({
  * @example
  * ```ts
  * import { Device } from "../../gpu/mod.ts";
- * import { fromArray } from "../creation.ts";
- * import { crossEntropy } from "./loss.ts";
+ *  * import { crossEntropy } from "./loss.ts";
  * await Device.request();
  * const loss = crossEntropy(fromArray([2, 0, 1, 0, 3, 1], [2, 3]), fromArray(new Int32Array([0, 1])));
  * console.log(await loss.item());
@@ -368,51 +270,4 @@ export function crossEntropy(logits: Tensor, target: Indices, options: CrossEntr
 export function nllLoss(logProbs: Tensor, target: Indices, options: NllLossOptions = {}): Tensor {
   const t = toIndexTensor(target, classRule("nllLoss", logProbs.shape[1], options), logProbs.device);
   return nllLossOp.forward([logProbs, t], options).output;
-}
-
-/**
- * Squared error (a - b)², reduced ("mean" default).
- * @throws {TypeError} For non-f32 inputs. @throws {RangeError} When the shapes differ (both named).
- */
-export function mseLoss(a: Tensor, b: Tensor, options: LossOptions = {}): Tensor {
-  return mseLossOp.forward([a, b], options).output;
-}
-
-/**
- * Absolute error |a - b|, reduced ("mean" default). The gradient at a = b is 0.
- * @throws {TypeError} For non-f32 inputs. @throws {RangeError} When the shapes differ (both named).
- */
-export function l1Loss(a: Tensor, b: Tensor, options: LossOptions = {}): Tensor {
-  return l1LossOp.forward([a, b], options).output;
-}
-
-/**
- * Smooth L1: 0.5 d²/beta where |d| < beta, else |d| - 0.5 beta (d = a - b), as PyTorch.
- * @throws {RangeError} When `beta` < 0 or the shapes differ.
- */
-export function smoothL1Loss(a: Tensor, b: Tensor, options: SmoothL1Options = {}): Tensor {
-  return smoothL1LossOp.forward([a, b], options).output;
-}
-
-/**
- * Binary cross entropy of probabilities `p` in [0, 1] against targets; each log is
- * clamped to >= -100 as in PyTorch. Gradient for `p` only.
- * @throws {TypeError} For non-f32 inputs. @throws {RangeError} When the shapes differ (both named).
- */
-export function bceLoss(p: Tensor, target: Tensor, options: LossOptions = {}): Tensor {
-  return bceLossOp.forward([p, target], options).output;
-}
-
-/**
- * Binary cross entropy on logits in PyTorch's stable form, with an optional positive-class
- * weight (a number, or a tensor shaped like the input's trailing dims). Gradient for the logits only.
- * @throws {TypeError} For non-f32 inputs. @throws {RangeError} When shapes differ or posWeight does not fit.
- */
-export function bceWithLogitsLoss(logits: Tensor, target: Tensor, options: BceWithLogitsOptions = {}): Tensor {
-  const { posWeight, ...rest } = options;
-  const inputs = [logits, target];
-  if (posWeight !== undefined) {
-    inputs.push(posWeight instanceof Tensor ? posWeight : fromArray([posWeight], [1], { device: logits.device }));
-  }
-  return bceWithLogitsLossOp.forward(inputs, rest).output;
 }

@@ -1,4 +1,4 @@
-import { type Device, layout, tuning } from "../../gpu/mod.ts";
+import { type Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { broadcastShapes, fmt, numel, type Shape, stridesOf } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -17,6 +17,14 @@ export const MATMUL_PARAMS = layout("matmul", "Params", {
   sb0: "u32",
   sb1: "u32",
   sb2: "u32",
+});
+/** Storage bindings of shaders/matmul.wgsl (c4: C as vec4 rows, for the vec4 entries). */
+export const MATMUL = kernel(MATMUL_PARAMS, {
+  a: [1, "read"],
+  b: [2, "read"],
+  c: [3, "read_write"],
+  c4: [4, "read_write"],
+  bias: [5, "read"],
 });
 
 /** Attributes of {@link matmulOp}: transpose the last two dims of A and/or B (read in place, no copy). */
@@ -218,29 +226,12 @@ function gemm(a: Tensor, b: Tensor, transA: boolean, transB: boolean, bias?: Ten
     overrides.VA = +va;
     overrides.VB = +vb;
   }
-  const buffers: Record<number, GPUBuffer> = { 1: a.buffer, 2: b.buffer, [vec4 ? 4 : 3]: c.buffer };
-  if (bias) buffers[5] = bias.buffer;
-  device.dispatch({
-    shader: "matmul",
+  const [sa0, sa1, sa2] = plan.sa, [sb0, sb1, sb2] = plan.sb;
+  launch(device, MATMUL, {
     entry,
     overrides,
-    params: {
-      layout: MATMUL_PARAMS,
-      values: {
-        m,
-        n,
-        k,
-        d1: plan.d1,
-        d2: plan.d2,
-        sa0: plan.sa[0],
-        sa1: plan.sa[1],
-        sa2: plan.sa[2],
-        sb0: plan.sb[0],
-        sb1: plan.sb[1],
-        sb2: plan.sb[2],
-      },
-    },
-    buffers,
+    params: { m, n, k, d1: plan.d1, d2: plan.d2, sa0, sa1, sa2, sb0, sb1, sb2 },
+    io: vec4 ? { a, b, c4: c, bias } : { a, b, c, bias },
     groups: [Math.ceil(n / (tn * t.wgx)), Math.ceil(m / (tm * t.wgy)), plan.batch],
   });
   return c;

@@ -1,8 +1,8 @@
-import { Device, layout, tuning } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
-import { nchwShape, type Size2d, size2d } from "./conv.ts";
+import { nchwShape, type Size2d, size2d } from "./conv_shape.ts";
 
 /** Mirrors `struct Params` in shaders/pool.wgsl. */
 export const POOL_PARAMS = layout("pool", "Params", {
@@ -21,6 +21,15 @@ export const POOL_PARAMS = layout("pool", "Params", {
   dil_w: "i32",
   count_include_pad: "u32",
   total: "u32",
+});
+/** Storage bindings of shaders/pool.wgsl (sel: the saved max indices the backward reads). */
+export const POOL = kernel(POOL_PARAMS, {
+  x: [1, "read"],
+  y: [2, "read_write"],
+  idx: [3, "read_write"],
+  dy: [4, "read"],
+  dx: [5, "read_write"],
+  sel: [6, "read"],
 });
 
 /** Options of {@link maxPool2d} (PyTorch's `F.max_pool2d` keywords). */
@@ -161,41 +170,30 @@ export function adaptiveAvgPool2dShape(x: Shape, outputSize: Size2d): number[] {
   return adaptiveGeometry(x, outputSize, "adaptiveAvgPool2d").outShape;
 }
 
-function launch(
-  device: Device,
-  entry: string,
-  g: PoolGeometry,
-  total: number,
-  buffers: Record<number, GPUBuffer>,
-): void {
-  if (total === 0) return;
-  device.dispatch({
-    shader: "pool",
+/** Entry, params and grid of a pooling launch: one thread per element of `total`. */
+function windows(entry: string, g: PoolGeometry, total: number) {
+  return {
     entry,
     overrides: { WG: tuning.ELEMENTWISE_WG },
     params: {
-      layout: POOL_PARAMS,
-      values: {
-        nc: g.nc,
-        hi: g.hi,
-        wi: g.wi,
-        ho: g.ho,
-        wo: g.wo,
-        kh: g.kernel[0],
-        kw: g.kernel[1],
-        stride_h: g.stride[0],
-        stride_w: g.stride[1],
-        pad_h: g.padding[0],
-        pad_w: g.padding[1],
-        dil_h: g.dilation[0],
-        dil_w: g.dilation[1],
-        count_include_pad: g.countIncludePad ? 1 : 0,
-        total,
-      },
+      nc: g.nc,
+      hi: g.hi,
+      wi: g.wi,
+      ho: g.ho,
+      wo: g.wo,
+      kh: g.kernel[0],
+      kw: g.kernel[1],
+      stride_h: g.stride[0],
+      stride_w: g.stride[1],
+      pad_h: g.padding[0],
+      pad_w: g.padding[1],
+      dil_h: g.dilation[0],
+      dil_w: g.dilation[1],
+      count_include_pad: g.countIncludePad ? 1 : 0,
+      total,
     },
-    buffers,
     groups: Device.grid(total, tuning.ELEMENTWISE_WG),
-  });
+  };
 }
 
 function checkF32(x: Tensor, op: string): void {
@@ -213,14 +211,14 @@ export const maxPool2dOp: OpDef<MaxPool2dOptions> = {
     const g = poolGeometry(x.shape, attrs, "maxPool2d");
     const y = Tensor.empty(g.outShape, { device: x.device }, "maxPool2d");
     const idx = Tensor.empty(g.outShape, { device: x.device, dtype: "i32" }, "maxPool2d.indices");
-    launch(x.device, "max_pool2d_forward", g, y.numel, { 1: x.buffer, 2: y.buffer, 3: idx.buffer });
+    launch(x.device, POOL, { ...windows("max_pool2d_forward", g, y.numel), io: { x, y, idx } });
     return { output: y, saved: [idx] };
   },
   backward(dy, ctx) {
     if (!ctx.needs[0]) return [null];
     const g = poolGeometry(ctx.shapes[0], ctx.attrs, "maxPool2d");
     const dx = Tensor.empty(ctx.shapes[0], { device: dy.device }, "maxPool2d.backward");
-    launch(dy.device, "max_pool2d_backward", g, dx.numel, { 4: dy.buffer, 5: dx.buffer, 6: ctx.saved[0].buffer });
+    launch(dy.device, POOL, { ...windows("max_pool2d_backward", g, dx.numel), io: { dy, dx, sel: ctx.saved[0] } });
     return [dx];
   },
 };
@@ -232,14 +230,14 @@ export const avgPool2dOp: OpDef<AvgPool2dOptions> = {
     checkF32(x, "avgPool2d");
     const g = poolGeometry(x.shape, attrs, "avgPool2d");
     const y = Tensor.empty(g.outShape, { device: x.device }, "avgPool2d");
-    launch(x.device, "avg_pool2d_forward", g, y.numel, { 1: x.buffer, 2: y.buffer });
+    launch(x.device, POOL, { ...windows("avg_pool2d_forward", g, y.numel), io: { x, y } });
     return { output: y };
   },
   backward(dy, ctx) {
     if (!ctx.needs[0]) return [null];
     const g = poolGeometry(ctx.shapes[0], ctx.attrs, "avgPool2d");
     const dx = Tensor.empty(ctx.shapes[0], { device: dy.device }, "avgPool2d.backward");
-    launch(dy.device, "avg_pool2d_backward", g, dx.numel, { 4: dy.buffer, 5: dx.buffer });
+    launch(dy.device, POOL, { ...windows("avg_pool2d_backward", g, dx.numel), io: { dy, dx } });
     return [dx];
   },
 };
@@ -257,14 +255,14 @@ export const adaptiveAvgPool2dOp: OpDef<AdaptiveAvgPool2dAttrs> = {
     checkF32(x, "adaptiveAvgPool2d");
     const g = adaptiveGeometry(x.shape, attrs.outputSize, "adaptiveAvgPool2d");
     const y = Tensor.empty(g.outShape, { device: x.device }, "adaptiveAvgPool2d");
-    launch(x.device, "adaptive_avg_pool2d_forward", g, y.numel, { 1: x.buffer, 2: y.buffer });
+    launch(x.device, POOL, { ...windows("adaptive_avg_pool2d_forward", g, y.numel), io: { x, y } });
     return { output: y };
   },
   backward(dy, ctx) {
     if (!ctx.needs[0]) return [null];
     const g = adaptiveGeometry(ctx.shapes[0], ctx.attrs.outputSize, "adaptiveAvgPool2d");
     const dx = Tensor.empty(ctx.shapes[0], { device: dy.device }, "adaptiveAvgPool2d.backward");
-    launch(dy.device, "adaptive_avg_pool2d_backward", g, dx.numel, { 4: dy.buffer, 5: dx.buffer });
+    launch(dy.device, POOL, { ...windows("adaptive_avg_pool2d_backward", g, dx.numel), io: { dy, dx } });
     return [dx];
   },
 };

@@ -1,4 +1,4 @@
-import { Device, layout, tuning } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, normDim, type Shape, stridesOf } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -26,6 +26,16 @@ export const REDUCE_PARAMS = layout("reduce", "Params", {
   rs2: "u32",
   rs3: "u32",
   chunks: "u32",
+});
+/** Storage bindings of shaders/reduce.wgsl. */
+export const REDUCE = kernel(REDUCE_PARAMS, {
+  x: [1, "read"],
+  y: [2, "read_write"],
+  idx: [3, "read_write"],
+  dy: [4, "read"],
+  dx: [5, "read_write"],
+  mean: [6, "read"],
+  sel: [7, "read"],
 });
 
 /**
@@ -85,7 +95,9 @@ export function reducePlan(shape: Shape, dims: Dims, op = "reduce"): ReducePlan 
   }
   const pick = (red: boolean) => {
     const g = groups.filter((x) => x.red === red);
-    if (g.length > 4) throw new RangeError(`${op}: cannot reduce dims ${JSON.stringify(ds)} of ${fmt(shape)} (too fragmented)`);
+    if (g.length > 4) {
+      throw new RangeError(`${op}: cannot reduce dims ${JSON.stringify(ds)} of ${fmt(shape)} (too fragmented)`);
+    }
     while (g.length < 4) g.unshift({ red, size: 1, stride: 0 });
     return { sizes: g.map((x) => x.size), strides: g.map((x) => x.stride) };
   };
@@ -98,59 +110,41 @@ export function reducePlan(shape: Shape, dims: Dims, op = "reduce"): ReducePlan 
   return { keptShape, squeezedShape, dims: ds, nOut, len, kept, reduced };
 }
 
-function wgFor(len: number): number {
-  let wg = 32;
-  while (wg < len && wg < tuning.REDUCE_WG) wg *= 2;
-  return wg;
-}
-
-function launch(
-  entry: string,
-  plan: ReducePlan,
-  device: Device,
-  buffers: Record<number, GPUBuffer>,
-  scale = 1,
-  correction = 0,
-  chunks = 1,
-): void {
+/** Entry, params, grid and workgroup size of one reduction launch over `plan` (chunks > 1: partial sums). */
+function planned(entry: string, plan: ReducePlan, scale = 1, correction = 0, chunks = 1) {
   const serial = entry === "sum_serial";
   const [k0, k1, k2, k3] = plan.kept.sizes;
   const [ks0, ks1, ks2, ks3] = plan.kept.strides;
   const [r0, r1, r2, r3] = plan.reduced.sizes;
   const [rs0, rs1, rs2, rs3] = plan.reduced.strides;
-  device.dispatch({
-    shader: "reduce",
+  return {
     entry,
-    overrides: { WG: serial ? SERIAL_WG : wgFor(plan.len) },
+    overrides: { WG: serial ? SERIAL_WG : tuning.reduceWg(plan.len) },
     params: {
-      layout: REDUCE_PARAMS,
-      values: {
-        n_out: plan.nOut,
-        len: plan.len,
-        scale,
-        correction,
-        k0,
-        k1,
-        k2,
-        k3,
-        ks0,
-        ks1,
-        ks2,
-        ks3,
-        r0,
-        r1,
-        r2,
-        r3,
-        rs0,
-        rs1,
-        rs2,
-        rs3,
-        chunks,
-      },
+      n_out: plan.nOut,
+      len: plan.len,
+      scale,
+      correction,
+      k0,
+      k1,
+      k2,
+      k3,
+      ks0,
+      ks1,
+      ks2,
+      ks3,
+      r0,
+      r1,
+      r2,
+      r3,
+      rs0,
+      rs1,
+      rs2,
+      rs3,
+      chunks,
     },
-    buffers,
     groups: serial ? Device.grid(plan.nOut, SERIAL_WG) : Device.grid(plan.nOut * chunks, 1),
-  });
+  };
 }
 
 /** Attributes of sum / mean / var / max / min. */
@@ -182,11 +176,14 @@ function defineSum(name: "sum" | "mean"): OpDef<ReduceAttrs> {
         // Two passes: partial sums over slices of each output's range, then their sum.
         const chunks = Math.ceil(plan.len / SPLIT_SPAN);
         const part = Tensor.empty([plan.nOut, chunks], { device: x.device }, `${name}.partial`);
-        launch("sum_forward", plan, x.device, { 1: x.buffer, 2: part.buffer }, scaleOf(plan), 0, chunks);
-        launch("sum_forward", reducePlan(part.shape, 1, name), x.device, { 1: part.buffer, 2: y.buffer });
+        launch(x.device, REDUCE, { ...planned("sum_forward", plan, scaleOf(plan), 0, chunks), io: { x, y: part } });
+        launch(x.device, REDUCE, { ...planned("sum_forward", reducePlan(part.shape, 1, name)), io: { x: part, y } });
       } else {
         const serial = plan.len <= SERIAL_LEN && plan.nOut >= SERIAL_MIN_OUT;
-        launch(serial ? "sum_serial" : "sum_forward", plan, x.device, { 1: x.buffer, 2: y.buffer }, scaleOf(plan));
+        launch(x.device, REDUCE, {
+          ...planned(serial ? "sum_serial" : "sum_forward", plan, scaleOf(plan)),
+          io: { x, y },
+        });
       }
       return { output: y };
     },
@@ -194,7 +191,7 @@ function defineSum(name: "sum" | "mean"): OpDef<ReduceAttrs> {
       if (!ctx.needs[0]) return [null];
       const plan = reducePlan(ctx.shapes[0], ctx.attrs.dims, name);
       const dx = Tensor.empty(ctx.shapes[0], { device: dy.device }, `${name}.backward`);
-      launch("sum_backward", plan, dy.device, { 4: dy.buffer, 5: dx.buffer }, scaleOf(plan));
+      launch(dy.device, REDUCE, { ...planned("sum_backward", plan, scaleOf(plan)), io: { dy, dx } });
       return [dx];
     },
   };
@@ -213,7 +210,7 @@ export const varOp: OpDef<ReduceAttrs> = {
     const plan = reducePlan(x.shape, attrs.dims, "var");
     const m = meanOp.forward([x], { dims: attrs.dims, keepdim: false }).output;
     const y = Tensor.empty(outShape(plan, attrs), { device: x.device }, "var");
-    launch("var_forward", plan, x.device, { 1: x.buffer, 2: y.buffer, 6: m.buffer }, 1, attrs.correction ?? 1);
+    launch(x.device, REDUCE, { ...planned("var_forward", plan, 1, attrs.correction ?? 1), io: { x, y, mean: m } });
     return { output: y, saved: [x, m] };
   },
   backward(dy, ctx) {
@@ -221,7 +218,10 @@ export const varOp: OpDef<ReduceAttrs> = {
     const [x, m] = ctx.saved;
     const plan = reducePlan(x.shape, ctx.attrs.dims, "var");
     const dx = Tensor.empty(x.shape, { device: dy.device }, "var.backward");
-    launch("var_backward", plan, dy.device, { 1: x.buffer, 4: dy.buffer, 5: dx.buffer, 6: m.buffer }, 1, ctx.attrs.correction ?? 1);
+    launch(dy.device, REDUCE, {
+      ...planned("var_backward", plan, 1, ctx.attrs.correction ?? 1),
+      io: { x, dy, dx, mean: m },
+    });
     return [dx];
   },
 };
@@ -238,14 +238,14 @@ function defineExtreme(name: "max" | "min"): OpDef<ReduceAttrs> {
       const shape = outShape(plan, attrs);
       const y = Tensor.empty(shape, { device: x.device }, name);
       const idx = Tensor.empty(shape, { device: x.device, dtype: "i32" }, `arg${name}`);
-      launch("max_forward", plan, x.device, { 1: x.buffer, 2: y.buffer, 3: idx.buffer }, scale);
+      launch(x.device, REDUCE, { ...planned("max_forward", plan, scale), io: { x, y, idx } });
       return { output: y, saved: [idx] };
     },
     backward(dy, ctx) {
       if (!ctx.needs[0]) return [null];
       const plan = reducePlan(ctx.shapes[0], ctx.attrs.dims, name);
       const dx = Tensor.empty(ctx.shapes[0], { device: dy.device }, `${name}.backward`);
-      launch("max_backward", plan, dy.device, { 4: dy.buffer, 5: dx.buffer, 7: ctx.saved[0].buffer });
+      launch(dy.device, REDUCE, { ...planned("max_backward", plan), io: { dy, dx, sel: ctx.saved[0] } });
       return [dx];
     },
   };

@@ -1,4 +1,4 @@
-import { Device, layout } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, sameShape, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -13,6 +13,22 @@ export const RNN_PARAMS = layout("rnn", "Params", {
   t: "u32",
   steps: "u32",
   has_rec: "u32",
+});
+/** Storage bindings of shaders/rnn.wgsl. */
+export const RNN = kernel(RNN_PARAMS, {
+  gx: [1, "read"],
+  gh: [2, "read"],
+  cs: [3, "read_write"],
+  out: [4, "read_write"],
+  hprev: [5, "read_write"],
+  hnext: [6, "read_write"],
+  act: [7, "read_write"],
+  dout: [8, "read"],
+  dhrec: [9, "read"],
+  carry: [10, "read_write"],
+  dgx: [11, "read_write"],
+  dgh: [12, "read_write"],
+  dstep: [13, "read_write"],
 });
 
 /** Which cell a recurrence runs: PyTorch's LSTM (gates i, f, g, o) or GRU (gates r, z, n). */
@@ -75,24 +91,11 @@ export function recurrencePlan(mode: RnnMode, shapes: readonly Shape[], bias: bo
   return { steps, batch, hidden, gates, out: [mode === "lstm" ? steps + 1 : steps, batch, hidden] };
 }
 
-function step(
-  device: Device,
-  entry: string,
-  plan: RecurrencePlan,
-  t: number,
-  buffers: Record<number, GPUBuffer>,
-): void {
+/** Entry, params and grid of step t's gate kernel: one thread per (batch, hidden) pair. */
+function step(entry: string, plan: RecurrencePlan, t: number) {
   const n = plan.batch * plan.hidden;
-  device.dispatch({
-    shader: "rnn",
-    entry,
-    params: {
-      layout: RNN_PARAMS,
-      values: { n, hidden: plan.hidden, t, steps: plan.steps, has_rec: +(t + 1 < plan.steps) },
-    },
-    buffers,
-    groups: Device.grid(n),
-  });
+  const params = { n, hidden: plan.hidden, t, steps: plan.steps, has_rec: +(t + 1 < plan.steps) };
+  return { entry, params, groups: Device.grid(n) };
 }
 
 /**
@@ -131,16 +134,8 @@ function defineRecurrence(mode: RnnMode): OpDef<RecurrenceAttrs> {
       for (let t = 0; t < steps; t++) {
         const h = t === 0 ? h0 : hnext;
         const gh = b ? linear(h, w, b) : matmul(h, w, { transB: true });
-        const buffers: Record<number, GPUBuffer> = {
-          1: gx.buffer,
-          2: gh.buffer,
-          4: out.buffer,
-          5: hprev.buffer,
-          6: hnext.buffer,
-          7: act.buffer,
-        };
-        if (cs) buffers[3] = cs.buffer;
-        step(device, `${mode}_step_forward`, plan, t, buffers);
+        const io = { gx, gh, cs, out, hprev, hnext, act };
+        launch(device, RNN, { ...step(`${mode}_step_forward`, plan, t), io });
       }
       return { output: out, saved: cs ? [w, act, hprev, cs] : [w, act, hprev] };
     },
@@ -158,20 +153,16 @@ function defineRecurrence(mode: RnnMode): OpDef<RecurrenceAttrs> {
       const h0At = bias ? 3 : 2;
       let dhrec: Tensor | undefined;
       for (let t = steps - 1; t >= 0; t--) {
-        const buffers: Record<number, GPUBuffer> = {
-          7: act.buffer,
-          8: dout.buffer,
-          9: (dhrec ?? dout).buffer, // unread at the last step (has_rec = 0)
-          10: carry.buffer,
-          11: dgx.buffer,
-          13: dstep.buffer,
+        const io = {
+          act,
+          dout,
+          dhrec: dhrec ?? dout, // unread at the last step (has_rec = 0)
+          carry,
+          dgx,
+          dstep,
+          ...(lstm ? { cs } : { hprev, dgh }),
         };
-        if (lstm) buffers[3] = cs.buffer;
-        else {
-          buffers[5] = hprev.buffer;
-          buffers[12] = dgh.buffer;
-        }
-        step(device, `${mode}_step_backward`, plan, t, buffers);
+        launch(device, RNN, { ...step(`${mode}_step_backward`, plan, t), io });
         dhrec = t > 0 || ctx.needs[h0At] ? matmul(dstep, w) : undefined;
       }
       const rows = steps * batch;

@@ -1,4 +1,4 @@
-import { Device, layout } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
 import { fromArray } from "../creation.ts";
 import type { OpDef } from "../op.ts";
 import { fmt } from "../shape.ts";
@@ -12,6 +12,8 @@ export const ROPE_PARAMS = layout("rope", "Params", {
   offset: "u32",
   interleaved: "u32",
 });
+/** Storage bindings of shaders/rope.wgsl. */
+export const ROPE = kernel(ROPE_PARAMS, { x: [1, "read"], tab: [2, "read"], y: [3, "read_write"] });
 
 /** Options of {@link rotaryEmbedding}. */
 export interface RopeOptions {
@@ -64,20 +66,12 @@ function ropeDims(shape: readonly number[], op: string): { t: number; d: number 
   return { t, d };
 }
 
-function launch(entry: string, x: Tensor, tab: Tensor, y: Tensor, attrs: RopeAttrs): void {
+/** Rotate x (or dy) by the table into y (or dx): one thread per (even, odd) pair. */
+function rotate(entry: string, x: Tensor, tab: Tensor, y: Tensor, attrs: RopeAttrs): void {
   const { t, d } = ropeDims(x.shape, "rotaryEmbedding");
   const pairs = x.numel / 2;
-  if (pairs === 0) return;
-  x.device.dispatch({
-    shader: "rope",
-    entry,
-    params: {
-      layout: ROPE_PARAMS,
-      values: { pairs, t, d, offset: attrs.offset, interleaved: attrs.interleaved ? 1 : 0 },
-    },
-    buffers: { 1: x.buffer, 2: tab.buffer, 3: y.buffer },
-    groups: Device.grid(pairs),
-  });
+  const params = { pairs, t, d, offset: attrs.offset, interleaved: attrs.interleaved ? 1 : 0 };
+  launch(x.device, ROPE, { entry, params, io: { x, tab, y }, groups: Device.grid(pairs) });
 }
 
 /** Rotary embedding of x [..., T, D] by a cos/sin table; backward rotates the gradient back. */
@@ -93,13 +87,13 @@ export const ropeOp: OpDef<RopeAttrs> = {
       );
     }
     const y = Tensor.empty(x.shape, { device: x.device }, op);
-    launch("rope_forward", x, tab, y, attrs);
+    rotate("rope_forward", x, tab, y, attrs);
     return { output: y, saved: [tab] };
   },
   backward(dy, ctx) {
     if (!ctx.needs[0]) return [null, null];
     const dx = Tensor.empty(dy.shape, { device: dy.device }, "rotaryEmbedding.backward");
-    launch("rope_backward", dy, ctx.saved[0], dx, ctx.attrs);
+    rotate("rope_backward", dy, ctx.saved[0], dx, ctx.attrs);
     return [dx, null];
   },
 };

@@ -1,4 +1,4 @@
-import { Device, layout } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { broadcastStrides, fmt, inferShape, numel, sameShape, type Shape, stridesOf } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -13,6 +13,8 @@ export const SHAPE_PARAMS = layout("shape", "Params", {
   s0: "u32", s1: "u32", s2: "u32", s3: "u32", s4: "u32", s5: "u32",
   t0: "u32", t1: "u32", t2: "u32", t3: "u32", t4: "u32", t5: "u32",
 });
+/** Storage bindings of shaders/shape.wgsl (raw 32-bit words: any dtype). */
+export const SHAPE = kernel(SHAPE_PARAMS, { src: [1, "read"], dst: [2, "read_write"] });
 
 /** Dims one strided-copy launch can walk (the Params struct has six). */
 const MAX_DIMS = 6;
@@ -190,7 +192,7 @@ export function copyPlan(
 }
 
 /** Record a planned copy from `x` into `y`: a buffer copy when contiguous on both sides, else a kernel. */
-function launch(entry: string, plan: CopyPlan, x: Tensor, y: Tensor): void {
+function copy(entry: string, plan: CopyPlan, x: Tensor, y: Tensor): void {
   if (plan.n === 0) return;
   const device = x.device;
   if (plan.dims.length === 0 || (plan.dims.length === 1 && plan.src[0] === 1 && plan.dst[0] === 1)) {
@@ -204,13 +206,7 @@ function launch(entry: string, plan: CopyPlan, x: Tensor, y: Tensor): void {
     values[`s${i}`] = i < pad ? 0 : plan.src[i - pad];
     values[`t${i}`] = i < pad ? 0 : plan.dst[i - pad];
   }
-  device.dispatch({
-    shader: "shape",
-    entry,
-    params: { layout: SHAPE_PARAMS, values },
-    buffers: { 1: x.buffer, 2: y.buffer },
-    groups: Device.grid(plan.n),
-  });
+  launch(device, SHAPE, { entry, params: values, io: { src: x, dst: y }, groups: Device.grid(plan.n) });
 }
 
 const like = (x: Tensor, shape: Shape, origin: string) =>
@@ -248,7 +244,7 @@ export const permuteOp: OpDef<{ dims: readonly number[] }> = {
     const r = permuteShape(x.shape, dims);
     const y = like(x, r.shape, "permute");
     const xs = stridesOf(x.shape);
-    launch("permute_forward", copyPlan(r.shape, r.dims.map((d) => xs[d]), stridesOf(r.shape), 0, 0, "permute"), x, y);
+    copy("permute_forward", copyPlan(r.shape, r.dims.map((d) => xs[d]), stridesOf(r.shape), 0, 0, "permute"), x, y);
     return { output: y };
   },
   backward(dy, ctx) {
@@ -273,7 +269,7 @@ export const expandOp: OpDef<{ shape: Shape }> = {
   forward([x], { shape }) {
     const to = expandShape(x.shape, shape);
     const y = like(x, to, "expand");
-    launch("expand_forward", copyPlan(to, broadcastStrides(x.shape, to), stridesOf(to), 0, 0, "expand"), x, y);
+    copy("expand_forward", copyPlan(to, broadcastStrides(x.shape, to), stridesOf(to), 0, 0, "expand"), x, y);
     return { output: y };
   },
   backward: (dy, ctx) => [ctx.needs[0] ? sumTo(dy, ctx.shapes[0]) : null],
@@ -293,7 +289,7 @@ export const narrowOp: OpDef<NarrowAttrs> = {
     const r = narrowShape(x.shape, a.dim, a.start, a.length);
     const y = like(x, r.shape, "narrow");
     const xs = stridesOf(x.shape);
-    launch("narrow_forward", copyPlan(r.shape, xs, stridesOf(r.shape), r.start * xs[r.dim], 0, "narrow"), x, y);
+    copy("narrow_forward", copyPlan(r.shape, xs, stridesOf(r.shape), r.start * xs[r.dim], 0, "narrow"), x, y);
     return { output: y };
   },
   backward(dy, ctx) {
@@ -302,7 +298,7 @@ export const narrowOp: OpDef<NarrowAttrs> = {
     const r = narrowShape(shape, ctx.attrs.dim, ctx.attrs.start, ctx.attrs.length);
     const dx = zeros(shape, { device: dy.device });
     const xs = stridesOf(shape);
-    launch("narrow_backward", copyPlan(dy.shape, stridesOf(dy.shape), xs, 0, r.start * xs[r.dim], "narrow"), dy, dx);
+    copy("narrow_backward", copyPlan(dy.shape, stridesOf(dy.shape), xs, 0, r.start * xs[r.dim], "narrow"), dy, dx);
     return [dx];
   },
 };
@@ -326,7 +322,7 @@ export const catOp: OpDef<{ dim: number }> = {
     const ys = stridesOf(r.shape);
     let at = 0;
     for (const x of inputs) {
-      launch("cat_forward", copyPlan(x.shape, stridesOf(x.shape), ys, 0, at * ys[r.dim], "cat"), x, y);
+      copy("cat_forward", copyPlan(x.shape, stridesOf(x.shape), ys, 0, at * ys[r.dim], "cat"), x, y);
       at += x.shape[r.dim];
     }
     return { output: y };

@@ -1,10 +1,17 @@
-import { Device, layout, tuning } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { normDim, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/softmax.wgsl. */
 export const SOFTMAX_PARAMS = layout("softmax", "Params", { rows: "u32", len: "u32", inner: "u32" });
+/** Storage bindings of shaders/softmax.wgsl. */
+export const SOFTMAX = kernel(SOFTMAX_PARAMS, {
+  x: [1, "read"],
+  y: [2, "read_write"],
+  dy: [3, "read"],
+  dx: [4, "read_write"],
+});
 
 /** Attributes of softmax / logSoftmax: the dim normalized over (negative counts from the end). */
 export interface SoftmaxAttrs {
@@ -19,28 +26,9 @@ export function rowPlan(shape: Shape, dim: number, op: string): { rows: number; 
   return { rows: outer * inner, len: shape[d], inner };
 }
 
-/** Threads per row: the smallest power of two from 32 covering the row, at most tuning.REDUCE_WG. */
-function wgFor(len: number): number {
-  let wg = 32;
-  while (wg < len && wg < tuning.REDUCE_WG) wg *= 2;
-  return wg;
-}
-
-function launch(
-  entry: string,
-  device: Device,
-  plan: ReturnType<typeof rowPlan>,
-  buffers: Record<number, GPUBuffer>,
-): void {
-  if (plan.rows === 0 || plan.len === 0) return;
-  device.dispatch({
-    shader: "softmax",
-    entry,
-    overrides: { WG: wgFor(plan.len) },
-    params: { layout: SOFTMAX_PARAMS, values: plan },
-    buffers,
-    groups: Device.grid(plan.rows, 1),
-  });
+/** One workgroup per row; nothing to record for an empty tensor. */
+function rowLaunch(plan: ReturnType<typeof rowPlan>, entry: string) {
+  return { entry, params: plan, groups: Device.grid(plan.rows, 1), overrides: { WG: tuning.reduceWg(plan.len) } };
 }
 
 /** softmax or log_softmax: forward writes y, backward reads the saved y (never x). */
@@ -52,14 +40,17 @@ function defineSoftmax(name: "softmax" | "logSoftmax", kernel: string): OpDef<So
       if (x.ndim === 0) throw new TypeError(`${name}: expects a tensor with at least one dim, got a scalar []`);
       const plan = rowPlan(x.shape, attrs.dim, name);
       const y = Tensor.empty(x.shape, { device: x.device }, name);
-      launch(`${kernel}_forward`, x.device, plan, { 1: x.buffer, 2: y.buffer });
+      if (plan.rows > 0 && plan.len > 0) {
+        launch(x.device, SOFTMAX, { ...rowLaunch(plan, `${kernel}_forward`), io: { x, y } });
+      }
       return { output: y, saved: [y] };
     },
     backward(dy, ctx) {
       if (!ctx.needs[0]) return [null];
       const plan = rowPlan(ctx.shapes[0], ctx.attrs.dim, name);
       const dx = Tensor.empty(dy.shape, { device: dy.device }, `${name}.backward`);
-      launch(`${kernel}_backward`, dy.device, plan, { 2: ctx.saved[0].buffer, 3: dy.buffer, 4: dx.buffer });
+      const io = { y: ctx.saved[0], dy, dx };
+      if (plan.rows > 0 && plan.len > 0) launch(dy.device, SOFTMAX, { ...rowLaunch(plan, `${kernel}_backward`), io });
       return [dx];
     },
   };

@@ -1,19 +1,44 @@
-import { Device, layout } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { sum } from "./reduce.ts";
 
-/** Mirrors `struct Params` in shaders/unary.wgsl (inner and channels: PReLU only). */
+/**
+ * Mirrors `struct Params` in shaders/unary.wgsl. Each scalar is named for what it is;
+ * an op reads only its own (inner and channels: PReLU only).
+ */
 export const UNARY_PARAMS = layout("unary", "Params", {
   n: "u32",
-  alpha: "f32",
+  scale: "f32",
+  shift: "f32",
+  slope: "f32",
   beta: "f32",
+  threshold: "f32",
+  lo: "f32",
+  hi: "f32",
+  exponent: "f32",
+  alpha: "f32",
   inner: "u32",
   channels: "u32",
 });
+/** Storage bindings of shaders/unary.wgsl. */
+export const UNARY = kernel(UNARY_PARAMS, {
+  x: [1, "read"],
+  y: [2, "read_write"],
+  dy: [3, "read"],
+  dx: [4, "read_write"],
+  w: [5, "read"],
+  dw_each: [6, "read_write"],
+}, { scale: 0, shift: 0, slope: 0, beta: 0, threshold: 0, lo: 0, hi: 0, exponent: 0, alpha: 0, inner: 1, channels: 1 });
 
-/** Scalars of a unary op (meaning per op; see shaders/unary.wgsl). */
+/** A unary uniform an op reads, besides n. */
+export type UnaryScalar = "scale" | "shift" | "slope" | "beta" | "threshold" | "lo" | "hi" | "exponent" | "alpha";
+
+/**
+ * The two scalars of a unary op, in the order its spec's `scalars` names them
+ * (softplus: `alpha` is its beta, `beta` its threshold). The tape records these.
+ */
 export interface UnaryAttrs {
   alpha: number;
   beta: number;
@@ -27,16 +52,21 @@ export interface UnarySpec {
   kernel?: string;
   /** What the backward reads: the input x, the output y, or nothing. */
   saves: "input" | "output" | "none";
+  /** The uniforms the op's two attrs fill, in order (`["beta", "threshold"]` for softplus). */
+  scalars?: readonly [UnaryScalar, UnaryScalar?];
 }
 
-function launch(entry: string, n: number, device: Device, attrs: UnaryAttrs, buffers: Record<number, GPUBuffer>): void {
-  device.dispatch({
-    shader: "unary",
-    entry,
-    params: { layout: UNARY_PARAMS, values: { n, alpha: attrs.alpha, beta: attrs.beta, inner: 1, channels: 1 } },
-    buffers,
-    groups: Device.grid(n),
-  });
+/** Uniform values of one launch: attrs placed under the names the spec gives them. */
+function scalarsOf(
+  spec: UnarySpec,
+  n: number,
+  attrs: UnaryAttrs,
+): Partial<Record<keyof typeof UNARY_PARAMS.fields, number>> {
+  const v: Partial<Record<keyof typeof UNARY_PARAMS.fields, number>> = { n };
+  const [first, second] = spec.scalars ?? [];
+  if (first) v[first] = attrs.alpha;
+  if (second) v[second] = attrs.beta;
+  return v;
 }
 
 function checkF32(x: Tensor, op: string): void {
@@ -51,16 +81,24 @@ export function defineUnary(spec: UnarySpec): OpDef<UnaryAttrs> {
     forward([x], attrs) {
       checkF32(x, spec.name);
       const y = Tensor.empty(x.shape, { device: x.device }, spec.name);
-      launch(`${k}_forward`, x.numel, x.device, attrs, { 1: x.buffer, 2: y.buffer });
+      launch(x.device, UNARY, {
+        entry: `${k}_forward`,
+        params: scalarsOf(spec, x.numel, attrs),
+        io: { x, y },
+        groups: Device.grid(x.numel),
+      });
       return { output: y, saved: spec.saves === "input" ? [x] : spec.saves === "output" ? [y] : [] };
     },
     backward(dy, ctx) {
       if (!ctx.needs[0]) return [null];
       const dx = Tensor.empty(dy.shape, { device: dy.device }, `${spec.name}.backward`);
-      const buffers: Record<number, GPUBuffer> = { 3: dy.buffer, 4: dx.buffer };
-      if (spec.saves === "input") buffers[1] = ctx.saved[0].buffer;
-      if (spec.saves === "output") buffers[2] = ctx.saved[0].buffer;
-      launch(`${k}_backward`, dy.numel, dy.device, ctx.attrs, buffers);
+      const saved = ctx.saved[0];
+      launch(dy.device, UNARY, {
+        entry: `${k}_backward`,
+        params: scalarsOf(spec, dy.numel, ctx.attrs),
+        io: { dy, dx, x: spec.saves === "input" ? saved : undefined, y: spec.saves === "output" ? saved : undefined },
+        groups: Device.grid(dy.numel),
+      });
       return [dx];
     },
   };
@@ -69,7 +107,7 @@ export function defineUnary(spec: UnarySpec): OpDef<UnaryAttrs> {
 /** −x */
 export const negOp = defineUnary({ name: "neg", saves: "none" });
 /** alpha·x + beta */
-export const affineOp = defineUnary({ name: "affine", saves: "none" });
+export const affineOp = defineUnary({ name: "affine", saves: "none", scalars: ["scale", "shift"] });
 /** |x|; gradient 0 at 0. */
 export const absOp = defineUnary({ name: "abs", saves: "input" });
 /** eˣ */
@@ -86,24 +124,29 @@ export const tanhOp = defineUnary({ name: "tanh", saves: "output" });
 export const sigmoidOp = defineUnary({ name: "sigmoid", saves: "output" });
 /** max(x, 0); gradient 0 at 0 as in PyTorch. */
 export const reluOp = defineUnary({ name: "relu", saves: "output" });
-/** x for x > 0, alpha·x otherwise. */
-export const leakyReluOp = defineUnary({ name: "leakyRelu", kernel: "leaky_relu", saves: "input" });
+/** x for x > 0, slope·x otherwise (attrs.alpha is the slope). */
+export const leakyReluOp = defineUnary({ name: "leakyRelu", kernel: "leaky_relu", saves: "input", scalars: ["slope"] });
 /** Exact GELU, x·Φ(x). */
 export const geluOp = defineUnary({ name: "gelu", saves: "input" });
 /** tanh-approximate GELU. */
 export const geluTanhOp = defineUnary({ name: "geluTanh", kernel: "gelu_tanh", saves: "input" });
 /** x·σ(x) */
 export const siluOp = defineUnary({ name: "silu", saves: "input" });
-/** (1/β)·ln(1 + e^(βx)), linear past the threshold (alpha = β, beta = threshold). */
-export const softplusOp = defineUnary({ name: "softplus", saves: "input" });
-/** min(max(x, alpha), beta) */
-export const clampOp = defineUnary({ name: "clamp", saves: "input" });
-/** x^alpha for a scalar exponent. */
-export const powScalarOp = defineUnary({ name: "powScalar", kernel: "pow_scalar", saves: "input" });
+/** (1/β)·ln(1 + e^(βx)), linear past the threshold (attrs: β, then the threshold). */
+export const softplusOp = defineUnary({ name: "softplus", saves: "input", scalars: ["beta", "threshold"] });
+/** min(max(x, lo), hi) (attrs: lo, then hi) */
+export const clampOp = defineUnary({ name: "clamp", saves: "input", scalars: ["lo", "hi"] });
+/** x^exponent for a scalar exponent (attrs.alpha). */
+export const powScalarOp = defineUnary({
+  name: "powScalar",
+  kernel: "pow_scalar",
+  saves: "input",
+  scalars: ["exponent"],
+});
 /** x for x > 0, alpha·(eˣ − 1) otherwise. */
-export const eluOp = defineUnary({ name: "elu", saves: "input" });
-/** scale·ELU(x; alpha) with SELU's fixed constants (alpha = SELU_ALPHA, beta = SELU_SCALE). */
-export const seluOp = defineUnary({ name: "selu", saves: "input" });
+export const eluOp = defineUnary({ name: "elu", saves: "input", scalars: ["alpha"] });
+/** scale·ELU(x; alpha) with SELU's fixed constants (attrs: SELU_ALPHA, then SELU_SCALE). */
+export const seluOp = defineUnary({ name: "selu", saves: "input", scalars: ["alpha", "scale"] });
 /** x·tanh(softplus(x)) */
 export const mishOp = defineUnary({ name: "mish", saves: "input" });
 /** x·relu6(x + 3)/6 */
@@ -140,11 +183,10 @@ export const preluOp: OpDef<undefined> = {
     x.sameDevice(weight, "prelu");
     const plan = preluPlan(x.shape, weight.shape);
     const y = Tensor.empty(x.shape, { device: x.device }, "prelu");
-    x.device.dispatch({
-      shader: "unary",
+    launch(x.device, UNARY, {
       entry: "prelu_forward",
-      params: { layout: UNARY_PARAMS, values: { n: x.numel, alpha: 0, beta: 0, ...plan } },
-      buffers: { 1: x.buffer, 2: y.buffer, 5: weight.buffer },
+      params: { n: x.numel, ...plan },
+      io: { x, y, w: weight },
       groups: Device.grid(x.numel),
     });
     return { output: y, saved: [x, weight] };
@@ -154,11 +196,10 @@ export const preluOp: OpDef<undefined> = {
     const plan = preluPlan(x.shape, weight.shape);
     const dx = Tensor.empty(x.shape, { device: dy.device }, "prelu.backward");
     const each = Tensor.empty(x.shape, { device: dy.device }, "prelu.backward.each");
-    dy.device.dispatch({
-      shader: "unary",
+    launch(dy.device, UNARY, {
       entry: "prelu_backward",
-      params: { layout: UNARY_PARAMS, values: { n: x.numel, alpha: 0, beta: 0, ...plan } },
-      buffers: { 1: x.buffer, 3: dy.buffer, 4: dx.buffer, 5: weight.buffer, 6: each.buffer },
+      params: { n: x.numel, ...plan },
+      io: { x, dy, dx, w: weight, dw_each: each },
       groups: Device.grid(x.numel),
     });
     let dw: Tensor | null = null;
@@ -194,14 +235,16 @@ export const sigmoid = (x: Tensor): Tensor => fwd(sigmoidOp, x);
 /** Elementwise max(x, 0). */
 export const relu = (x: Tensor): Tensor => fwd(reluOp, x);
 /** Leaky ReLU with `negativeSlope` (PyTorch default 0.01). */
-export const leakyRelu = (x: Tensor, negativeSlope = 0.01): Tensor => fwd(leakyReluOp, x, { alpha: negativeSlope, beta: 0 });
+export const leakyRelu = (x: Tensor, negativeSlope = 0.01): Tensor =>
+  fwd(leakyReluOp, x, { alpha: negativeSlope, beta: 0 });
 /** GELU, exact (`approximate = "none"`) or tanh-approximate. */
 export const gelu = (x: Tensor, approximate: "none" | "tanh" = "none"): Tensor =>
   fwd(approximate === "tanh" ? geluTanhOp : geluOp, x);
 /** SiLU (swish), x·σ(x). */
 export const silu = (x: Tensor): Tensor => fwd(siluOp, x);
 /** Softplus with PyTorch's `beta` (1) and `threshold` (20). */
-export const softplus = (x: Tensor, beta = 1, threshold = 20): Tensor => fwd(softplusOp, x, { alpha: beta, beta: threshold });
+export const softplus = (x: Tensor, beta = 1, threshold = 20): Tensor =>
+  fwd(softplusOp, x, { alpha: beta, beta: threshold });
 /** Clamp into `[min, max]` (either bound may be ±Infinity). */
 export function clamp(x: Tensor, min = -Infinity, max = Infinity): Tensor {
   if (min > max) throw new RangeError(`clamp: min ${min} is greater than max ${max}`);

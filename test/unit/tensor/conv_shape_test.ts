@@ -1,5 +1,6 @@
 import type { Layout } from "../../../src/gpu/mod.ts";
-import { conv2dShape, CONV_PARAMS, convTranspose2dShape } from "../../../src/tensor/ops/conv.ts";
+import { CONV_PARAMS } from "../../../src/tensor/ops/conv.ts";
+import { conv2dShape, convTranspose2dShape } from "../../../src/tensor/ops/conv_shape.ts";
 import { adaptiveAvgPool2dShape, pool2dShape, POOL_PARAMS } from "../../../src/tensor/ops/pool.ts";
 import { conv2dRefShape, convTranspose2dRefShape } from "../../reference/conv.ts";
 import { poolRefShape } from "../../reference/pool.ts";

@@ -16,10 +16,10 @@ import {
 import {
   embeddingShape,
   gatherShape,
-  INDEX_PARAMS,
+  GATHER_PARAMS,
   indexSelectShape,
   oneHotShape,
-} from "../../../src/tensor/ops/index.ts";
+} from "../../../src/tensor/ops/gather.ts";
 import type { Layout } from "../../../src/gpu/mod.ts";
 import { assertEquals, assertThrows } from "../../util/assert.ts";
 
@@ -117,8 +117,8 @@ Deno.test("index rules: indexSelect, gather, oneHot and embedding shapes and err
   assertThrows(() => embeddingShape([10], [5]), RangeError, "embedding", "[V, D]", "[10]");
 });
 
-Deno.test("SHAPE_PARAMS and INDEX_PARAMS mirror their WGSL structs field for field", () => {
-  for (const l of [SHAPE_PARAMS, INDEX_PARAMS] as Layout[]) {
+Deno.test("SHAPE_PARAMS and GATHER_PARAMS mirror their WGSL structs field for field", () => {
+  for (const l of [SHAPE_PARAMS, GATHER_PARAMS] as Layout[]) {
     const text = Deno.readTextFileSync(new URL(`../../../shaders/${l.shader}.wgsl`, import.meta.url));
     const body = text.match(/struct Params \{([^}]*)\}/)![1].replace(/\/\/.*$/gm, "");
     const fields = [...body.matchAll(/(\w+)\s*:\s*(\w+)/g)].map((m) => `${m[1]}:${m[2]}`);

@@ -5,7 +5,7 @@
  */
 import { fromArray } from "../../../../src/tensor/creation.ts";
 import { setIndexChecks } from "../../../../src/tensor/index_check.ts";
-import { embedding } from "../../../../src/tensor/ops/index.ts";
+import { embedding } from "../../../../src/tensor/ops/gather.ts";
 import { crossEntropy, nllLoss } from "../../../../src/tensor/ops/loss.ts";
 import { crossEntropyRef } from "../../../reference/loss.ts";
 import { assert, assertRejects, assertRelClose, assertThrows } from "../../../util/assert.ts";

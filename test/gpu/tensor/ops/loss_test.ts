@@ -1,6 +1,7 @@
 import { fromArray } from "../../../../src/tensor/creation.ts";
 import { forwardBackward } from "../../../../src/tensor/op.ts";
-import * as L from "../../../../src/tensor/ops/loss.ts";
+// The loss family: class losses (ops/loss.ts) and elementwise ones (ops/loss_elementwise.ts).
+import * as L from "../../../../src/tensor/mod.ts";
 import { crossEntropyRef, elementwiseLossRef, nllRef, type Reduction } from "../../../reference/loss.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";

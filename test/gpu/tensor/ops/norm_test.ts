@@ -1,6 +1,7 @@
 import { fromArray } from "../../../../src/tensor/creation.ts";
 import { forwardBackward } from "../../../../src/tensor/op.ts";
-import { batchNorm, batchNormOp, layerNorm, layerNormOp } from "../../../../src/tensor/ops/norm.ts";
+import { batchNorm, batchNormOp } from "../../../../src/tensor/ops/batch_norm.ts";
+import { layerNorm, layerNormOp } from "../../../../src/tensor/ops/norm.ts";
 import type { Tensor } from "../../../../src/tensor/tensor.ts";
 import golden from "../../../fixtures/norm_golden.json" with { type: "json" };
 import { batchNormRef, layerNormRef } from "../../../reference/norm.ts";

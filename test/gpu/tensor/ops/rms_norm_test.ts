@@ -1,6 +1,6 @@
 import { fromArray } from "../../../../src/tensor/creation.ts";
 import { forwardBackward } from "../../../../src/tensor/op.ts";
-import { rmsNorm, rmsNormOp } from "../../../../src/tensor/ops/norm.ts";
+import { rmsNorm, rmsNormOp } from "../../../../src/tensor/ops/rms_norm.ts";
 import { rmsNormRef } from "../../../reference/norm.ts";
 import { assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";

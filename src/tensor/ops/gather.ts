@@ -1,4 +1,4 @@
-import { Device, layout } from "../../gpu/mod.ts";
+import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
 import { fromArray } from "../creation.ts";
 import { checkHostIndices, type IndexRule, recordIndexCheck } from "../index_check.ts";
 import type { OpDef } from "../op.ts";
@@ -7,8 +7,8 @@ import { Tensor } from "../tensor.ts";
 import { dimOf } from "./shape.ts";
 
 // deno-fmt-ignore
-/** Mirrors `struct Params` in shaders/index.wgsl (one row per WGSL line). */
-export const INDEX_PARAMS = layout("index", "Params", {
+/** Mirrors `struct Params` in shaders/gather.wgsl (one row per WGSL line). */
+export const GATHER_PARAMS = layout("gather", "Params", {
   n: "u32", size: "u32", k: "u32", inner: "u32", pad: "i32", dim: "u32", block: "u32", stride: "u32",
   x0: "u32", x1: "u32", x2: "u32", x3: "u32", x4: "u32", x5: "u32",
   i0: "u32", i1: "u32", i2: "u32", i3: "u32", i4: "u32", i5: "u32",
@@ -17,23 +17,21 @@ export const INDEX_PARAMS = layout("index", "Params", {
 /** Dims gather supports (the Params struct holds six per shape). */
 const MAX_DIMS = 6;
 
-type IndexValues = { [K in keyof typeof INDEX_PARAMS.fields]: number };
 // deno-fmt-ignore
-const UNUSED: IndexValues = {
+/** Storage bindings of shaders/gather.wgsl (x and y are raw 32-bit words: any dtype). */
+export const GATHER = kernel(GATHER_PARAMS, {
+  x: [1, "read"], y: [2, "read_write"], idx: [3, "read"], dy: [4, "read"], dx: [5, "read_write"],
+  keys: [6, "read_write"], pos: [7, "read_write"], bounds: [8, "read_write"],
+}, {
   n: 0, size: 0, k: 0, inner: 0, pad: -1, dim: 0, block: 0, stride: 0,
   x0: 1, x1: 1, x2: 1, x3: 1, x4: 1, x5: 1, i0: 1, i1: 1, i2: 1, i3: 1, i4: 1, i5: 1,
-};
+});
 
-function launch(entry: string, device: Device, values: Partial<IndexValues>, buffers: Record<number, GPUBuffer>): void {
-  const v = { ...UNUSED, ...values };
-  if (v.n === 0) return;
-  device.dispatch({
-    shader: "index",
-    entry,
-    params: { layout: INDEX_PARAMS, values: v },
-    buffers,
-    groups: Device.grid(v.n),
-  });
+type IndexValues = Partial<Record<keyof typeof GATHER_PARAMS.fields, number>>;
+
+/** One thread per element of `params.n`. */
+function perElement(entry: string, params: IndexValues & { n: number }) {
+  return { entry, params, groups: Device.grid(params.n) };
 }
 
 // ---- shape rules (pure) ----------------------------------------------------------------------
@@ -111,7 +109,7 @@ function checkIndex(x: Tensor, index: Tensor, op: string): void {
 const pad6 = (s: Shape) => [...new Array<number>(MAX_DIMS - s.length).fill(1), ...s];
 
 /** Gather params: both shapes padded to 6 dims, `dim` shifted with them. */
-function gatherValues(x: Shape, index: Shape, dim: number, n: number): Partial<IndexValues> {
+function gatherValues(x: Shape, index: Shape, dim: number, n: number): IndexValues & { n: number } {
   const [x0, x1, x2, x3, x4, x5] = pad6(x);
   const [i0, i1, i2, i3, i4, i5] = pad6(index);
   return { n, dim: dim + MAX_DIMS - x.length, x0, x1, x2, x3, x4, x5, i0, i1, i2, i3, i4, i5 };
@@ -140,21 +138,30 @@ function selectBackward(
   const bounds = Tensor.empty([2 * size], { device, dtype: "u32" }, "indexSelect.bounds");
   if (size > 0) device.clear(bounds.buffer);
   const base = { size, k, inner, pad };
-  launch("index_select_backward_keys", device, { ...base, n: p2 }, { 3: index.buffer, 6: keys.buffer, 7: pos.buffer });
+  launch(device, GATHER, {
+    ...perElement("index_select_backward_keys", { ...base, n: p2 }),
+    io: { idx: index, keys, pos },
+  });
   for (let block = 2; block <= p2; block *= 2) {
     for (let stride = block / 2; stride >= 1; stride /= 2) {
-      launch("index_select_backward_sort", device, { ...base, n: p2 / 2, block, stride }, {
-        6: keys.buffer,
-        7: pos.buffer,
+      launch(device, GATHER, {
+        ...perElement("index_select_backward_sort", { ...base, n: p2 / 2, block, stride }),
+        io: {
+          keys,
+          pos,
+        },
       });
     }
   }
-  launch("index_select_backward_bounds", device, { ...base, n: k }, { 6: keys.buffer, 8: bounds.buffer });
-  launch("index_select_backward", device, { ...base, n: dx.numel }, {
-    4: dy.buffer,
-    5: dx.buffer,
-    7: pos.buffer,
-    8: bounds.buffer,
+  launch(device, GATHER, { ...perElement("index_select_backward_bounds", { ...base, n: k }), io: { keys, bounds } });
+  launch(device, GATHER, {
+    ...perElement("index_select_backward", { ...base, n: dx.numel }),
+    io: {
+      dy,
+      dx,
+      pos,
+      bounds,
+    },
   });
   // Freed buffers are reused only after the next submit, so the launches above still see them.
   for (const t of [keys, pos, bounds]) t.dispose();
@@ -173,7 +180,7 @@ export const indexSelectOp: OpDef<{ dim: number }> = {
     const r = indexSelectShape(x.shape, dim, index.shape);
     const y = Tensor.empty(r.shape, { device: x.device, dtype: x.dtype }, "indexSelect");
     const values = { n: numel(r.shape), size: r.size, k: r.k, inner: r.inner };
-    launch("index_select_forward", x.device, values, { 1: x.buffer, 2: y.buffer, 3: index.buffer });
+    launch(x.device, GATHER, { ...perElement("index_select_forward", values), io: { x, y, idx: index } });
     return { output: y, saved: [index] };
   },
   backward(dy, ctx) {
@@ -196,7 +203,7 @@ export const gatherOp: OpDef<{ dim: number }> = {
     const r = gatherShape(x.shape, dim, index.shape);
     const y = Tensor.empty(r.shape, { device: x.device, dtype: x.dtype }, "gather");
     const values = gatherValues(x.shape, index.shape, r.dim, y.numel);
-    launch("gather_forward", x.device, values, { 1: x.buffer, 2: y.buffer, 3: index.buffer });
+    launch(x.device, GATHER, { ...perElement("gather_forward", values), io: { x, y, idx: index } });
     return { output: y, saved: [index] };
   },
   backward(dy, ctx) {
@@ -205,7 +212,7 @@ export const gatherOp: OpDef<{ dim: number }> = {
     const r = gatherShape(xs, ctx.attrs.dim, is);
     const dx = Tensor.empty(xs, { device: dy.device }, "gather.backward");
     const values = gatherValues(xs, is, r.dim, dx.numel);
-    launch("gather_backward", dy.device, values, { 3: ctx.saved[0].buffer, 4: dy.buffer, 5: dx.buffer });
+    launch(dy.device, GATHER, { ...perElement("gather_backward", values), io: { idx: ctx.saved[0], dy, dx } });
     return [dx, null];
   },
 };
@@ -217,7 +224,10 @@ export const oneHotOp: OpDef<{ numClasses: number }> = {
     const shape = oneHotShape(index.shape, numClasses);
     checkIndex(index, index, "oneHot");
     const y = Tensor.empty(shape, { device: index.device }, "oneHot");
-    launch("one_hot_forward", index.device, { n: y.numel, size: numClasses }, { 2: y.buffer, 3: index.buffer });
+    launch(index.device, GATHER, {
+      ...perElement("one_hot_forward", { n: y.numel, size: numClasses }),
+      io: { y, idx: index },
+    });
     return { output: y };
   },
 };
@@ -234,7 +244,7 @@ export const embeddingOp: OpDef<{ paddingIdx?: number }> = {
     recordIndexCheck(weight.device, index.buffer, index.shape, embeddingRule(weight.shape[0]));
     const y = Tensor.empty(r.shape, { device: weight.device, dtype: weight.dtype }, "embedding");
     const values = { n: y.numel, size: weight.shape[0], k: index.numel, inner: weight.shape[1] };
-    launch("index_select_forward", weight.device, values, { 1: weight.buffer, 2: y.buffer, 3: index.buffer });
+    launch(weight.device, GATHER, { ...perElement("index_select_forward", values), io: { x: weight, y, idx: index } });
     return { output: y, saved: [index] };
   },
   backward(dy, ctx) {
@@ -248,7 +258,12 @@ export const embeddingOp: OpDef<{ paddingIdx?: number }> = {
 };
 
 /** The index rule of an embedding table of `rows` rows. */
-export const embeddingRule = (rows: number): IndexRule => ({ op: "embedding", noun: "index", where: "position", limit: rows });
+export const embeddingRule = (rows: number): IndexRule => ({
+  op: "embedding",
+  noun: "index",
+  where: "position",
+  limit: rows,
+});
 
 /** Host indices or an i32 tensor: what ops taking class or row indices accept. */
 export type Indices = Tensor | ArrayLike<number>;
@@ -303,4 +318,5 @@ export const oneHot = (index: Tensor, numClasses: number): Tensor => oneHotOp.fo
  * paddingIdx is out of range, or a host index is outside [0, V).
  */
 export const embedding = (weight: Tensor, index: Indices, paddingIdx?: number): Tensor =>
-  embeddingOp.forward([weight, toIndexTensor(index, embeddingRule(weight.shape[0]), weight.device)], { paddingIdx }).output;
+  embeddingOp.forward([weight, toIndexTensor(index, embeddingRule(weight.shape[0]), weight.device)], { paddingIdx })
+    .output;

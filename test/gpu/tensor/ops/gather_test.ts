@@ -1,6 +1,6 @@
 import { fromArray } from "../../../../src/tensor/creation.ts";
 import { forwardBackward } from "../../../../src/tensor/op.ts";
-import * as I from "../../../../src/tensor/ops/index.ts";
+import * as I from "../../../../src/tensor/ops/gather.ts";
 import { embeddingRef, gatherRef, indexSelectRef, oneHotRef } from "../../../reference/shape.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
