@@ -22,13 +22,16 @@ const ALLOWED: Record<string, string[]> = {
  * The rooms of distributed/, named after where their code runs. `protocol` is what both
  * sides of the coordinator–rank seam share; `rank` runs in a rank worker (or in process on
  * a single device); `coordinator` on the main thread; `run` is the public API that starts
- * one or the other. `distributed/mod.ts` sits on top and may import any room.
+ * one or the other; `nats` is the NATS link both sides of a remote rank use (a transport
+ * beside the seam, it knows no trainer code). `distributed/mod.ts` sits on top and may
+ * import any room.
  */
 const ROOMS: Record<string, string[]> = {
   protocol: [],
-  rank: ["protocol"],
-  coordinator: ["protocol"],
-  run: ["coordinator", "rank", "protocol"],
+  nats: ["protocol"],
+  rank: ["protocol", "nats"],
+  coordinator: ["protocol", "nats"],
+  run: ["coordinator", "rank", "protocol", "nats"],
 };
 
 const src = new URL("../../src/", import.meta.url);
