@@ -150,7 +150,8 @@ async function main(a: TrainArgs): Promise<void> {
   await Deno.writeTextFile(`${dir}/timeline.csv`, timeline.toCSV());
 
   const final = handle.evals.filter((e) => e.value !== undefined).at(-1);
-  console.log(`\nfinal ${final ? EVAL_TEXT[recipe.metric](final.value!) : `${recipe.metric} n/a`} after ${a.epochs} epoch(s) in ${secs.toFixed(1)} s`);
+  const finalText = recipe.metric === "accuracy" ? (v: number) => `test accuracy ${(v * 100).toFixed(2)}%` : EVAL_TEXT[recipe.metric];
+  console.log(`\nfinal ${final ? finalText(final.value!) : `${recipe.metric} n/a`} after ${a.epochs} epoch(s) in ${secs.toFixed(1)} s`);
   if (vocab && a.sample > 0) {
     // The consensus model on this process's own device: what the ranks agreed on, as text.
     const device = await Device.request();
