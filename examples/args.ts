@@ -2,7 +2,7 @@
  * Command-line flags of `npm start` (examples/train.ts): parsed and validated with
  * errors that name the flag, the expected values and the value given.
  */
-import { MODELS, type ModelName } from "./models.ts";
+import { CHAR_MODELS, MODELS, type ModelName } from "./models.ts";
 
 export const MODES = ["cpu-sync", "cpu-cadence", "cpu-async"] as const;
 export type Mode = (typeof MODES)[number];
@@ -13,14 +13,18 @@ export interface TrainArgs {
   mode: Mode;
   epochs: number;
   bf16: boolean;
-  /** Standardize pixels with MNIST's mean and std (torchvision's Normalize). */
-  normalize: boolean;
-  /** Training samples to use (0 = all 60,000). */
-  subset: number;
-  /** Test samples to evaluate on (0 = all 10,000). */
-  testSubset: number;
+  /**
+   * Standardize pixels with MNIST's mean and std (torchvision's Normalize); undefined = the
+   * model's default (on, but off for conv-ae, which reconstructs pixels in [0, 1]).
+   */
+  normalize?: boolean;
+  /** Training samples (images or sequences) to use; 0 = all; undefined = the model's default ({@link defaultSubsets}). */
+  subset?: number;
+  /** Held-out samples to evaluate on; 0 = all; undefined = the model's default. */
+  testSubset?: number;
   batch: number;
-  lr: number;
+  /** Learning rate; undefined = the model's (spec §11.1: Adam 1e-3, RMSprop 2e-3 for char-rnn, Adam 3e-4 for gpt-nano). */
+  lr?: number;
   /** Rank index made slower by `slowdownFactor` (-1 = none). */
   slowRank: number;
   slowdownFactor: number;
@@ -30,36 +34,59 @@ export interface TrainArgs {
   logBytes: number;
   /** ElChe's maxAnchor (0 = flodl's default, 1000). */
   maxAnchor: number;
+  /** Characters of text sampled from the trained char-rnn / gpt-nano at the end (0 = none). */
+  sample: number;
   help: boolean;
 }
 
-export const HELP = `flodl-webgpu: data-parallel MNIST training on WebGPU (Deno)
+/**
+ * Default subsets (train, held-out) when --subset / --test-subset are not given: all of MNIST
+ * (a few seconds an epoch), but a slice of the Brown Corpus for the character models, sized
+ * for a 2-core machine without a GPU (lavapipe): char-rnn takes about 4 s and gpt-nano about
+ * 20 s per batch of 64 sequences there.
+ */
+export function defaultSubsets(model: ModelName): { subset: number; testSubset: number } {
+  return CHAR_MODELS.includes(model) ? { subset: 256, testSubset: 64 } : { subset: 0, testSubset: 0 };
+}
+
+export const HELP = `flodl-webgpu: data-parallel training on WebGPU (Deno): flodl's ddp-bench models
 
 Usage: npm start -- [flags]
 
-  --model <logistic|mlp|lenet>   model (default mlp)
+  --model <name>                 model (default mlp), spec §11.1:
+                                   logistic, mlp, lenet      MNIST classifiers (test accuracy)
+                                   conv-ae                   MNIST autoencoder (reconstruction MSE)
+                                   char-rnn, gpt-nano        Brown Corpus characters, sequences of 128
+                                                             (validation cross-entropy)
   --ranks <n>                    ranks, one Web Worker each (default 2; 1 = single device)
   --mode <cpu-sync|cpu-cadence|cpu-async>
                                  averaging mode (default cpu-cadence)
   --epochs <n>                   epochs (default 3)
   --bf16 / --no-bf16             bf16 wire for the averaging plane (default on)
   --normalize / --no-normalize   standardize pixels, (x/255 - 0.1307) / 0.3081 as torchvision's
-                                 MNIST examples (default on; off: pixels in [0, 1])
-  --subset <n>                   train on the first n samples (default all 60000)
-  --test-subset <n>              evaluate on the first n test samples (default all 10000)
+                                 MNIST examples (default on; off: pixels in [0, 1]; conv-ae: always off)
+  --subset <n>                   train on n samples: the first n images (default all 60000), or
+                                 n sequences spread over the corpus's train split (default 256
+                                 of 42032: char models are slow without a GPU)
+  --test-subset <n>              evaluate on n held-out samples (default all 10000 images, or
+                                 64 of the validation split's 4696 sequences)
   --batch <n>                    per-rank batch size (default 64)
-  --lr <x>                       Adam learning rate (default 0.001)
+  --lr <x>                       learning rate (default the model's: Adam 0.001; char-rnn RMSprop
+                                 0.002; gpt-nano Adam 0.0003, 20% warmup then cosine to 1e-5)
   --slowdown <rank>:<factor>     make one rank's steps <factor> times slower (e.g. 1:3)
   --out <dir>                    output folder (default runs)
   --name <name>                  run name (default <model>-<mode>-<ranks>r)
   --log-bytes <n>                cap of each node's record log in bytes (default 32 MiB)
   --max-anchor <n>               cap ElChe's reduce window, in batches of the slowest rank
                                  (default 0: the trainer's default, 1000)
+  --sample <n>                   char-rnn, gpt-nano: characters of text sampled from the trained
+                                 model at the end (default 100; 0 = none)
   --help                         this text
 
 Writes <out>/<name>/dashboard.html, the record log under <out>/<name>/log/, and the
 trained model as <out>/<name>/model.safetensors (its inputs: images [n, 1, 28, 28],
-standardized unless --no-normalize).`;
+standardized unless --no-normalize; character ids i32 [n, T] for char-rnn and gpt-nano,
+whose vocabulary is in the file's metadata). Character models print a text sample at the end.`;
 
 function int(flag: string, v: string | undefined, min: number): number {
   const n = Number(v);
@@ -80,17 +107,14 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     mode: "cpu-cadence",
     epochs: 3,
     bf16: true,
-    normalize: true,
-    subset: 0,
-    testSubset: 0,
     batch: 64,
-    lr: 1e-3,
     slowRank: -1,
     slowdownFactor: 1,
     out: "runs",
     name: "",
     logBytes: 0,
     maxAnchor: 0,
+    sample: 100,
     help: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -169,6 +193,9 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
       case "--max-anchor":
         a.maxAnchor = int("--max-anchor", value(), 0);
         break;
+      case "--sample":
+        a.sample = int("--sample", value(), 0);
+        break;
       case "--help":
       case "-h":
         a.help = true;
@@ -176,6 +203,9 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
       default:
         throw new RangeError(`unknown flag ${JSON.stringify(flag)} (see --help)`);
     }
+  }
+  if (a.model === "conv-ae" && a.normalize) {
+    throw new RangeError(`--normalize does not apply to conv-ae: it reconstructs pixels in [0, 1] through a sigmoid (drop the flag)`);
   }
   if (a.slowRank >= a.ranks) throw new RangeError(`--slowdown rank must be < --ranks ${a.ranks}, got ${a.slowRank}`);
   a.name ||= `${a.model}-${a.mode}-${a.ranks}r`;

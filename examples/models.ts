@@ -1,28 +1,41 @@
 /**
- * The MNIST models of flodl's ddp-bench (spec §11.1), shared by `npm start`, the demo
- * page, the examples and the tests: logistic regression, the 784-256-10 MLP, LeNet.
+ * The six models of flodl's ddp-bench (spec §11.1), shared by `npm start`, the demo
+ * page, bench/ddp-bench, the examples and the tests: on MNIST logistic regression, the
+ * 784-256-10 MLP, LeNet and the convolutional autoencoder; on characters (the Brown Corpus)
+ * char-rnn (LSTM) and gpt-nano (causal transformer, examples/gpt_nano.ts). One builder
+ * function per model; what each trains on, its loss, eval and optimizer are in
+ * examples/recipes.ts.
  */
 import {
   BatchNorm2d,
   Conv2d,
+  ConvTranspose2d,
   crossEntropy,
   type Device,
   Flatten,
+  Embedding,
   Linear,
+  LSTM,
   MaxPool2d,
   type Module,
   noGrad,
   type Optimizer,
   ReLU,
   Sequential,
+  Sigmoid,
   Variable,
   type BatchDataSet,
   toDevice,
+  Dropout,
 } from "../src/index.ts";
+import { GptNano } from "./gpt_nano.ts";
 
 /** Model names the CLI and the demo accept. */
-export const MODELS = ["logistic", "mlp", "lenet"] as const;
+export const MODELS = ["logistic", "mlp", "lenet", "conv-ae", "char-rnn", "gpt-nano"] as const;
 export type ModelName = (typeof MODELS)[number];
+
+/** The models that read characters (ids i32 [B, T]) rather than MNIST images. */
+export const CHAR_MODELS: readonly ModelName[] = ["char-rnn", "gpt-nano"];
 
 /** Flatten → Linear(784, 10). */
 export function logistic(device: Device): Module {
@@ -54,8 +67,55 @@ export function lenet(device: Device): Module {
   );
 }
 
-/** Build a model by name. */
-export function buildModel(name: ModelName, device: Device): Module {
+/**
+ * Conv(1,16,3,s2,p1)-ReLU-Conv(16,32,3,s2,p1)-ReLU → ConvT(32,16,3,s2,p1,op1)-ReLU-
+ * ConvT(16,1,3,s2,p1,op1)-Sigmoid: [n,1,28,28] → [n,16,14,14] → [n,32,7,7] → back to
+ * [n,1,28,28] in [0, 1], trained with MSE against its input (pixels in [0, 1], not standardized).
+ */
+export function convAe(device: Device): Module {
+  const down = { stride: 2, padding: 1, device };
+  const up = { stride: 2, padding: 1, outputPadding: 1, device };
+  return new Sequential(
+    new Conv2d(1, 16, 3, down),
+    new ReLU(),
+    new Conv2d(16, 32, 3, down),
+    new ReLU(),
+    new ConvTranspose2d(32, 16, 3, up),
+    new ReLU(),
+    new ConvTranspose2d(16, 1, 3, up),
+    new Sigmoid(),
+  );
+}
+
+/**
+ * Karpathy's char-rnn as flodl's: Embedding(V,128) → LSTM(128,256, 2 layers, batch-first) →
+ * Dropout 0.2 → Linear(256,V). Ids i32 [B, T] → logits [B, T, V].
+ */
+export function charRnn(device: Device, vocabSize: number): Module {
+  return new Sequential(
+    new Embedding(vocabSize, 128, { device }),
+    new LSTM(128, 256, { numLayers: 2, batchFirst: true, device }),
+    new Dropout(0.2),
+    new Linear(256, vocabSize, { device }),
+  );
+}
+
+/** gpt-nano (examples/gpt_nano.ts) over `vocabSize` characters, sequences up to 128. */
+export function gptNano(device: Device, vocabSize: number): Module {
+  return new GptNano(vocabSize, device);
+}
+
+/**
+ * Build a model by name. `vocabSize` (characters) is used by char-rnn and gpt-nano only.
+ * @throws {RangeError} When a character model gets no vocabSize.
+ */
+export function buildModel(name: ModelName, device: Device, vocabSize?: number): Module {
+  const chars = () => {
+    if (!Number.isInteger(vocabSize) || vocabSize! < 1) {
+      throw new RangeError(`buildModel: ${name} needs vocabSize, an integer >= 1, got ${vocabSize}`);
+    }
+    return vocabSize!;
+  };
   switch (name) {
     case "logistic":
       return logistic(device);
@@ -63,6 +123,12 @@ export function buildModel(name: ModelName, device: Device): Module {
       return mlp(device);
     case "lenet":
       return lenet(device);
+    case "conv-ae":
+      return convAe(device);
+    case "char-rnn":
+      return charRnn(device, chars());
+    case "gpt-nano":
+      return gptNano(device, chars());
   }
 }
 

@@ -12,6 +12,8 @@ export interface ProgressOptions {
   samplesPerEpoch: number;
   tty: boolean;
   write?: (s: string) => void;
+  /** How an eval result reads on the epoch line; default test accuracy in percent. */
+  formatEval?: (value: number) => string;
 }
 
 export class Progress {
@@ -93,7 +95,7 @@ export class Progress {
     const thr = m.perRankThroughput.map((t) => `${(t * 1000).toFixed(0)}`).join("/");
     const total = m.perRankSamples.reduce((a, b) => a + b, 0);
     const line = `epoch ${m.epoch + 1}/${this.#o.epochs}  loss ${m.avgLoss.toFixed(4)}` +
-      (acc !== undefined ? `  test acc ${(acc * 100).toFixed(2)}%` : "") +
+      (acc !== undefined ? `  ${(this.#o.formatEval ?? ((a) => `test acc ${(a * 100).toFixed(2)}%`))(acc)}` : "") +
       `  ${(total / (m.epochMs / 1000)).toFixed(0)} samples/s  share ${shares}  rank samples/s ${thr}` +
       `  anchor ${m.anchor}  reduces ${m.reduces}`;
     this.#write(this.#o.tty ? `\r\x1b[2K${line}\n` : `${line}\n`);

@@ -1,29 +1,33 @@
 /**
- * `npm start`: data-parallel MNIST training in Deno, several ranks (Web Workers, each its
- * own WebGPU device), progress on the terminal, and at the end a dashboard, the record
- * log, the timeline and the model under runs/<name>/. `npm start -- --help` lists flags.
+ * `npm start`: data-parallel training of a ddp-bench model (spec §11.1: MNIST classifiers,
+ * the conv autoencoder, char-rnn and gpt-nano on the Brown Corpus) in Deno, several ranks
+ * (Web Workers, each its own WebGPU device), progress on the terminal, and at the end a
+ * dashboard, the record log, the timeline and the model under runs/<name>/.
+ * `npm start -- --help` lists flags.
  *
  * This module is also every rank's entry: ranks re-run its top level (same Deno.args),
- * so the builder is created here, at top level; console output is coordinator-only.
+ * so the data are loaded and the builder is created here, at top level; console output is
+ * coordinator-only.
  */
 import {
-  Adam,
-  crossEntropy,
-  type Device,
+  Device,
   ElCheConfig,
   encodeSafetensors,
   EvalCadence,
+  fromArray,
   isRank,
-  loadMnist,
+  MNIST_MEAN,
+  MNIST_STD,
   observe,
   Timeline,
   Trainer,
-  Variable,
 } from "../src/index.ts";
-import { HELP, parseTrainArgs, type TrainArgs } from "./args.ts";
+import { defaultSubsets, HELP, parseTrainArgs, type TrainArgs } from "./args.ts";
 import { exitNow } from "./exit.ts";
-import { accuracy, buildModel } from "./models.ts";
+import { buildModel } from "./models.ts";
 import { Progress } from "./progress.ts";
+import { loadTaskData, type Metric, RECIPES } from "./recipes.ts";
+import { sampleText } from "./sample.ts";
 
 function parse(): TrainArgs {
   try {
@@ -43,21 +47,38 @@ if (args.help && !isRank()) {
   Deno.exit(0);
 }
 
-const train = await loadMnist({ split: "train", limit: args.subset || undefined, normalize: args.normalize });
-const test = await loadMnist({ split: "test", limit: args.testSubset || undefined, normalize: args.normalize });
+const recipe = RECIPES[args.model];
+const lr = args.lr ?? recipe.lr;
+const subsets = defaultSubsets(args.model);
+const { train, test, vocab } = await loadTaskData(args.model, {
+  subset: args.subset ?? subsets.subset,
+  testSubset: args.testSubset ?? subsets.testSubset,
+  normalize: args.normalize,
+});
+const vocabSize = vocab?.itos.length;
 
 // Named after the model and the metric: the saved dashboard's title and eval chart read these names.
-const model = Object.defineProperty((device: Device) => buildModel(args.model, device), "name", { value: args.model });
+const model = Object.defineProperty((device: Device) => buildModel(args.model, device, vocabSize), "name", { value: args.model });
 
-export const builder = Trainer.builder(
-  model,
-  (params) => new Adam(params, { lr: args.lr }),
-  (model, [x, y]) => crossEntropy(model.forward(new Variable(x)), y),
-)
+export const builder = Trainer.builder(model, (params) => recipe.optimizer(params, lr), recipe.loss)
   .dataset(train)
   .evalDataset(test)
-  .evalFn(accuracy)
+  .evalFn(recipe.evaluate)
   .evalEvery(EvalCadence.epochs(1));
+// A rank is silent while it computes a step, and without a GPU (lavapipe) one step of 64
+// sequences takes 4 s (char-rnn) to 20 s (gpt-nano), more with ranks sharing cores: the default
+// 30 s heartbeat would declare a busy rank lost.
+if (recipe.data === "brown") builder.heartbeatTimeoutSecs(600);
+// The schedule counts global steps: every rank's batches (spec §6).
+const schedule = recipe.scheduler;
+if (schedule) builder.scheduler(() => schedule(lr, args.epochs * Math.floor(train.len() / args.batch)));
+
+/** The eval metric as the terminal shows it. */
+const EVAL_TEXT: Record<Metric, (v: number) => string> = {
+  accuracy: (v) => `test acc ${(v * 100).toFixed(2)}%`,
+  mse: (v) => `test MSE ${v.toFixed(5)}`,
+  ce: (v) => `validation CE ${v.toFixed(4)}`,
+};
 
 if (!isRank()) {
   await main(args);
@@ -84,14 +105,18 @@ async function main(a: TrainArgs): Promise<void> {
     epochs: a.epochs,
     samplesPerEpoch: Math.floor(train.len() / a.batch) * a.batch,
     tty: Deno.stdout.isTerminal(),
+    formatEval: EVAL_TEXT[recipe.metric],
   });
   observe(builder.state, { batch: (e) => progress.batch(e), reduce: (e) => progress.reduce(e) });
   builder.evalResultFn((epoch, acc) => progress.eval(epoch, acc));
 
+  const data = recipe.data === "mnist"
+    ? `MNIST (${train.len()} train / ${test.len()} test)`
+    : `the Brown Corpus (${train.len()} train / ${test.len()} validation sequences of 128 characters, vocabulary ${vocabSize})`;
   console.log(
-    `flodl-webgpu: ${a.model} on MNIST (${train.len()} train / ${test.len()} test), ${a.ranks} rank(s), ${a.mode}, ` +
-      `bf16 wire ${a.bf16 && a.ranks > 1 ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}` +
-      (a.normalize ? "" : ", pixels not standardized") +
+    `flodl-webgpu: ${a.model} on ${data}, ${a.ranks} rank(s), ${a.mode}, ` +
+      `bf16 wire ${a.bf16 && a.ranks > 1 ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}, lr ${lr}` +
+      (recipe.data === "mnist" && (a.normalize === false || a.model === "conv-ae") ? ", pixels in [0, 1]" : "") +
       (a.slowRank >= 0 ? `, rank ${a.slowRank} ${a.slowdownFactor}× slower` : ""),
   );
   const dropped = train.len() % a.batch;
@@ -111,18 +136,30 @@ async function main(a: TrainArgs): Promise<void> {
 
   const tensors: Parameters<typeof encodeSafetensors>[0] = {};
   for (const [name, t] of [...state.params, ...state.buffers]) tensors[name] = { dtype: "F32", shape: t.shape, data: t.data };
+  const standardized = recipe.data === "mnist" && a.model !== "conv-ae" && a.normalize !== false;
   await Deno.writeFile(`${dir}/model.safetensors`, encodeSafetensors(tensors, {
     model: a.model,
     format: "pt",
-    input: a.normalize ? `(x/255 - ${train.normalization.mean}) / ${train.normalization.std}` : "x/255",
+    input: vocab
+      ? `character ids i32 [n, T], T <= 128, of the vocabulary ${JSON.stringify(vocab.itos.join(""))}`
+      : standardized
+      ? `(x/255 - ${MNIST_MEAN}) / ${MNIST_STD}`
+      : "x/255",
   }));
   await Deno.writeTextFile(`${dir}/timeline.json`, JSON.stringify(timeline));
   await Deno.writeTextFile(`${dir}/timeline.csv`, timeline.toCSV());
 
   const final = handle.evals.filter((e) => e.value !== undefined).at(-1);
-  console.log(
-    `\nfinal test accuracy ${final ? (final.value! * 100).toFixed(2) + "%" : "n/a"} after ${a.epochs} epoch(s) in ${secs.toFixed(1)} s`,
-  );
+  const finalText = recipe.metric === "accuracy" ? (v: number) => `test accuracy ${(v * 100).toFixed(2)}%` : EVAL_TEXT[recipe.metric];
+  console.log(`\nfinal ${final ? finalText(final.value!) : `${recipe.metric} n/a`} after ${a.epochs} epoch(s) in ${secs.toFixed(1)} s`);
+  if (vocab && a.sample > 0) {
+    // The consensus model on this process's own device: what the ranks agreed on, as text.
+    const device = await Device.request();
+    const m = buildModel(a.model, device, vocabSize);
+    m.loadStateDict(new Map([...state.params].map(([k, t]) => [k, fromArray(t.data, t.shape, { device })])));
+    const prompt = "The ";
+    console.log(`sample (temperature 0.8): ${JSON.stringify(prompt + await sampleText(m, vocab, prompt, a.sample, 0.8))}`);
+  }
   console.log(`dashboard:  ${dir}/dashboard.html`);
   console.log(`record log: ${dir}/log/ (root.log, root/<host>/rank<k>.log)`);
   console.log(`timeline:   ${dir}/timeline.json, ${dir}/timeline.csv`);

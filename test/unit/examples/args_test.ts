@@ -5,7 +5,7 @@ Deno.test("npm start flags: defaults, every flag, and a derived run name", () =>
   const d = parseTrainArgs([]);
   assertEquals(
     [d.model, d.ranks, d.mode, d.epochs, d.bf16, d.normalize, d.batch, d.maxAnchor, d.name],
-    ["mlp", 2, "cpu-cadence", 3, true, true, 64, 0, "mlp-cpu-cadence-2r"],
+    ["mlp", 2, "cpu-cadence", 3, true, undefined, 64, 0, "mlp-cpu-cadence-2r"],
   );
   const a = parseTrainArgs(["--model", "lenet", "--ranks", "3", "--mode", "cpu-async", "--epochs", "1", "--no-bf16", "--subset", "500",
     "--slowdown", "2:3", "--out", "/tmp/x", "--name", "t1", "--lr", "0.01", "--batch", "32", "--test-subset", "100",
@@ -18,11 +18,12 @@ Deno.test("npm start flags: defaults, every flag, and a derived run name", () =>
 });
 
 Deno.test("npm start flags: a bad value names the flag, what it takes and what it got", () => {
-  assertThrows(() => parseTrainArgs(["--model", "resnet"]), RangeError, "--model", "logistic, mlp, lenet", '"resnet"');
+  assertThrows(() => parseTrainArgs(["--model", "resnet"]), RangeError, "--model", "logistic, mlp, lenet, conv-ae, char-rnn, gpt-nano", '"resnet"');
   assertThrows(() => parseTrainArgs(["--ranks", "0"]), RangeError, "--ranks", ">= 1", '"0"');
   assertThrows(() => parseTrainArgs(["--mode", "nccl-sync"]), RangeError, "--mode", "cpu-cadence", '"nccl-sync"');
   assertThrows(() => parseTrainArgs(["--slowdown", "5:3"]), RangeError, "--slowdown", "< --ranks 2", "5");
   assertThrows(() => parseTrainArgs(["--slowdown", "1x3"]), RangeError, "--slowdown", '"1x3"');
   assertThrows(() => parseTrainArgs(["--frobnicate"]), RangeError, "unknown flag", "--frobnicate");
   assertThrows(() => parseTrainArgs(["--epochs"]), RangeError, "--epochs", "nothing");
+  assertThrows(() => parseTrainArgs(["--model", "conv-ae", "--normalize"]), RangeError, "--normalize", "conv-ae");
 });
