@@ -44,6 +44,11 @@ function isTransport(x: RankTransport | RankApi): x is RankTransport {
   return typeof (x as RankTransport).request === "function";
 }
 
+/** Recent steps whose delivered time sets a rank's silence allowance. */
+export const STEP_WINDOW = 4;
+/** A rank may be silent this many times its slowest recent step (see `overdueMs`). */
+export const STEP_GRACE = 3;
+
 export class RankClient {
   readonly rank: number;
   /** How calls and events travel (protocol/transport.ts). */
@@ -70,6 +75,8 @@ export class RankClient {
    */
   #inFlight = new Set<(e: Error) => void>();
   #cause?: Error;
+  /** Delivered ms of the rank's recent steps (the last {@link STEP_WINDOW}). */
+  #steps: number[] = [];
 
   /**
    * @param link The rank's transport. A bare rank object is wrapped: in a
@@ -91,7 +98,11 @@ export class RankClient {
     received(this);
     this.lastSeen = performance.now();
     this.compiling = e.kind === "compiling";
-    if (e.kind === "batch") this.onBatch?.(e.batch);
+    if (e.kind === "batch") {
+      this.#steps.push(e.batch.ms);
+      if (this.#steps.length > STEP_WINDOW) this.#steps.shift();
+      this.onBatch?.(e.batch);
+    }
   }
 
   /** The client's event route as a sink (what an in-process rank reports through). */
@@ -105,11 +116,17 @@ export class RankClient {
 
   /**
    * How long the rank has been silent past what it may be: `heartbeatMs`, or `compileMs` (the
-   * stall ceiling) while it compiles pipelines. 0 while it is within bounds.
+   * stall ceiling) while it compiles pipelines, or {@link STEP_GRACE} × its slowest recent
+   * step when that is longer (up to `compileMs`). A rank cannot heartbeat while its thread
+   * waits on the GPU: on a software adapter a readback blocks the worker until the step's
+   * work is done (Deno polls the device with a blocking wait), and a char-rnn step there
+   * takes 4–40 s. 0 while it is within bounds.
    */
   overdueMs(now: number, heartbeatMs: number, compileMs: number): number {
     const silent = now - this.lastSeen;
-    return silent > (this.compiling ? compileMs : heartbeatMs) ? silent : 0;
+    const stepMs = this.#steps.length ? Math.max(...this.#steps) : 0;
+    const limit = this.compiling ? compileMs : Math.max(heartbeatMs, Math.min(compileMs, STEP_GRACE * stepMs));
+    return silent > limit ? silent : 0;
   }
 
   /** Why the rank was declared lost, if it was. */

@@ -7,7 +7,7 @@ import { ArrayDataSet, ElCheConfig, EvalCadence, permutation, SGD, Trainer, Vari
 import type { Module } from "../../../src/nn/mod.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
 import { type FakeRankScript, simulate } from "../../util/fake_ranks.ts";
-import { RankClient } from "../../../src/distributed/coordinator/rank_client.ts";
+import { RankClient, STEP_WINDOW } from "../../../src/distributed/coordinator/rank_client.ts";
 import { mulberry32 } from "../../util/random.ts";
 
 function program(samples: number) {
@@ -174,4 +174,21 @@ Deno.test("RankClient.overdueMs: silence past heartbeatTimeoutSecs is a death, u
   assertEquals(overdue(301_000), 301_000, "compiling past the stall ceiling");
   sink.heartbeat(0);
   assertEquals(overdue(16_000), 16_000, "a heartbeat ends the compile grace");
+});
+
+Deno.test("RankClient.overdueMs: a rank whose steps are long may be silent STEP_GRACE x its slowest recent step, up to the stall ceiling", () => {
+  const c = new RankClient(0, {} as never);
+  const sink = c.sink();
+  const overdue = (silentMs: number) => Math.round(c.overdueMs(c.lastSeen + silentMs, 15_000, 300_000));
+  const batch = (ms: number) => sink.batch({ rank: 0, epoch: 0, ms, computeMs: ms, loss: 1, lr: 0.1, samples: 64 });
+  batch(2_000);
+  assertEquals(overdue(16_000), 16_000, "short steps: the heartbeat bound");
+  batch(20_000);
+  assertEquals(overdue(16_000), 0, "a 20 s step: 16 s of silence is fine");
+  assertEquals(overdue(59_000), 0, "within 3 x 20 s");
+  assertEquals(overdue(61_000), 61_000, "past 3 x the slowest recent step");
+  batch(200_000);
+  assertEquals(overdue(301_000), 301_000, "never past the stall ceiling");
+  for (let i = 0; i < STEP_WINDOW; i++) batch(1_000);
+  assertEquals(overdue(16_000), 16_000, "the allowance follows the recent steps, not the slowest ever");
 });
