@@ -11,6 +11,7 @@ import { download } from "./downloads.ts";
 import { DriftView } from "./drift_view.ts";
 import { HOW_TO_ENABLE, probeAdapter } from "./gpu_info.ts";
 import { Predictor } from "./predict.ts";
+import { TextSampler } from "./text_sample.ts";
 import { PROGRAMS, Session } from "./session.ts";
 import { dataSizes, MAX_RANKS, presetFromQuery, readSettings, runName } from "./settings.ts";
 import { Bars } from "./bars.ts";
@@ -39,6 +40,8 @@ const demo = {
   trained: [] as { name: string; shape: number[] }[],
   drift: undefined as DriftView | undefined,
   session: undefined as Session | undefined,
+  /** Text sampled from the consensus (gpt-nano), one entry per epoch and one at the end. */
+  samples: [] as { epoch: number; text: string }[],
 };
 (globalThis as unknown as { __demo: typeof demo }).__demo = demo;
 
@@ -47,6 +50,12 @@ let drift: DriftView | undefined;
 let session: Session | undefined;
 let trained: TrainedState | undefined;
 let predictor: Predictor | undefined;
+let sampler: TextSampler | undefined;
+/** Sampling runs one at a time, in epoch order. */
+let sampling: Promise<void> = Promise.resolve();
+const PROMPT = "The ";
+/** Characters per sample: each is one forward pass of the model on the page's device. */
+const SAMPLE_CHARS = 60;
 let pageDevice: Promise<Device> | undefined;
 let stopRequested = false;
 
@@ -95,6 +104,32 @@ function legend(ranks: number): void {
 
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
 
+/** An eval value as the page words it: accuracy for MNIST, validation CE for text. */
+function evalText(s: Session, value: number): string {
+  return s.program.data.kind === "text" ? `validation CE ${value.toFixed(3)}` : `test accuracy ${pct(value)}`;
+}
+
+/** Continue the prompt with the consensus (or the final state) and list it under the epoch. */
+function sampleFrom(s: Session, label: string, load: (t: TextSampler) => void): void {
+  const data = s.program.data;
+  if (data.kind !== "text") return;
+  const epoch = s.epochs;
+  sampling = sampling.then(async () => {
+    pageDevice ??= Device.request({ label: "page" });
+    sampler ??= new TextSampler(await pageDevice, s.program.makeModel, data.vocab);
+    load(sampler);
+    const text = PROMPT + await sampler.sample(PROMPT, SAMPLE_CHARS);
+    demo.samples = [...demo.samples, { epoch, text }];
+    const li = document.createElement("li");
+    const b = document.createElement("b");
+    b.textContent = `${label}: `;
+    const q = document.createElement("q");
+    q.textContent = text;
+    li.append(b, q);
+    $("text-samples").append(li);
+  }).catch(showError);
+}
+
 async function start(): Promise<void> {
   errorEl.hidden = true;
   demo.error = "";
@@ -115,11 +150,20 @@ async function start(): Promise<void> {
   demo.trained = [];
   trained = undefined;
   predictor = undefined;
+  sampler = undefined;
+  demo.samples = [];
+  $("text-samples").replaceChildren();
   setDownloads();
   pad.clear();
   bars.clear("Training…");
   try {
-    setStatus(`Loading the ${settings.program} program and MNIST (${sizes.subset} train, ${sizes.test} test images)…`);
+    const text = settings.program === "gpt-nano";
+    $("text-panel").hidden = !text;
+    setStatus(
+      text
+        ? `Loading gpt-nano and the Brown Corpus…`
+        : `Loading the ${settings.program} program and MNIST (${sizes.subset} train, ${sizes.test} test images)…`,
+    );
     const program = await PROGRAMS[settings.program]();
     session?.destroy();
     // Started with the ranks: warm-up seconds, then each rank's batches and samples/s, every second.
@@ -130,11 +174,14 @@ async function start(): Promise<void> {
         demo.epochs = s.epochs;
         progress.epoch(s.epochs, m.avgLoss);
         showProgress();
+        const consensus = s.consensus;
+        if (consensus) sampleFrom(s, `epoch ${s.epochs}`, (t) => t.loadFlat(consensus));
       },
       batch: (rank, samples) => progress.batch(rank, samples, performance.now()),
       eval: (epoch, value, s) => {
         demo.evals = [...s.evals];
-        $("accuracy").textContent = `Test accuracy after epoch ${epoch}: ${pct(value)}`;
+        const words = evalText(s, value);
+        $("accuracy").textContent = `After epoch ${epoch}: ${words}`;
       },
       reduce: (_round, s) => (demo.reduces = s.reduces),
     });
@@ -157,12 +204,13 @@ async function start(): Promise<void> {
     demo.trained = [...state.params, ...state.buffers].map(([name, t]) => ({ name, shape: t.shape }));
     const secs = ((performance.now() - session.startedAt) / 1000).toFixed(1);
     pageDevice ??= Device.request({ label: "page" });
-    predictor = new Predictor(await pageDevice, program.makeModel, state);
+    if (program.data.kind === "mnist") predictor = new Predictor(await pageDevice, program.makeModel, state);
+    else sampleFrom(session, "trained", (t) => t.loadState(state));
     const last = session.evals.at(-1);
     setStatus(
       `${stopRequested ? "Stopped" : "Done"} after ${session.epochs} epoch${session.epochs === 1 ? "" : "s"} ` +
-        `in ${secs} s, ${session.reduces} reduces` + (last ? `; test accuracy ${pct(last.value)}` : "") +
-        ". Draw a digit to try the model.",
+        `in ${secs} s, ${session.reduces} reduces` + (last ? `; ${evalText(session, last.value)}` : "") +
+        (predictor ? ". Draw a digit to try the model." : "."),
     );
     bars.clear("Draw a digit (or take a test image).");
     setDownloads();
@@ -235,8 +283,9 @@ pad.onInput = (x) => {
 };
 
 function sampleDigit(): void {
-  const test = session?.program.data.test;
-  if (!test) return;
+  const data = session?.program.data;
+  if (data?.kind !== "mnist") return;
+  const test = data.test;
   const i = Math.floor(Math.random() * test.len());
   const [image, label] = test.get(i);
   pad.clear();
@@ -257,7 +306,11 @@ async function init(): Promise<void> {
     sizes = dataSizes(new URLSearchParams());
   }
   // The web's Deno.args: set before any program module is imported; every rank sees them.
-  setProgramArgs({ subset: sizes.subset, test: sizes.test });
+  const seqs = (key: string) => {
+    const v = query.get(key);
+    return v === null ? undefined : Number(v); // validated by the gpt-nano program, which names the key
+  };
+  setProgramArgs({ subset: sizes.subset, test: sizes.test, seqs: seqs("seqs"), valSeqs: seqs("valSeqs") });
   $("data-note").textContent = `Data: the first ${sizes.subset} MNIST training images and ${sizes.test} test images ` +
     `(change with ?subset=…&test=… in the address).`;
   $<HTMLInputElement>("ranks").max = String(MAX_RANKS);

@@ -22,7 +22,7 @@ import { type ProgramName, type Settings } from "./settings.ts";
 
 /** The dashboard's title: data, model, mode, ranks ("MNIST mlp · cpu-cadence · 2 ranks"). */
 export function runTitle(s: Settings): string {
-  return `MNIST ${s.program} · ${s.mode} · ${s.ranks} rank${s.ranks === 1 ? "" : "s"}`;
+  return `${s.program === "gpt-nano" ? "Brown" : "MNIST"} ${s.program} · ${s.mode} · ${s.ranks} rank${s.ranks === 1 ? "" : "s"}`;
 }
 
 /** What a program module exports. */
@@ -40,6 +40,7 @@ export const PROGRAMS: Record<ProgramName, () => Promise<Program>> = {
   logistic: () => import("./programs/logistic.ts"),
   mlp: () => import("./programs/mlp.ts"),
   lenet: () => import("./programs/lenet.ts"),
+  "gpt-nano": () => import("./programs/gpt_nano.ts"),
 };
 
 /** What a session tells the page as it goes. */
@@ -64,6 +65,8 @@ export class Session {
   reduces = 0;
   readonly evals: { epoch: number; value: number }[] = [];
   startedAt = 0;
+  /** The consensus of the latest reduce (only for text programs, which sample from it). */
+  consensus?: Float32Array;
   #following: Promise<void> = Promise.resolve();
 
   constructor(
@@ -83,11 +86,15 @@ export class Session {
       worldSize: settings.ranks,
       title: this.title,
       config,
-      evalLabel: "accuracy",
+      evalLabel: this.#evalLabel(),
       slowdown,
     });
     this.view = new DashboardView(dashboard, { theme: "auto", title: this.title });
-    this.view.setData({ title: this.title, worldSize: settings.ranks, epochs: [], config, evalLabel: "accuracy", slowdown });
+    this.view.setData({ title: this.title, worldSize: settings.ranks, epochs: [], config, evalLabel: this.#evalLabel(), slowdown });
+  }
+
+  #evalLabel(): string {
+    return this.program.data.kind === "text" ? "validation CE" : "accuracy";
   }
 
   #config(): Record<string, string | number | boolean> {
@@ -140,8 +147,11 @@ export class Session {
         this.recorder.reduce(e);
         this.events.reduce(e.round, this);
       },
-      frames: (round, perRank, consensus) => this.drift?.addFrames(round, perRank, consensus),
-      wantsFrames: this.drift !== undefined,
+      frames: (round, perRank, consensus) => {
+        this.drift?.addFrames(round, perRank, consensus);
+        if (this.program.data.kind === "text") this.consensus = consensus.slice();
+      },
+      wantsFrames: this.drift !== undefined || this.program.data.kind === "text",
     });
     this.startedAt = performance.now();
     const handle = await b.run();

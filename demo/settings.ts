@@ -5,7 +5,7 @@
  */
 import type { ElCheMode } from "../src/index.ts";
 
-export const PROGRAM_NAMES = ["logistic", "mlp", "lenet"] as const;
+export const PROGRAM_NAMES = ["logistic", "mlp", "lenet", "gpt-nano"] as const;
 export type ProgramName = (typeof PROGRAM_NAMES)[number];
 export const MODES = ["cpu-sync", "cpu-cadence", "cpu-async"] as const satisfies readonly ElCheMode[];
 export type DemoMode = (typeof MODES)[number];

@@ -7,6 +7,8 @@
  */
 import {
   Adam,
+  type BatchDataSet,
+  type CharVocab,
   crossEntropy,
   type DdpBuilder,
   EvalCadence,
@@ -25,11 +27,23 @@ import { DEFAULT_SIZES } from "../settings.ts";
 /** Where the page's server puts the MNIST IDX files (vite.config.ts serves and builds them). */
 export const MNIST_BASE_URL = "/mnist/";
 
-/** The data a program trains and evaluates on. */
-export interface ProgramData {
+/** The data an MNIST program trains and evaluates on. */
+export interface MnistData {
+  kind: "mnist";
   train: MnistDataSet;
   test: MnistDataSet;
 }
+
+/** The data a character-level program trains and evaluates on (sequences of the Brown Corpus). */
+export interface TextData {
+  kind: "text";
+  train: BatchDataSet;
+  test: BatchDataSet;
+  vocab: CharVocab;
+}
+
+/** The data a program trains and evaluates on. */
+export type ProgramData = MnistData | TextData;
 
 /** The sizes in the program arguments (`{ subset, test }`), validated against MNIST's splits. */
 export function subsetSizes(args: Record<string, unknown> = programArgs()): { subset: number; test: number } {
@@ -44,13 +58,13 @@ export function subsetSizes(args: Record<string, unknown> = programArgs()): { su
 }
 
 /** Load the train and test subsets the program arguments ask for. */
-export async function loadData(): Promise<ProgramData> {
+export async function loadData(): Promise<MnistData> {
   const { subset, test } = subsetSizes();
   const [train, held] = await Promise.all([
     loadMnist({ split: "train", limit: subset, baseUrl: MNIST_BASE_URL }),
     loadMnist({ split: "test", limit: test, baseUrl: MNIST_BASE_URL }),
   ]);
-  return { train, test: held };
+  return { kind: "mnist", train, test: held };
 }
 
 /** Adam, lr 1e-3 (scaled by the trainer's lrScaleRatio with the world size). */
@@ -68,7 +82,7 @@ export function classify(model: Module, [x, y]: Tensor[]): Variable {
  * the held-out set and accuracy as the eval, once per epoch; coordinator defaults the
  * page overrides (batch size, epochs).
  */
-export function attach<M extends Module>(builder: DdpBuilder<M>, data: ProgramData): DdpBuilder<M> {
+export function attach<M extends Module>(builder: DdpBuilder<M>, data: MnistData): DdpBuilder<M> {
   return builder
     .dataset(data.train)
     .evalDataset(data.test)
