@@ -8,7 +8,7 @@
  *
  * For each W ∈ {2, 4, …, 256} it prints, per reduce:
  * - bytes into the coordinator (direct: W bf16 frames; relays: one f32 partial per host),
- * - the coordinator's CPU ms (measured: the accumulation of what it receives),
+ * - the coordinator's CPU ms (measured, fastest of 5: the accumulation of what it receives),
  * - one relay's CPU ms (measured; relays run in parallel on their own hosts),
  * - the consensus' largest error against a float64 reference, direct and relayed (the
  *   relayed sum is exact up to f32 summation order: divide-once keeps it so),
@@ -61,16 +61,19 @@ function rankParams(r: number): Float32Array {
   return out;
 }
 
-/** Median ms of `reps` runs of `fn` (after one warm-up). */
-function timeMs(fn: () => void, reps = 3): number {
+/**
+ * Fastest ms of `reps` runs of `fn` (after one warm-up): the machine this runs on is shared,
+ * and the minimum is the run that other processes disturbed least.
+ */
+function timeMs(fn: () => void, reps = 5): number {
   fn();
-  const t: number[] = [];
+  let best = Infinity;
   for (let i = 0; i < reps; i++) {
     const t0 = performance.now();
     fn();
-    t.push(performance.now() - t0);
+    best = Math.min(best, performance.now() - t0);
   }
-  return t.sort((a, b) => a - b)[reps >> 1];
+  return best;
 }
 
 const frames: Uint32Array[] = [];
