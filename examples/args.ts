@@ -30,6 +30,12 @@ export interface TrainArgs {
   logBytes: number;
   /** ElChe's maxAnchor (0 = flodl's default, 1000). */
   maxAnchor: number;
+  /** Remote rank slots to wait for (0 = none): ranks on other machines, joining over NATS. */
+  serve: number;
+  /** Address the nats-server of `--serve` listens on. */
+  natsHost: string;
+  /** A join token: this process is a remote rank of another run. */
+  join: string;
   help: boolean;
 }
 
@@ -55,6 +61,13 @@ Usage: npm start -- [flags]
   --log-bytes <n>                cap of each node's record log in bytes (default 32 MiB)
   --max-anchor <n>               cap ElChe's reduce window, in batches of the slowest rank
                                  (default 0: the trainer's default, 1000)
+  --serve <n>                    also wait for n remote ranks (other processes or machines):
+                                 starts a nats-server, prints one join command per rank,
+                                 trains once all joined (--ranks local + n remote)
+  --nats-host <addr>             address that nats-server listens on (default 127.0.0.1: this
+                                 machine only; 0.0.0.0 for other machines, then use TLS: README)
+  --join <token>                 be a remote rank of the run that printed this token (the
+                                 coordinator's other flags follow it in its join command)
   --help                         this text
 
 Writes <out>/<name>/dashboard.html, the record log under <out>/<name>/log/, and the
@@ -91,6 +104,9 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     name: "",
     logBytes: 0,
     maxAnchor: 0,
+    serve: 0,
+    natsHost: "127.0.0.1",
+    join: "",
     help: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -169,6 +185,21 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
       case "--max-anchor":
         a.maxAnchor = int("--max-anchor", value(), 0);
         break;
+      case "--serve":
+        a.serve = int("--serve", value(), 1);
+        break;
+      case "--nats-host": {
+        const v = value();
+        if (!v || !/^[\w.:-]+$/.test(v)) throw new RangeError(`--nats-host must be a host name or address, got ${JSON.stringify(v)}`);
+        a.natsHost = v;
+        break;
+      }
+      case "--join": {
+        const v = value();
+        if (!v || !/^[\w-]+$/.test(v)) throw new RangeError(`--join must be a join token (letters, digits, '-', '_'), got ${JSON.stringify(v)}`);
+        a.join = v;
+        break;
+      }
       case "--help":
       case "-h":
         a.help = true;
@@ -178,6 +209,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     }
   }
   if (a.slowRank >= a.ranks) throw new RangeError(`--slowdown rank must be < --ranks ${a.ranks}, got ${a.slowRank}`);
-  a.name ||= `${a.model}-${a.mode}-${a.ranks}r`;
+  if (a.serve && a.join) throw new RangeError(`--serve and --join exclude each other: a process coordinates a run or joins one`);
+  a.name ||= `${a.model}-${a.mode}-${a.ranks}r` + (a.serve ? `+${a.serve}remote` : "");
   return a;
 }

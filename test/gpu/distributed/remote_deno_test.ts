@@ -127,6 +127,7 @@ gpuTest("one local worker rank and two remote Deno rank processes over NATS: acc
   assertEquals(mixed.lost, [], "no rank lost");
   assertEquals(mixed.devices.length, 3, "three ranks");
   const floor = Math.min(...local) - 0.05;
+  console.log(`test accuracy: all-local ${local.map((a) => a.toFixed(3)).join(", ")}; 1 local + 2 remote ${mixed.acc?.toFixed(3)}`);
   assert(mixed.acc !== undefined && mixed.acc >= floor, `remote-rank run accuracy ${mixed.acc} below the all-local band (${local.join(", ")}) − 0.05`);
   for (const p of mixed.procs) {
     const code = (await p.child.status).code;
