@@ -21,7 +21,7 @@ import { dispatch, RANK_CALLS, type RankListener, sinkOf } from "../protocol/tra
 import { forwardRankApi } from "../rank/rank_forward.ts";
 import { layoutOf } from "../rank/rank_runtime.ts";
 import type { DdpBuilder } from "./builder.ts";
-import { awaitBuilder, type CallSite, enterRankRole, type RankRole } from "./reentry.ts";
+import { awaitBuilder, type CallSite, enterRankRole, type RankRole, registeredAt } from "./reentry.ts";
 
 /** What a join token carries beyond the link's credentials. */
 interface JoinExtras {
@@ -105,20 +105,32 @@ export function joinRun(token: string, opts: JoinOptions = {}): RemoteRank {
   };
   enterRankRole(role);
   const log = opts.log ?? (() => {});
-  const done = serve(t, role, opts, log, deno?.hostname?.() ?? "");
+  const done = serve(t, role, opts.entry === undefined, opts, log, deno?.hostname?.() ?? "");
   return { rank: t.rank, run: t.run, url: t.url, done };
+}
+
+/**
+ * Settles once the program that joins from its own top level created its builder, and the
+ * builder's chain of knobs ran (the same synchronous run). NOTE: not `import(mainModule)`:
+ * Deno settles a dynamic import of the main module while that module is still at a
+ * top-level await, before the builder exists. So such a program attaches its rank-side
+ * callbacks in the builder's chain (examples/train.ts does).
+ */
+async function created(site: CallSite): Promise<void> {
+  while (!registeredAt(site)) await new Promise((r) => setTimeout(r, 20));
+  await new Promise((r) => setTimeout(r, 0));
 }
 
 async function serve(
   t: ReturnType<typeof decodeJoinToken>,
   role: RankRole,
+  self: boolean,
   opts: JoinOptions,
   log: (line: string) => void,
   host: string,
 ): Promise<string> {
   const rank = t.rank;
-  // The entry is this module's importer when it is the main module: the import settles when its top level has run.
-  const builder = await awaitBuilder<DdpBuilder<Module>>(role, import(/* @vite-ignore */ role.entry));
+  const builder = await awaitBuilder<DdpBuilder<Module>>(role, self ? created(role.site) : import(/* @vite-ignore */ role.entry));
   const state = builder.state;
   const device = await Device.request({ label: `rank${rank}` });
   Device.setDefault(device);
