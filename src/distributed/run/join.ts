@@ -20,7 +20,7 @@ import { layoutDigest, programId, type RemoteHello } from "../protocol/remote_he
 import { dispatch, RANK_CALLS, type RankListener, sinkOf } from "../protocol/transport.ts";
 import { forwardRankApi } from "../rank/rank_forward.ts";
 import { layoutOf } from "../rank/rank_runtime.ts";
-import type { DdpBuilder } from "./builder.ts";
+import type { BuilderState } from "./builder_state.ts";
 import { awaitBuilder, type CallSite, enterRankRole, type RankRole, registeredAt } from "./reentry.ts";
 
 /** What a join token carries beyond the link's credentials. */
@@ -130,7 +130,7 @@ async function serve(
   host: string,
 ): Promise<string> {
   const rank = t.rank;
-  const builder = await awaitBuilder<DdpBuilder<Module>>(role, self ? created(role.site) : import(/* @vite-ignore */ role.entry));
+  const builder = await awaitBuilder<{ state: BuilderState<Module> }>(role, self ? created(role.site) : import(/* @vite-ignore */ role.entry));
   const state = builder.state;
   const device = await Device.request({ label: `rank${rank}` });
   Device.setDefault(device);
