@@ -8,7 +8,9 @@
  *   every sample is trained exactly once (the coordinator's chunk ledger);
  * - a remote rank process killed mid-epoch: the run finishes on the others, coverage
  *   exact, the dead rank reported;
- * - a remote rank whose model has another shape is refused at join, naming the rank.
+ * - a remote rank whose model has another shape is refused at join, naming the rank;
+ * - `npm start --serve 1` end to end: the printed join command (examples/train.ts --join)
+ *   joins the coordinator process and the run ends.
  */
 import { startNatsServer } from "../../../scripts/nats_server.ts";
 import { createRunCredentials, ElCheConfig, permutation, serverAuthorization } from "../../../src/index.ts";
@@ -171,4 +173,44 @@ gpuTest("a remote rank whose model has another shape is refused at join, naming 
   assert(/paramCount/.test(err.message), `the message shows the layouts: ${err.message}`);
   const out = await last[0].output;
   assert(/refused at join/.test(out), `the rank process was told why:\n${out}`);
+});
+
+gpuTest("npm start --serve 1 prints a join command; that command (examples/train.ts --join) joins, and the run ends with its accuracy", async () => {
+  const out = await Deno.makeTempDir({ prefix: "flodl-serve-" });
+  const train = new URL("../../../examples/train.ts", import.meta.url).pathname;
+  const root = new URL("../../../", import.meta.url).pathname;
+  const coordinator = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--no-check", train, "--ranks", "1", "--serve", "1", "--subset", "1000", "--test-subset", "200", "--epochs", "1", "--out", out],
+    cwd: root,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(coordinator.stderr).text();
+  let log = "", rank: Deno.ChildProcess | undefined;
+  try {
+    // Read the coordinator's output until its join command, run that command as printed.
+    const reader = coordinator.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      log += value;
+      const m = /rank 1: (deno run -A --no-check examples\/train\.ts --join \S+.*)\n/.exec(log);
+      if (m && !rank) {
+        const [, ...args] = m[1].split(" ");
+        rank = new Deno.Command(Deno.execPath(), { args, cwd: root, stdin: "null", stdout: "piped", stderr: "piped" }).spawn();
+      }
+    }
+    const code = (await coordinator.status).code;
+    assertEquals(code, 0, `coordinator exit code (stdout:\n${log}\nstderr:\n${await stderr})`);
+    assert(rank !== undefined, `a join command was printed:\n${log}`);
+    const rankLog = new TextDecoder().decode((await rank.output()).stdout);
+    assert(/rank 1 joined from/.test(log) && /final test accuracy \d+\.\d+%/.test(log), `the run used the remote rank and ended:\n${log}`);
+    assert(/coordinator ended the run/.test(rankLog), `the rank process stopped with the run:\n${rankLog}`);
+  } finally {
+    try {
+      rank?.kill("SIGKILL");
+    } catch { /* exited */ }
+    await Deno.remove(out, { recursive: true });
+  }
 });
