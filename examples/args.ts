@@ -36,6 +36,12 @@ export interface TrainArgs {
   maxAnchor: number;
   /** Characters of text sampled from the trained char-rnn / gpt-nano at the end (0 = none). */
   sample: number;
+  /** Remote rank slots to wait for (0 = none): ranks on other machines, joining over NATS. */
+  serve: number;
+  /** Address the nats-server of `--serve` listens on. */
+  natsHost: string;
+  /** A join token: this process is a remote rank of another run. */
+  join: string;
   help: boolean;
 }
 
@@ -81,6 +87,13 @@ Usage: npm start -- [flags]
                                  (default 0: the trainer's default, 1000)
   --sample <n>                   char-rnn, gpt-nano: characters of text sampled from the trained
                                  model at the end (default 100; 0 = none)
+  --serve <n>                    also wait for n remote ranks (other processes or machines):
+                                 starts a nats-server, prints one join command per rank,
+                                 trains once all joined (--ranks local + n remote)
+  --nats-host <addr>             address that nats-server listens on (default 127.0.0.1: this
+                                 machine only; 0.0.0.0 for other machines, then use TLS: README)
+  --join <token>                 be a remote rank of the run that printed this token (the
+                                 coordinator's other flags follow it in its join command)
   --help                         this text
 
 Writes <out>/<name>/dashboard.html, the record log under <out>/<name>/log/, and the
@@ -115,6 +128,9 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     logBytes: 0,
     maxAnchor: 0,
     sample: 100,
+    serve: 0,
+    natsHost: "127.0.0.1",
+    join: "",
     help: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -196,6 +212,21 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
       case "--sample":
         a.sample = int("--sample", value(), 0);
         break;
+      case "--serve":
+        a.serve = int("--serve", value(), 1);
+        break;
+      case "--nats-host": {
+        const v = value();
+        if (!v || !/^[\w.:-]+$/.test(v)) throw new RangeError(`--nats-host must be a host name or address, got ${JSON.stringify(v)}`);
+        a.natsHost = v;
+        break;
+      }
+      case "--join": {
+        const v = value();
+        if (!v || !/^[\w-]+$/.test(v)) throw new RangeError(`--join must be a join token (letters, digits, '-', '_'), got ${JSON.stringify(v)}`);
+        a.join = v;
+        break;
+      }
       case "--help":
       case "-h":
         a.help = true;
@@ -208,6 +239,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     throw new RangeError(`--normalize does not apply to conv-ae: it reconstructs pixels in [0, 1] through a sigmoid (drop the flag)`);
   }
   if (a.slowRank >= a.ranks) throw new RangeError(`--slowdown rank must be < --ranks ${a.ranks}, got ${a.slowRank}`);
-  a.name ||= `${a.model}-${a.mode}-${a.ranks}r`;
+  if (a.serve && a.join) throw new RangeError(`--serve and --join exclude each other: a process coordinates a run or joins one`);
+  a.name ||= `${a.model}-${a.mode}-${a.ranks}r` + (a.serve ? `+${a.serve}remote` : "");
   return a;
 }

@@ -8,17 +8,23 @@
  * This module is also every rank's entry: ranks re-run its top level (same Deno.args),
  * so the data are loaded and the builder is created here, at top level; console output is
  * coordinator-only.
+ *
+ * `--serve N` adds N remote ranks (a nats-server, one printed join command per rank);
+ * `--join <token>` makes this process one of them (README "Ranks on other machines").
  */
 import {
+  createRunCredentials,
   Device,
   ElCheConfig,
   encodeSafetensors,
   EvalCadence,
   fromArray,
   isRank,
+  joinRun,
   MNIST_MEAN,
   MNIST_STD,
   observe,
+  serverAuthorization,
   Timeline,
   Trainer,
 } from "../src/index.ts";
@@ -28,6 +34,7 @@ import { buildModel } from "./models.ts";
 import { Progress } from "./progress.ts";
 import { loadTaskData, type Metric, RECIPES } from "./recipes.ts";
 import { sampleText } from "./sample.ts";
+import { startNatsServer } from "../scripts/nats_server.ts";
 
 function parse(): TrainArgs {
   try {
@@ -42,7 +49,16 @@ function parse(): TrainArgs {
 }
 
 const args = parse();
-if (args.help && !isRank()) {
+if (args.join) {
+  // A remote rank: enter the rank role before the builder below is created; serve until the run ends.
+  joinRun(args.join, { log: (line) => console.log(line) }).done.then(
+    () => exitNow(0),
+    (e) => {
+      console.error(`npm start --join: ${(e as Error).message}`);
+      exitNow(1);
+    },
+  );
+} else if (args.help && !isRank()) {
   console.log(HELP);
   Deno.exit(0);
 }
@@ -81,8 +97,44 @@ const EVAL_TEXT: Record<Metric, (v: number) => string> = {
 };
 
 if (!isRank()) {
-  await main(args);
+  const stopServer = args.serve ? await serve(args) : undefined;
+  try {
+    await main(args);
+  } finally {
+    await stopServer?.();
+  }
   exitNow(0); // every file is written: skip a teardown that can crash (examples/exit.ts)
+}
+
+/**
+ * `--serve N`: a nats-server with this run's credentials, and N remote slots on the builder
+ * whose join commands are printed. Returns the server's stop.
+ */
+async function serve(a: TrainArgs): Promise<() => Promise<void>> {
+  const creds = await createRunCredentials(a.ranks + a.serve);
+  const server = await startNatsServer({ host: a.natsHost, authorization: serverAuthorization(creds) });
+  const port = new URL(server.wsUrl).port;
+  const any = a.natsHost === "0.0.0.0" || a.natsHost === "::";
+  // The coordinator connects on this machine; remote ranks to the address they can reach.
+  const url = `ws://${any ? "127.0.0.1" : a.natsHost}:${port}`;
+  const joinUrl = `ws://${any ? Deno.hostname() : a.natsHost}:${port}`;
+  // The rank re-runs this program: the coordinator's flags follow the token, less the serving ones.
+  const flags: string[] = [];
+  for (let i = 0; i < Deno.args.length; i++) {
+    if (Deno.args[i] === "--serve" || Deno.args[i] === "--nats-host") i++;
+    else flags.push(Deno.args[i]);
+  }
+  console.log(`nats-server pid ${server.pid} on ${joinUrl}; waiting for ${a.serve} remote rank(s). Run each command once, on any machine:`);
+  builder.remoteRanks({
+    slots: a.serve,
+    url,
+    joinUrl,
+    credentials: creds,
+    onJoinToken: (rank, token) =>
+      console.log(`  rank ${rank}: deno run -A --no-check examples/train.ts --join ${token}${flags.length ? " " + flags.join(" ") : ""}`),
+    onJoined: (rank, h) => console.log(`rank ${rank} joined from ${h.host || "a remote host"} (${h.adapter})`),
+  });
+  return () => server.stop();
 }
 
 async function main(a: TrainArgs): Promise<void> {
@@ -93,7 +145,7 @@ async function main(a: TrainArgs): Promise<void> {
     .batchSize(a.batch)
     .numEpochs(a.epochs)
     .elche(ElCheConfig.defaultFor(a.mode))
-    .bf16Wire(a.bf16 && a.ranks > 1)
+    .bf16Wire(a.bf16 && a.ranks + a.serve > 1)
     .cluster({ ranks: Array.from({ length: a.ranks }, (_, r) => ({ slowdown: r === a.slowRank ? a.slowdownFactor : 1 })) })
     .timeline(timeline)
     .recordLog(`${dir}/log`, a.logBytes)
@@ -117,6 +169,10 @@ async function main(a: TrainArgs): Promise<void> {
     `flodl-webgpu: ${a.model} on ${data}, ${a.ranks} rank(s), ${a.mode}, ` +
       `bf16 wire ${a.bf16 && a.ranks > 1 ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}, lr ${lr}` +
       (recipe.data === "mnist" && (a.normalize === false || a.model === "conv-ae") ? ", pixels in [0, 1]" : "") +
+    `flodl-webgpu: ${a.model} on MNIST (${train.len()} train / ${test.len()} test), ${a.ranks} rank(s)` +
+      (a.serve ? ` + ${a.serve} remote` : "") + `, ${a.mode}, ` +
+      `bf16 wire ${a.bf16 && a.ranks + a.serve > 1 ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}` +
+      (a.normalize ? "" : ", pixels not standardized") +
       (a.slowRank >= 0 ? `, rank ${a.slowRank} ${a.slowdownFactor}× slower` : ""),
   );
   const dropped = train.len() % a.batch;

@@ -38,9 +38,9 @@ import { callerSite, type CallSite, isRank, markRan, register } from "./reentry.
 import type { DdpHandle } from "./handle.ts";
 import { launch } from "./launch.ts";
 import { type CoopWorker, intoWorker, rankWorker } from "./coop.ts";
-import type { BuilderState, ClusterSpec, RankSpecification } from "./builder_state.ts";
+import type { BuilderState, ClusterSpec, RankSpecification, RemoteRanksSpec } from "./builder_state.ts";
 
-export type { BuilderState, ClusterSpec, RankSpecification };
+export type { BuilderState, ClusterSpec, RankSpecification, RemoteRanksSpec };
 import type { Timeline } from "../../monitor/mod.ts";
 
 /**
@@ -360,6 +360,23 @@ export class DdpBuilder<M extends Module> {
     return this;
   }
   /**
+   * Not in flodl (its ranks are one host's GPUs): rank slots for processes on other
+   * machines, joining over NATS with the token `onJoinToken` receives (`joinRun`, or
+   * `deno run -A <program> --join <token>` in examples/train.ts). They come after the
+   * `.cluster(...)` ranks; `run()` resolves once every slot joined and passed the join checks
+   * (program, model layout, dataset size, wire dtype), and rejects naming the rank otherwise.
+   */
+  remoteRanks(spec: RemoteRanksSpec): this {
+    if (!spec || !Number.isInteger(spec.slots) || spec.slots < 1) {
+      throw new RangeError(`remoteRanks: slots must be an integer >= 1, got ${spec?.slots}`);
+    }
+    if (typeof spec.url !== "string" || !/^wss?:\/\//.test(spec.url)) {
+      throw new TypeError(`remoteRanks: url must be a ws:// or wss:// NATS WebSocket URL, got ${JSON.stringify(spec.url)}`);
+    }
+    this.#s.remote = { ...spec };
+    return this;
+  }
+  /**
    * The module rank workers import (default: the module that called `Trainer.builder()`).
    * In Deno, `.entry(Deno.mainModule)` re-runs a whole script.
    */
@@ -438,6 +455,7 @@ export class DdpBuilder<M extends Module> {
     c.outerFactory = s.outerFactory;
     c.guard = s.guard;
     c.cluster = s.cluster ? { ranks: s.cluster.ranks.map((r) => ({ ...r })) } : undefined;
+    c.remote = s.remote ? { ...s.remote } : undefined;
     c.entry = s.entry;
     c.entryTimeoutSecs = s.entryTimeoutSecs;
     c.timeline = s.timeline;

@@ -14,6 +14,8 @@ import type { OuterOptimizer } from "../coordinator/outer.ts";
 import type { CoopBridge } from "../rank/coop_bridge.ts";
 import type { RankRuntime, RankSpec } from "../rank/rank_runtime.ts";
 import type { CallSite } from "./reentry.ts";
+import type { RunCredentials } from "../nats/mod.ts";
+import type { RemoteHello } from "../protocol/remote_hello.ts";
 
 /** One local rank of `.cluster(...)`. */
 export interface RankSpecification {
@@ -36,6 +38,31 @@ export interface ClusterSpec {
   ranks: RankSpecification[];
 }
 
+/**
+ * `.remoteRanks(...)`: rank slots that processes on other machines fill over NATS
+ * (run/join.ts), after the local ranks of `.cluster(...)`: local ranks are 0..L-1, remote
+ * ones L..L+slots-1.
+ */
+export interface RemoteRanksSpec {
+  /** How many remote ranks the run waits for before it trains (>= 1). */
+  slots: number;
+  /** The NATS WebSocket URL the coordinator connects to (`ws://127.0.0.1:port` for a server it runs). */
+  url: string;
+  /**
+   * The run's credentials (`createRunCredentials(L + slots)`, slot k = rank k); the server
+   * must hold their `serverAuthorization(...)` block.
+   */
+  credentials: RunCredentials;
+  /** The URL put in join tokens, as remote machines reach the server (default `url`). */
+  joinUrl?: string;
+  /** Each slot's join token, once the slot is open: print the join command here. */
+  onJoinToken?: (rank: number, token: string) => void;
+  /** Each remote rank that joined and passed the checks, with its hello. */
+  onJoined?: (rank: number, hello: RemoteHello) => void;
+  /** Seconds to wait for every slot to join (default 600). */
+  joinTimeoutSecs?: number;
+}
+
 /** Coordinator-side pieces of a builder (the rank side is a {@link RankSpec}). */
 export interface BuilderState<M extends Module> {
   spec: RankSpec<M>;
@@ -47,6 +74,7 @@ export interface BuilderState<M extends Module> {
   outerFactory?: () => OuterOptimizer;
   guard?: ConvergenceGuard;
   cluster?: ClusterSpec;
+  remote?: RemoteRanksSpec;
   entry?: string;
   entryTimeoutSecs: number;
   site: CallSite;

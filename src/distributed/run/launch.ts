@@ -17,6 +17,8 @@ import { loadCollector } from "../../gpu/mod.ts";
 import { BundleWriter, loadResume, type Persistence } from "../coordinator/persistence.ts";
 import { setupFor } from "./rank_setup.ts";
 import { stallCeilingMs } from "../coordinator/max_failure.ts";
+import { checkRemote, openRemoteSlots, type RemoteSlots } from "./remote_slots.ts";
+import { layoutDigest, programId } from "../protocol/remote_hello.ts";
 
 import { runSingle } from "./single.ts";
 import { resolveConfig, type ResolvedRunConfig } from "./validate_config.ts";
@@ -65,13 +67,19 @@ export async function launch<M extends Module>(state: BuilderState<M>): Promise<
   // Everything that needs no GPU is checked before any adapter is touched or rank started.
   const datasetLen = state.spec.dataset.len();
   if (state.cluster) checkCluster(state.cluster);
-  resolveConfig(state.config, { worldSize: state.cluster?.ranks.length, datasetLen });
-  const cluster = state.cluster ?? await distinctAdapters();
+  const remote = state.remote?.slots ?? 0;
+  if (state.remote && state.cluster) checkRemote(state.remote, state.cluster.ranks.length);
+  resolveConfig(state.config, { worldSize: state.cluster ? state.cluster.ranks.length + remote : undefined, datasetLen });
+  const local = state.cluster ?? await distinctAdapters();
+  if (state.remote) checkRemote(state.remote, local.ranks.length);
+  // Remote slots are ranks after the local ones; setupFor, ElChe's hints and the monitor see the whole world.
+  const cluster: ClusterSpec = { ranks: [...local.ranks, ...Array.from({ length: remote }, () => ({}))] };
+  if (remote) state = { ...state, cluster };
   const W = cluster.ranks.length;
   const cfg = resolveConfig(state.config, { worldSize: W, datasetLen });
-  if (state.spec.dataset.len() * cfg.augment < cfg.batchSize) {
+  if (datasetLen * cfg.augment < cfg.batchSize) {
     throw new RangeError(
-      `Trainer.run: batchSize must fit the dataset: ${state.spec.dataset.len()} samples × augment ${cfg.augment} < ${cfg.batchSize}`,
+      `Trainer.run: batchSize must fit the dataset: ${datasetLen} samples × augment ${cfg.augment} < ${cfg.batchSize}`,
     );
   }
   if (state.spec.evalFn && !state.spec.evalDataset) throw new TypeError("Trainer.run: evalFn needs evalDataset, got undefined");
@@ -84,7 +92,7 @@ export async function launch<M extends Module>(state: BuilderState<M>): Promise<
     writer: cfg.savePath ? new BundleWriter(cfg.savePath) : undefined,
   };
   if (W === 1) return runSingle(state, cfg, observerOf(state), persistence);
-  return launchRanks(state, cfg, { ...cluster, ranks: cluster.ranks }, persistence);
+  return launchRanks(state, cfg, { ...cluster, ranks: cluster.ranks }, persistence, local.ranks.length);
 }
 
 async function launchRanks<M extends Module>(
@@ -92,17 +100,24 @@ async function launchRanks<M extends Module>(
   cfg: ResolvedRunConfig,
   cluster: ClusterSpec,
   persistence: Persistence,
+  locals = cluster.ranks.length,
 ): Promise<DdpHandle> {
   const W = cluster.ranks.length;
   const session = crypto.randomUUID();
   const entry = state.entry ?? state.site.url;
   const clients: RankClient[] = [];
   const timeoutMs = state.entryTimeoutSecs * 1000;
-  const close = () => Promise.all(clients.map((c) => c.close()));
+  let remote: RemoteSlots | undefined;
+  const close = async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await remote?.close();
+  };
   await loadCollector(); // RankClient collects every MESSAGES_PER_COLLECT messages (Deno only)
   let hellos: RankHello[];
   try {
-    for (let rank = 0; rank < W; rank++) {
+    // Tokens go out first: remote processes start while the local workers load.
+    if (state.remote) remote = await openRemoteSlots(state.remote, locals, state.site, programArgs());
+    for (let rank = 0; rank < locals; rank++) {
       const role: RankRole = { rank, world: W, entry, site: state.site, timeoutMs, session, args: programArgs() };
       const worker = new Worker(new URL("../../../workers/rank.ts", import.meta.url), {
         type: "module",
@@ -115,6 +130,19 @@ async function launchRanks<M extends Module>(
     hellos = await Promise.all(
       clients.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W)))),
     );
+    if (remote) {
+      const joined = await remote.joined({
+        program: programId(state.site),
+        layout: layoutDigest(hellos[0].layout),
+        datasetLen: state.spec.dataset!.len(),
+        wire: cfg.elche.bf16Wire ? "bf16" : "f32",
+      });
+      const far = remote.transports.map((t) => new RankClient(t.rank, t));
+      clients.push(...far);
+      const farHellos = await Promise.all(far.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W)))));
+      // The dashboard names a remote rank by its machine.
+      hellos.push(...farHellos.map((h, i) => ({ ...h, adapter: `${joined[i].host || "remote"}: ${h.adapter}` })));
+    }
     checkLayouts(hellos);
     const init = await clients[0].call("initialState", (api) => api.initialState());
     await Promise.all(clients.slice(1).map((c) =>

@@ -89,6 +89,11 @@ export function register<B>(site: CallSite, builder: B): Registered<B> {
   return r;
 }
 
+/** True once a builder was created at `site` in the rank role (a program that joins a run from its own top level). */
+export function registeredAt(site: CallSite): boolean {
+  return registry().builders.some((b) => sameSite(b.site, site));
+}
+
 /** Mark a registered builder as run (its entry module has attached everything). */
 export function markRan(builder: unknown): void {
   const r = registry().builders.find((x) => x.builder === builder);

@@ -27,3 +27,13 @@ Deno.test("npm start flags: a bad value names the flag, what it takes and what i
   assertThrows(() => parseTrainArgs(["--epochs"]), RangeError, "--epochs", "nothing");
   assertThrows(() => parseTrainArgs(["--model", "conv-ae", "--normalize"]), RangeError, "--normalize", "conv-ae");
 });
+
+Deno.test("npm start flags: --serve, --nats-host and --join; --serve with --join refused", () => {
+  const s = parseTrainArgs(["--ranks", "1", "--serve", "2", "--nats-host", "0.0.0.0"]);
+  assertEquals([s.ranks, s.serve, s.natsHost, s.join, s.name], [1, 2, "0.0.0.0", "", "mlp-cpu-cadence-1r+2remote"]);
+  const j = parseTrainArgs(["--join", "eyJ1cmwi-_x", "--subset", "500"]);
+  assertEquals([j.join, j.serve, j.subset], ["eyJ1cmwi-_x", 0, 500]);
+  assertThrows(() => parseTrainArgs(["--serve", "0"]), RangeError, "--serve", ">= 1", '"0"');
+  assertThrows(() => parseTrainArgs(["--join", "a b"]), RangeError, "--join", "join token", '"a b"');
+  assertThrows(() => parseTrainArgs(["--serve", "1", "--join", "abc"]), RangeError, "--serve", "--join");
+});

@@ -1,0 +1,130 @@
+/**
+ * The NATS transport: a rank in another process or on another machine (run/join.ts on its
+ * side), reached through a {@link RankLink} of the NATS link (distributed/nats). Requests
+ * are the link's calls by name, the rank's events arrive in order through `onEvent`, and
+ * the link going down (connection lost, bye, lost chunks) is the transport's `down`.
+ *
+ * A worker runs our code; a remote rank is input: every frame it answers with is checked
+ * (`checkFrame`: rank, round, dtype, sizes, NaN/Inf) before the coordinator may average
+ * it. A bad frame, or an error of the link itself, rejects as a {@link RankLostError}: the
+ * client drops the rank (the run goes on without it), never averages what it sent.
+ */
+import { checkFrame, type NatsCoordinator, type RankLink, RankLinkError } from "../nats/mod.ts";
+import { RankLostError } from "../protocol/errors.ts";
+import type { Adoption, Frame, RankHello, RankSetup } from "../protocol/messages.ts";
+import type { RankCallName, RankCalls, RankEvent, RankListener, RankTransport } from "../protocol/transport.ts";
+
+const EVENT_KINDS: ReadonlySet<string> = new Set(["batch", "heartbeat", "compiling"]);
+
+/**
+ * Calls whose first run compiles GPU pipelines on the rank. A worker says "compiling" before
+ * its thread blocks and the message leaves at once; a remote rank's notice is signed
+ * (WebCrypto, async) and sent after the block, so it arrives too late. Until such a call
+ * has run once (`train`: until its first batch), the rank's heartbeats count as
+ * "compiling" here: the client allows the stall ceiling, not the heartbeat timeout.
+ */
+const COMPILES: ReadonlySet<string> = new Set(["init", "initialState", "load", "train", "snapshot", "adopt", "evaluate", "finalState"]);
+
+export class NatsTransport implements RankTransport {
+  readonly messages = false;
+  #listener?: RankListener;
+  #closed = false;
+  /** From `init`: the wire dtype and the frame sizes every answer is checked against. */
+  #bf16 = false;
+  #counts?: { paramCount: number; bufferCount: number };
+  /** The version of the last adoption sent: the round of the rank's `finalState` frame. */
+  #version?: number;
+  /** Compiling calls answered once; first runs in flight; a batch seen (train compiled). */
+  #warm = new Set<string>();
+  #warming = new Set<string>();
+  #trained = false;
+
+  /**
+   * Open rank slot `rank` on the coordinator's NATS side (before its join token goes out,
+   * so no hello is missed). Its `link.ready` resolves with the rank's hello.
+   */
+  static async open(coordinator: NatsCoordinator, rank: number): Promise<NatsTransport> {
+    const box: { transport?: NatsTransport; early: unknown[] } = { early: [] };
+    const link = await coordinator.link(rank, {
+      onEvent: (e) => (box.transport ? box.transport.#event(e) : box.early.push(e)),
+      onRefused: (e) => console.warn(`flodl: ${e.message}`),
+    });
+    const transport = box.transport = new NatsTransport(rank, link);
+    for (const e of box.early) transport.#event(e);
+    return transport;
+  }
+
+  constructor(readonly rank: number, readonly link: RankLink) {
+    link.down.then((e) => {
+      if (!this.#closed) this.#listener?.down(e.message);
+    });
+  }
+
+  #event(e: unknown): void {
+    const kind = (e as RankEvent | null)?.kind;
+    if (typeof kind !== "string" || !EVENT_KINDS.has(kind)) return;
+    if (kind === "batch") this.#trained = true;
+    this.#listener?.event(kind === "heartbeat" && this.#compiling() ? { kind: "compiling" } : e as RankEvent);
+  }
+
+  /** A first run of a compiling call is in flight (train: until its first batch). */
+  #compiling(): boolean {
+    for (const name of this.#warming) if (name !== "train" || !this.#trained) return true;
+    return false;
+  }
+
+  listen(listener: RankListener): void {
+    this.#listener = listener;
+  }
+
+  async request<K extends RankCallName>(name: K, ...args: RankCalls[K]["args"]): Promise<RankCalls[K]["result"]> {
+    let result: unknown;
+    const first = COMPILES.has(name) && !this.#warm.has(name) && !this.#warming.has(name);
+    if (first) {
+      this.#warming.add(name);
+      this.#listener?.event({ kind: "compiling" });
+    }
+    try {
+      result = await this.link.call(name, args);
+    } catch (e) {
+      // The link's own failure is a lost rank; the rank's error keeps its name and message.
+      if (e instanceof RankLinkError) throw new RankLostError(this.rank, e.message, { cause: e });
+      throw e;
+    } finally {
+      if (first) {
+        this.#warming.delete(name);
+        this.#warm.add(name);
+      }
+    }
+    if (name === "init") {
+      const setup = args[0] as RankSetup;
+      this.#bf16 = setup.bf16Wire;
+      this.#counts = (result as RankHello).layout;
+    } else if (name === "adopt") this.#version = (args[0] as Adoption).version;
+    else if (name === "snapshot" || name === "initialState" || name === "finalState") {
+      const exact = name !== "snapshot" || Boolean(args[1]);
+      const frame = result as Frame;
+      const round = name === "snapshot" ? args[0] as number : name === "initialState" ? 0 : this.#version ?? frame?.round;
+      this.#checked(frame, round, exact ? "f32" : this.#bf16 ? "bf16" : "f32");
+    }
+    return result as RankCalls[K]["result"];
+  }
+
+  /** Refuse a bad frame: the rank is dropped (its link closed), the frame never averaged. */
+  #checked(frame: unknown, round: number, dtype: "bf16" | "f32"): void {
+    if (!this.#counts) throw new RankLostError(this.rank, `rank ${this.rank}: sent a frame before init`);
+    try {
+      checkFrame(frame, { rank: this.rank, dtype, round, ...this.#counts });
+    } catch (e) {
+      const err = new RankLostError(this.rank, `${(e as Error).message}; the rank is dropped`, { cause: e });
+      this.link.close(`its frame was refused: ${(e as Error).message}`).catch(() => {});
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.link.close();
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * A remote rank: a process (or tab) on any machine that joins a run with the join token
+ * the coordinator printed. It runs the same rank runtime as a worker rank; only the
+ * transport differs (the NATS link instead of comlink). Re-entry follows the worker's
+ * rules (DESIGN.md "Rank-side closures"): the rank role is entered before the program's
+ * builder is created, the program module's top level runs, and the builder created at the
+ * coordinator's line:col is this rank's. Browser-safe: Deno is only asked for a host name
+ * and its main module when it is there.
+ *
+ * The token carries, besides the link's credentials, the builder's line and column and the
+ * coordinator's program arguments (`programArgs()`), so the rank rebuilds what the
+ * coordinator's module built. Layout, program, dataset size and wire dtypes go back in the
+ * hello and are checked by the coordinator before any work is sent (protocol/remote_hello.ts).
+ */
+import { Device } from "../../gpu/mod.ts";
+import type { Module } from "../../nn/mod.ts";
+import { connectLink, decodeJoinToken, encodeJoinToken, type RankCredentials, serveRank } from "../nats/mod.ts";
+import type { CoordinatorSink, RankApi } from "../protocol/messages.ts";
+import { layoutDigest, programId, type RemoteHello } from "../protocol/remote_hello.ts";
+import { dispatch, RANK_CALLS, type RankListener, sinkOf } from "../protocol/transport.ts";
+import { forwardRankApi } from "../rank/rank_forward.ts";
+import { layoutOf } from "../rank/rank_runtime.ts";
+import type { BuilderState } from "./builder_state.ts";
+import { awaitBuilder, type CallSite, enterRankRole, type RankRole, registeredAt } from "./reentry.ts";
+
+/** What a join token carries beyond the link's credentials. */
+interface JoinExtras {
+  /** Where the coordinator's builder was created in its module. */
+  line: number;
+  col: number;
+  /** The coordinator's program arguments. */
+  args: Record<string, unknown>;
+}
+
+/** Heartbeat period of a remote rank, ms (as a worker rank's). */
+const HEARTBEAT_MS = 1000;
+
+/**
+ * The join token of rank slot `creds.rank` (coordinator side).
+ * @param url The NATS WebSocket URL the rank connects to (`ws://` on loopback, `wss://` elsewhere).
+ * @param site Where the coordinator's builder was created.
+ * @param args The coordinator's `programArgs()`.
+ */
+export function joinTokenFor(url: string, creds: RankCredentials, site: CallSite, args: Record<string, unknown>): string {
+  const extras: JoinExtras = { line: site.line, col: site.col, args };
+  return encodeJoinToken(url, { ...creds, ...extras });
+}
+
+/** Options of {@link joinRun}. */
+export interface JoinOptions {
+  /**
+   * The program module (its top level creates the builder). Default: Deno's main module,
+   * for a program that calls `joinRun` from its own top level before creating the builder.
+   */
+  entry?: string | URL;
+  /** Seconds to wait for the builder (as `.entry(url, timeoutSecs)`; default 60). */
+  timeoutSecs?: number;
+  /**
+   * Stop when the coordinator's beacons stay away this long, ms (default 30 000, the
+   * coordinator's default heartbeat timeout): a first step compiles pipelines and blocks
+   * this thread for seconds on a slow adapter, and the beacons queued meanwhile are
+   * verified (async HMAC) only after it.
+   */
+  beaconLossMs?: number;
+  /** Progress lines (joined, refused, stopped). Default: none. */
+  log?: (line: string) => void;
+}
+
+/** A joining remote rank. */
+export interface RemoteRank {
+  readonly rank: number;
+  readonly run: string;
+  readonly url: string;
+  /** Resolves with why the rank stopped (the run ended, the coordinator refused or vanished); rejects if it never served. */
+  readonly done: Promise<string>;
+}
+
+/**
+ * Join a run as a remote rank. Call it before the program's builder is created (it enters
+ * the rank role synchronously: `isRank()` is true from here on, so the program skips its
+ * coordinator part); the connection and the serving run in the background.
+ * @throws {TypeError} When `token` is not a join token, or there is no entry module.
+ * @example
+ * ```ts ignore
+ * // at the top of the program, before Trainer.builder(...):
+ * if (Deno.args[0] === "--join") joinRun(Deno.args[1], { log: console.log }).done.then(() => Deno.exit(0));
+ * ```
+ */
+export function joinRun(token: string, opts: JoinOptions = {}): RemoteRank {
+  const t = decodeJoinToken(token) as ReturnType<typeof decodeJoinToken> & Partial<JoinExtras>;
+  if (!Number.isInteger(t.line) || !Number.isInteger(t.col)) {
+    throw new TypeError(`joinRun: the join token has no builder line/col (made by another version of flodl-webgpu?)`);
+  }
+  const deno = (globalThis as { Deno?: { mainModule?: string; hostname?: () => string } }).Deno;
+  const entry = String(opts.entry ?? deno?.mainModule ?? "");
+  if (!entry) throw new TypeError(`joinRun: entry is required outside Deno (the program module's URL), got ${opts.entry}`);
+  const role: RankRole = {
+    rank: t.rank,
+    world: 0, // told at init
+    entry,
+    site: { url: entry, line: t.line!, col: t.col! },
+    timeoutMs: (opts.timeoutSecs ?? 60) * 1000,
+    session: t.run,
+    args: t.args ?? {},
+  };
+  enterRankRole(role);
+  const log = opts.log ?? (() => {});
+  const done = serve(t, role, opts.entry === undefined, opts, log, deno?.hostname?.() ?? "");
+  return { rank: t.rank, run: t.run, url: t.url, done };
+}
+
+/**
+ * Settles once the program that joins from its own top level created its builder, and the
+ * builder's chain of knobs ran (the same synchronous run). NOTE: not `import(mainModule)`:
+ * Deno settles a dynamic import of the main module while that module is still at a
+ * top-level await, before the builder exists. So such a program attaches its rank-side
+ * callbacks in the builder's chain (examples/train.ts does).
+ */
+async function created(site: CallSite): Promise<void> {
+  while (!registeredAt(site)) await new Promise((r) => setTimeout(r, 20));
+  await new Promise((r) => setTimeout(r, 0));
+}
+
+async function serve(
+  t: ReturnType<typeof decodeJoinToken>,
+  role: RankRole,
+  self: boolean,
+  opts: JoinOptions,
+  log: (line: string) => void,
+  host: string,
+): Promise<string> {
+  const rank = t.rank;
+  const builder = await awaitBuilder<{ state: BuilderState<Module> }>(role, self ? created(role.site) : import(/* @vite-ignore */ role.entry));
+  const state = builder.state;
+  const device = await Device.request({ label: `rank${rank}` });
+  Device.setDefault(device);
+  // The layout for the hello, from a model built once here: the coordinator refuses a
+  // mismatch before it sends this rank any work.
+  const probe = await state.spec.modelFactory(device);
+  const info = device.info;
+  const hello: RemoteHello = {
+    host,
+    adapter: info.description || `${info.vendor} ${info.architecture}`.trim() || "unknown adapter",
+    program: programId(role.site),
+    layout: layoutDigest(layoutOf(probe)),
+    datasetLen: state.spec.dataset?.len() ?? 0,
+    wire: ["bf16", "f32"],
+  };
+  for (const p of probe.parameters()) p.data.dispose();
+  for (const b of probe.buffers()) b.dispose();
+
+  const runtime = state.createRuntime(device);
+  let beat: ReturnType<typeof setInterval> | undefined;
+  // Events go out through the server; none come before it exists (they follow init, a call over it).
+  const sink: CoordinatorSink = sinkOf(() => listener);
+  const api: RankApi = {
+    init(setup, s) {
+      if (setup.rank !== rank) throw new RangeError(`rank ${rank}: the coordinator's init says rank ${setup.rank}`);
+      clearInterval(beat);
+      beat = setInterval(() => s.heartbeat(rank), HEARTBEAT_MS);
+      return runtime.init(setup, s);
+    },
+    ...forwardRankApi(() => runtime, (f) => f),
+    async stop() {
+      clearInterval(beat);
+      await runtime.stop();
+    },
+  };
+  const handler: Record<string, (...args: unknown[]) => unknown> = {};
+  for (const name of RANK_CALLS) handler[name] = (...args) => dispatch(api, sink, name, args as never);
+
+  const connection = await connectLink(t.url, t.user, t.pass, `rank ${rank}`);
+  const server = await serveRank({
+    connection,
+    creds: t,
+    handler,
+    hello,
+    beaconLossMs: opts.beaconLossMs ?? 30_000,
+    onDown: async () => {
+      clearInterval(beat);
+      await runtime.stop().catch(() => {});
+    },
+    onRefused: (e) => log(`flodl: ${e.message}`),
+  });
+  const listener: RankListener = { event: (e) => server.emit(e), down: () => {} };
+  log(`rank ${rank}: joined run ${t.run} at ${t.url} (${host || "this host"}, ${hello.adapter}); waiting for work`);
+  const why = (await server.down).message;
+  log(`rank ${rank}: stopped: ${why}`);
+  return why;
+}

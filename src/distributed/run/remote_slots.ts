@@ -1,0 +1,109 @@
+/**
+ * The coordinator's side of `.remoteRanks(...)`: connect to NATS as the run's coordinator,
+ * open one link per remote slot (before its token is handed out), wait for each rank's
+ * hello and check it against the run (protocol/remote_hello.ts). A rank refused at join is
+ * told why (its link says bye with the reason) and the run does not start: the error names
+ * the rank and the item that differs.
+ */
+import { NatsTransport } from "../coordinator/transport_nats.ts";
+import { connectLink, type NatsCoordinator, openCoordinator } from "../nats/mod.ts";
+import { checkRemoteHello, type JoinExpectation, type RemoteHello } from "../protocol/remote_hello.ts";
+import type { RemoteRanksSpec } from "./builder_state.ts";
+import { joinTokenFor } from "./join.ts";
+import type { CallSite } from "./reentry.ts";
+
+/** The open remote slots of a run. */
+export interface RemoteSlots {
+  /** One transport per remote rank, ranks `first`..`first + slots - 1`. */
+  transports: NatsTransport[];
+  /** Wait for every slot's hello and check it; resolves with the hellos, rejects naming the rank. */
+  joined(want: JoinExpectation): Promise<RemoteHello[]>;
+  /** Close the links and the coordinator's NATS connection. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Check `.remoteRanks(...)` against the world (before anything starts). */
+export function checkRemote(spec: RemoteRanksSpec, localRanks: number): void {
+  const world = localRanks + spec.slots;
+  if (!spec.credentials || spec.credentials.ranks.length < world) {
+    throw new RangeError(
+      `Trainer.run: remoteRanks credentials must have a slot per rank (${localRanks} local + ${spec.slots} remote = ${world}), ` +
+        `got ${spec.credentials?.ranks.length}; make them with createRunCredentials(${world})`,
+    );
+  }
+  if (spec.joinTimeoutSecs !== undefined && !(spec.joinTimeoutSecs > 0)) {
+    throw new RangeError(`Trainer.run: remoteRanks joinTimeoutSecs must be > 0, got ${spec.joinTimeoutSecs}`);
+  }
+}
+
+/**
+ * Open the remote slots `first`..`first + spec.slots - 1` and hand out their tokens.
+ * @param site The builder's call site (its line:col go in the tokens).
+ * @param args The coordinator's program arguments (they go in the tokens).
+ */
+export async function openRemoteSlots(
+  spec: RemoteRanksSpec,
+  first: number,
+  site: CallSite,
+  args: Record<string, unknown>,
+): Promise<RemoteSlots> {
+  const creds = spec.credentials;
+  const nc = await connectLink(spec.url, creds.coordinator.user, creds.coordinator.pass, "coordinator");
+  let coordinator: NatsCoordinator;
+  try {
+    coordinator = await openCoordinator({ connection: nc, run: creds.run, runKey: creds.runKey });
+  } catch (e) {
+    await nc.close().catch(() => {});
+    throw e;
+  }
+  const transports: NatsTransport[] = [];
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await Promise.all(transports.map((t) => t.close().catch(() => {})));
+    await coordinator.close().catch(() => {});
+  };
+  try {
+    for (let rank = first; rank < first + spec.slots; rank++) {
+      transports.push(await NatsTransport.open(coordinator, rank));
+      spec.onJoinToken?.(rank, joinTokenFor(spec.joinUrl ?? spec.url, creds.ranks[rank], site, args));
+    }
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  const timeoutMs = (spec.joinTimeoutSecs ?? 600) * 1000;
+
+  return {
+    transports,
+    close,
+    async joined(want) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const waiting = new Set(transports.map((t) => t.rank));
+      const late = new Promise<never>((_, reject) =>
+        timer = setTimeout(() => {
+          reject(new Error(`remote rank(s) ${[...waiting].join(", ")} did not join within ${timeoutMs / 1000} s (remoteRanks joinTimeoutSecs)`));
+        }, timeoutMs)
+      );
+      try {
+        return await Promise.race([
+          late,
+          Promise.all(transports.map(async (t) => {
+            const hello = await t.link.ready;
+            waiting.delete(t.rank);
+            const why = checkRemoteHello(t.rank, hello, want);
+            if (why) {
+              await t.link.close(why);
+              throw new Error(why);
+            }
+            spec.onJoined?.(t.rank, hello as RemoteHello);
+            return hello as RemoteHello;
+          })),
+        ]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}

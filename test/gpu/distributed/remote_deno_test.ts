@@ -1,0 +1,216 @@
+/**
+ * Ranks on other machines, for real on one machine (issue 10): a nats-server on loopback
+ * (scripts/nats_server.ts), a coordinator with one local worker rank in this process, and
+ * remote ranks as separate Deno processes (`test/fixtures/remote_rank.ts <token>`) that
+ * join over NATS. Small on purpose: 2000 MNIST samples, one epoch, a 784-32-10 MLP.
+ *
+ * - mixed local + remote ranks train to the accuracy band of the same world all local, and
+ *   every sample is trained exactly once (the coordinator's chunk ledger);
+ * - a remote rank process killed mid-epoch: the run finishes on the others, coverage
+ *   exact, the dead rank reported;
+ * - a remote rank whose model has another shape is refused at join, naming the rank;
+ * - `npm start --serve 1` end to end: the printed join command (examples/train.ts --join)
+ *   joins the coordinator process and the run ends.
+ */
+import { startNatsServer } from "../../../scripts/nats_server.ts";
+import { createRunCredentials, ElCheConfig, permutation, serverAuthorization } from "../../../src/index.ts";
+import { observe } from "../../../src/distributed/run/launch.ts";
+import { mnistRemote, TRAIN } from "../../fixtures/programs/mnist_remote.ts";
+import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
+import { gpuTest } from "../../util/gpu.ts";
+
+const SEED = 42;
+const RANK_SCRIPT = new URL("../../fixtures/remote_rank.ts", import.meta.url).pathname;
+
+/** Counts per sample of epoch 0, from the coordinator's completed chunks. */
+class Ledger {
+  counts = new Uint8Array(TRAIN);
+  chunk = (epoch: number, _rank: number, offset: number, size: number) => {
+    const perm = permutation(SEED, epoch, TRAIN);
+    for (let i = offset; i < offset + size; i++) this.counts[perm[i]]++;
+  };
+  exactlyOnce(label: string): void {
+    const bad = [...this.counts.keys()].filter((i) => this.counts[i] !== 1);
+    assert(bad.length === 0, `${label}: ${bad.length} samples not trained exactly once (e.g. #${bad[0]} ×${this.counts[bad[0]]})`);
+  }
+}
+
+/** A remote rank process; its output is kept for messages. */
+interface RankProcess {
+  child: Deno.ChildProcess;
+  output: Promise<string>;
+}
+
+function spawnRank(token: string, env: Record<string, string> = {}): RankProcess {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--no-check", RANK_SCRIPT, token],
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const text = (s: ReadableStream<Uint8Array>) => new Response(s).text();
+  const output = Promise.all([text(child.stdout), text(child.stderr)]).then(([o, e]) => o + e);
+  return { child, output };
+}
+
+function program(batch: number) {
+  return mnistRemote.clone().elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(batch).numEpochs(1)
+    .lrScaleRatio(0).heartbeatTimeoutSecs(8);
+}
+
+/**
+ * One run: `locals` worker ranks here, `remotes` rank processes over NATS (env per process).
+ * `onBatch` sees the processes, to kill one.
+ */
+async function run(opts: {
+  locals: number;
+  remotes: number;
+  batch: number;
+  env?: Record<string, string>[];
+  onBatch?: (rank: number, procs: RankProcess[]) => void;
+}) {
+  const world = opts.locals + opts.remotes;
+  const creds = await createRunCredentials(world);
+  const server = opts.remotes ? await startNatsServer({ authorization: serverAuthorization(creds) }) : undefined;
+  const procs: RankProcess[] = [];
+  const ledger = new Ledger();
+  const lost: string[] = [];
+  const b = program(opts.batch).cluster({ ranks: Array.from({ length: opts.locals }, () => ({})) });
+  if (server) {
+    b.remoteRanks({
+      slots: opts.remotes,
+      url: server.wsUrl,
+      credentials: creds,
+      joinTimeoutSecs: 120,
+      onJoinToken: (rank, token) => procs.push(spawnRank(token, opts.env?.[rank - opts.locals])),
+    });
+  }
+  observe(b.state, {
+    chunk: ledger.chunk,
+    rankLost: (r, why) => lost.push(`${r}: ${why}`),
+    batch: (e) => opts.onBatch?.(e.rank, procs),
+  });
+  try {
+    const h = await b.run();
+    const state = await h.join();
+    const acc = h.evals.filter((e) => e.value !== undefined).at(-1)?.value;
+    return { state, acc, ledger, lost, devices: h.devices(), procs };
+  } finally {
+    // Ranks stop on the coordinator's bye; one that does not within 15 s is killed.
+    for (const p of procs) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([p.child.status, new Promise((r) => (timer = setTimeout(r, 15_000)))]);
+      clearTimeout(timer);
+      try {
+        p.child.kill("SIGKILL");
+      } catch { /* exited */ }
+      await p.child.status;
+    }
+    await server?.stop();
+    last = procs;
+    if (Deno.env.get("REMOTE_TEST_LOG")) for (const p of procs) console.log(await p.output);
+  }
+}
+
+/** The rank processes of the last run (for their logs after a refusal). */
+let last: RankProcess[] = [];
+
+gpuTest("one local worker rank and two remote Deno rank processes over NATS: accuracy in the all-local band, every sample once", async () => {
+  // The band: the same world of 3 ranks, all local workers, twice (ranks race: runs differ).
+  const local: number[] = [];
+  for (let i = 0; i < 2; i++) {
+    const r = await run({ locals: 3, remotes: 0, batch: 40 });
+    r.ledger.exactlyOnce(`all-local run ${i}`);
+    local.push(r.acc!);
+  }
+  const mixed = await run({ locals: 1, remotes: 2, batch: 40 });
+  mixed.ledger.exactlyOnce("1 local + 2 remote");
+  assertEquals(mixed.lost, [], "no rank lost");
+  assertEquals(mixed.devices.length, 3, "three ranks");
+  const floor = Math.min(...local) - 0.05;
+  console.log(`test accuracy: all-local ${local.map((a) => a.toFixed(3)).join(", ")}; 1 local + 2 remote ${mixed.acc?.toFixed(3)}`);
+  assert(mixed.acc !== undefined && mixed.acc >= floor, `remote-rank run accuracy ${mixed.acc} below the all-local band (${local.join(", ")}) − 0.05`);
+  for (const p of mixed.procs) {
+    const code = (await p.child.status).code;
+    const out = await p.output;
+    assert(/joined run/.test(out) && /coordinator ended the run/.test(out), `a rank process's log:\n${out}`);
+    assertEquals(code, 0, `rank process exit code (log:\n${out})`);
+  }
+});
+
+gpuTest("a remote rank process killed mid-epoch: the run finishes on the others, every sample once, the dead rank reported", async () => {
+  let killed = -1;
+  const seen = new Map<number, number>();
+  const r = await run({
+    locals: 1,
+    remotes: 2,
+    batch: 16,
+    onBatch: (rank, procs) => {
+      seen.set(rank, (seen.get(rank) ?? 0) + 1);
+      // Rank 2 (the second process) dies once it trained a few batches: mid-epoch, work in flight.
+      if (killed < 0 && rank === 2 && seen.get(2)! >= 4) {
+        killed = procs[1].child.pid;
+        procs[1].child.kill("SIGKILL");
+      }
+    },
+  });
+  assert(killed > 0, "rank 2 trained 4 batches and was killed");
+  r.ledger.exactlyOnce("rank 2 killed");
+  assertEquals(r.lost.length, 1, `one rank lost (${r.lost.join("; ")})`);
+  assert(r.lost[0].startsWith("2: "), `the lost rank is 2: ${r.lost[0]}`);
+  assert(r.state.params.size === 4, "the run finished with a consensus");
+});
+
+gpuTest("a remote rank whose model has another shape is refused at join, naming the rank and the layout", async () => {
+  const err = await assertRejects(
+    () => run({ locals: 1, remotes: 1, batch: 40, env: [{ MNIST_REMOTE_HIDDEN: "48" }] }),
+    Error,
+    "rank 1",
+    "refused at join",
+    "model layout",
+  );
+  assert(/paramCount/.test(err.message), `the message shows the layouts: ${err.message}`);
+  const out = await last[0].output;
+  assert(/refused at join/.test(out), `the rank process was told why:\n${out}`);
+});
+
+gpuTest("npm start --serve 1 prints a join command; that command (examples/train.ts --join) joins, and the run ends with its accuracy", async () => {
+  const out = await Deno.makeTempDir({ prefix: "flodl-serve-" });
+  const train = new URL("../../../examples/train.ts", import.meta.url).pathname;
+  const root = new URL("../../../", import.meta.url).pathname;
+  const coordinator = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--no-check", train, "--ranks", "1", "--serve", "1", "--subset", "1000", "--test-subset", "200", "--epochs", "1", "--out", out],
+    cwd: root,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(coordinator.stderr).text();
+  let log = "", rank: Deno.ChildProcess | undefined;
+  try {
+    // Read the coordinator's output until its join command, run that command as printed.
+    const reader = coordinator.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      log += value;
+      const m = /rank 1: (deno run -A --no-check examples\/train\.ts --join \S+.*)\n/.exec(log);
+      if (m && !rank) {
+        const [, ...args] = m[1].split(" ");
+        rank = new Deno.Command(Deno.execPath(), { args, cwd: root, stdin: "null", stdout: "piped", stderr: "piped" }).spawn();
+      }
+    }
+    const code = (await coordinator.status).code;
+    assertEquals(code, 0, `coordinator exit code (stdout:\n${log}\nstderr:\n${await stderr})`);
+    assert(rank !== undefined, `a join command was printed:\n${log}`);
+    const rankLog = new TextDecoder().decode((await rank.output()).stdout);
+    assert(/rank 1 joined from/.test(log) && /final test accuracy \d+\.\d+%/.test(log), `the run used the remote rank and ended:\n${log}`);
+    assert(/coordinator ended the run/.test(rankLog), `the rank process stopped with the run:\n${rankLog}`);
+  } finally {
+    try {
+      rank?.kill("SIGKILL");
+    } catch { /* exited */ }
+    await Deno.remove(out, { recursive: true });
+  }
+});
