@@ -35,6 +35,12 @@ export class Variable {
   data: Tensor;
   /** Accumulated gradient (leaves only), a kept tensor; `null` until the first backward. */
   grad: Tensor | null = null;
+  /**
+   * Where backward puts a leaf's first gradient instead of a fresh tensor: a kept view into
+   * an optimizer group's flat gradient buffer (set by a `foreach` optimizer), so the group's
+   * update is one dispatch. `null`: a fresh tensor.
+   */
+  gradHome: Tensor | null = null;
   /** Whether gradients flow to this variable. */
   readonly requiresGrad: boolean;
   /** The op that produced it, `null` for leaves. */
