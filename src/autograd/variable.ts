@@ -2,6 +2,21 @@ import * as T from "../tensor/mod.ts";
 import { fmt, type OpDef, sameShape, type Shape, type Tensor } from "../tensor/mod.ts";
 import { isGradEnabled, runBackward, type TapeNode } from "./tape.ts";
 
+/**
+ * The seed 1 of a scalar's backward, kept per device and shape: filling a fresh one was a
+ * launch in every training step. Safe to share: no backward writes its output gradient (they
+ * return new tensors, and leaves copy or accumulate into their own).
+ */
+const seeds = new WeakMap<object, Map<string, Tensor>>();
+function unitSeed(like: Tensor): Tensor {
+  const byShape = seeds.get(like.device) ?? new Map<string, Tensor>();
+  seeds.set(like.device, byShape);
+  const key = like.shape.join(",");
+  let t = byShape.get(key);
+  if (!t || t.released) byShape.set(key, t = T.ones(like.shape, { device: like.device }).keep());
+  return t;
+}
+
 /** The op that made a variable, its inputs and what it saved for backward. */
 export type Node = TapeNode<Variable>;
 
@@ -91,7 +106,7 @@ export class Variable {
     if (grad && !sameShape(grad.shape, this.shape)) {
       throw new RangeError(`backward: gradient ${fmt(grad.shape)} does not match output ${fmt(this.shape)}`);
     }
-    runBackward(this, grad ?? T.ones(this.shape, { device: this.data.device }));
+    runBackward(this, grad ?? unitSeed(this.data));
   }
 
   /** Drop the accumulated gradient. */
