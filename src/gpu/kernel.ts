@@ -111,7 +111,12 @@ export function launch<K extends Kernel>(device: Device, k: K, l: Launch<K>): vo
       throw new TypeError(`${k.shader}/${l.entry}: no binding "${name}" in shaders/${k.shader}.wgsl (known: ${known})`);
     }
     if (!("buffer" in b)) buffers[decl[0]] = b;
-    else if (b.byteOffset) buffers[decl[0]] = { buffer: b.buffer, offset: b.byteOffset, size: Math.max(4, b.byteLength ?? 4) };
+    else if (b.byteOffset) {
+      // A range rounded up to 16 bytes (within the buffer): shaders read some bindings as
+      // array<vec4f>, whose length is the binding's size / 16, so a 40-byte bias must bind 48.
+      const size = Math.min(b.buffer.size - b.byteOffset, Math.ceil(Math.max(4, b.byteLength ?? 4) / 16) * 16);
+      buffers[decl[0]] = { buffer: b.buffer, offset: b.byteOffset, size };
+    }
     else buffers[decl[0]] = b.buffer;
   }
   device.dispatch({

@@ -5,10 +5,12 @@
  * same f32 bits. The per-tensor update is itself checked against the f64 references in the
  * other optimizer tests. Each packed step must be one dispatch.
  */
-import type { Parameter } from "../../../src/autograd/mod.ts";
+import { Parameter } from "../../../src/autograd/mod.ts";
 import type { Device, Dispatch } from "../../../src/gpu/mod.ts";
 import { Adam, AdamW, type Optimizer, RMSprop, SGD } from "../../../src/optim/mod.ts";
-import { assertEquals } from "../../util/assert.ts";
+import { fromArray, linear } from "../../../src/tensor/mod.ts";
+import { assert, assertEquals } from "../../util/assert.ts";
+import { count, mulberry32, randn } from "../../util/random.ts";
 import { gpuTest } from "../../util/gpu.ts";
 import { parametersOf, problem, type Problem, release, setGrads } from "./harness.ts";
 
@@ -160,5 +162,24 @@ gpuTest("foreach: parameters become views of one buffer, ops and reads see their
     assertEquals(twice.length, 257, "view length");
   } finally {
     release(params, opt);
+  }
+});
+
+gpuTest("foreach: ops read packed views in place (linear with a 10-wide bias at an offset), same bits as unpacked", async (device) => {
+  const rng = mulberry32(980);
+  const shapes = [[3], [10, 7], [10]];
+  const values = shapes.map((s) => randn(count(s), rng));
+  const x = fromArray(randn(5 * 7, rng), [5, 7]);
+  const params = values.map((v, i) => new Parameter(fromArray(v, shapes[i]), `p${i}`));
+  const opt = new SGD(params, { lr: 0.1, foreach: true });
+  try {
+    assert(params[2].data.byteOffset > 0, "the bias is a view at an offset");
+    const packed = await linear(x, params[1].data, params[2].data).toF32();
+    const plain = await linear(x, fromArray(values[1], [10, 7]), fromArray(values[2], [10])).toF32();
+    assertEquals([...new Uint32Array(packed.buffer)], [...new Uint32Array(plain.buffer)], "linear output bits");
+    void device;
+  } finally {
+    release(params, opt);
+    x.dispose();
   }
 });
