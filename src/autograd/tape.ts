@@ -83,7 +83,8 @@ function topoOrder(root: TapeValue): TapeValue[] {
 
 /** Copy `g` into the leaf's gradient home; the gradient is a new kept view of the home. */
 function moveInto(home: Tensor, g: Tensor): Tensor {
-  home.device.copy(g.buffer, g.byteOffset, home.buffer, home.byteOffset, home.byteLength);
+  const there = g.buffer === home.buffer && g.byteOffset === home.byteOffset; // the op wrote it there
+  if (!there) home.device.copy(g.buffer, g.byteOffset, home.buffer, home.byteOffset, home.byteLength);
   return home.reshape(home.shape).keep();
 }
 
@@ -107,6 +108,11 @@ export function runBackward(root: TapeValue, seed: Tensor): void {
       saved: node.saved,
       output: node.output,
       attrs: node.attrs,
+      // A leaf's first gradient may go straight to its home (an unused home: no grad yet and
+      // no contribution so far this backward; a later one is summed into a fresh tensor).
+      into: node.inputs.map((x, i) =>
+        x.node === null && !x.grad && !grads.has(x) && node.inputs.indexOf(x) === i ? x.gradHome : null
+      ),
     });
     node.inputs.forEach((input, i) => {
       const gi = ins[i];
