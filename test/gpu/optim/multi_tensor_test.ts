@@ -7,9 +7,10 @@
  */
 import { Parameter } from "../../../src/autograd/mod.ts";
 import type { Device, Dispatch } from "../../../src/gpu/mod.ts";
-import { Adam, AdamW, type Optimizer, RMSprop, SGD } from "../../../src/optim/mod.ts";
+import { Adam, AdamW, clipGradNorm, type Optimizer, RMSprop, SGD } from "../../../src/optim/mod.ts";
+import { clipGradNormRef } from "../../reference/optim.ts";
 import { fromArray, linear } from "../../../src/tensor/mod.ts";
-import { assert, assertEquals } from "../../util/assert.ts";
+import { assert, assertEquals, assertRelClose } from "../../util/assert.ts";
 import { count, mulberry32, randn } from "../../util/random.ts";
 import { gpuTest } from "../../util/gpu.ts";
 import { parametersOf, problem, type Problem, release, setGrads } from "./harness.ts";
@@ -183,3 +184,28 @@ gpuTest("foreach: ops read packed views in place (linear with a 10-wide bias at 
     x.dispose();
   }
 });
+
+for (const [maxNorm, normType] of [[1, 2], [0.3, Infinity], [2, 3], [1e4, 1]] as const) {
+  gpuTest(`clipGradNorm(${maxNorm}, p ${normType}) over a packed group: 3 launches, matches the f64 reference`, async (device) => {
+    const pr = problem(990, 1, 1, [[7], [33, 7], [0], [257, 129], [1]]);
+    const params = parametersOf(pr);
+    const opt = new SGD(params, { lr: 0.1, foreach: true });
+    try {
+      homeGrads(params, pr.grads[0]);
+      // A parameter left out of the call and one without a gradient must not count.
+      params[4].zeroGrad();
+      const clipped = params.slice(1);
+      let norm = undefined as unknown as { item(): Promise<number> };
+      const n = dispatches(device, () => (norm = clipGradNorm(clipped, maxNorm, normType)));
+      assertEquals(n.length, 3, "launches of clipGradNorm over a packed group");
+      const want = clipGradNormRef([pr.grads[0][1], pr.grads[0][2], pr.grads[0][3]], maxNorm, normType);
+      assertRelClose([await norm.item()], [want.norm], 1e-4, "total norm");
+      for (const [j, k] of [[0, 1], [1, 2], [2, 3]]) {
+        assertRelClose(await params[k].grad!.toF32(), want.grads[j], 1e-4, `clipped grad ${k}`);
+      }
+      assertEquals(await bits(params[0].grad!), [...new Uint32Array(pr.grads[0][0].buffer)], "gradient left out, untouched");
+    } finally {
+      release(params, opt);
+    }
+  });
+}
