@@ -72,7 +72,7 @@ export function buildMlp(device: Device): Mlp {
   set("1.bias", new Float32Array(H));
   set("3.weight", transpose(d.w2, H, C));
   set("3.bias", new Float32Array(C));
-  const opt = new Adam(model.parameters(), { lr: W2.lr, betas: [W2.beta1, W2.beta2], eps: W2.eps });
+  const opt = new Adam(model.parameters(), { lr: W2.lr, betas: [W2.beta1, W2.beta2], eps: W2.eps, foreach: true });
   const x = fromArray(d.x, [B, D], { device }).keep();
   const y = fromArray(d.y, [B], { device }).keep();
   return {

@@ -57,7 +57,9 @@ function describe(c: Captured): Omit<KernelTime, "ms"> {
   const { shader, entry, params, groups, overrides } = c.d;
   const v = params?.values ?? {};
   const detail = shader === "matmul"
-    ? `${v.m}×${v.k}·${v.k}×${v.n}${overrides?.TA ? " Aᵀ" : ""}${overrides?.TB ? " Bᵀ" : ""}`
+    ? `${v.m}×${v.k}·${v.k}×${v.n}${overrides?.TA ? " Aᵀ" : ""}${overrides?.TB ? " Bᵀ" : ""}${overrides?.ACT ? " +relu" : ""}${
+      entry.includes("_mask") ? " ·relu′ mask" : ""
+    }`
     : Object.entries(v).filter(([, x]) => x !== 0).slice(0, 4).map(([k, x]) => `${k}=${Number.isInteger(x) ? x : +x.toPrecision(4)}`).join(" ") ||
       `groups ${groups.join("×")}`;
   return { kernel: `${shader}/${entry}`, family: shader, detail };

@@ -1,5 +1,6 @@
 // Gradient clipping without a readback (torch.nn.utils.clip_grad_norm_ / clip_grad_value_).
-// clip_grad_norm is three kernels: norm_partial reduces each gradient into a few partial
+// clip_grad_norm is three kernels (per gradient, or once for gradients packed in one flat
+// buffer by a foreach optimizer: the *_multi entries): norm_partial reduces each gradient into a few partial
 // values (one per workgroup) at its offset of a shared partials buffer, norm_total reduces
 // all partials into the total norm and the clip coefficient, and clip_scale multiplies each
 // gradient in place by the coefficient it reads from the GPU buffer, so the host never waits.
@@ -19,6 +20,9 @@ struct Params {  // mirrored in src/optim/clip.ts
 @group(0) @binding(2) var<storage, read_write> partials: array<f32>;
 @group(0) @binding(3) var<storage, read_write> total: array<f32>;
 @group(0) @binding(4) var<storage, read_write> coef: array<f32>;
+// The *_multi entries: gradients packed in one flat buffer (a foreach optimizer group), one
+// row [start, end) of at most WG elements per workgroup, one partial per row.
+@group(0) @binding(5) var<storage, read> segments: array<vec2u>;
 
 var<workgroup> sv: array<f32, WG>;
 
@@ -58,6 +62,22 @@ fn norm_partial_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroup
   if (t == 0u) { partials[p.offset + wg.x] = sv[0]; }
 }
 
+// Every gradient of a packed group in one launch: workgroup w reduces row w (count rows) into
+// partials[w].
+@compute @workgroup_size(WG)
+fn norm_partial_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+    @builtin(local_invocation_index) t: u32) {
+  let w = group_index(wg, nw);
+  var acc = 0.0;
+  if (w < p.count) {
+    let s = segments[w];
+    if (s.x + t < s.y) { acc = term(grad[s.x + t]); }
+  }
+  sv[t] = acc;
+  reduce_shared(t);
+  if (t == 0u && w < p.count) { partials[w] = sv[0]; }
+}
+
 // One workgroup: total = (sum of partials)^(1/p) (or their max), and the clip coefficient
 // min(1, max_norm / (total + 1e-6)), PyTorch's clip_coef_clamped.
 @compute @workgroup_size(WG)
@@ -80,6 +100,16 @@ fn norm_total_forward(@builtin(local_invocation_index) t: u32) {
 @compute @workgroup_size(WG)
 fn clip_scale_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
+  grad[i] = grad[i] * coef[0];
+}
+
+// grad *= coef[0] over a packed group's rows.
+@compute @workgroup_size(WG)
+fn clip_scale_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+    @builtin(local_invocation_index) t: u32) {
+  let w = group_index(wg, nw); if (w >= p.count) { return; }
+  let s = segments[w];
+  let i = s.x + t; if (i >= s.y) { return; }
   grad[i] = grad[i] * coef[0];
 }
 

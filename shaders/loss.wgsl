@@ -166,6 +166,29 @@ fn class_mean_forward(@builtin(local_invocation_index) t: u32) {
   if (t == 0u) { y[0] = acc / cnt; stats[p.den_at] = cnt; }
 }
 
+// cross_entropy_forward_rows then class_mean_forward in one launch, for a batch one workgroup
+// covers: thread t computes rows t, t + WG, ... and sums their losses in that order, as
+// class_mean_forward's thread t does, so y has the same bits.
+@compute @workgroup_size(WG)
+fn cross_entropy_mean_forward_rows(@builtin(local_invocation_index) t: u32) {
+  var acc = 0.0;
+  var cnt = 0.0;
+  for (var r = t; r < p.n; r += WG) {
+    let base = r * p.classes;
+    var m = -0x1.fffffep+127f;
+    for (var j = 0u; j < p.classes; j++) { m = max(m, a[base + j]); }
+    var s = 0.0;
+    var d = 0.0;
+    for (var j = 0u; j < p.classes; j++) { let v = a[base + j]; s += exp(v - m); d += m - v; }
+    cross_entropy_row(r, m, s, d);
+    acc += el[r];
+    cnt += select(1.0, 0.0, tgt[r] == p.ignore_index);
+  }
+  acc = wg_sum(t, acc);
+  cnt = wg_sum(t, cnt);
+  if (t == 0u) { y[0] = acc / cnt; stats[p.den_at] = cnt; }
+}
+
 // y = scale * sum of the n losses in `el` (scale 1 for "sum", 1/n for "mean").
 @compute @workgroup_size(WG)
 fn total_forward(@builtin(local_invocation_index) t: u32) {

@@ -1,4 +1,5 @@
-// Batched matrix product C = op(A)·op(B), plus a bias row in the linear_* entries, where op
+// Batched matrix product C = op(A)·op(B), plus a bias row (and optionally ReLU, ACT) in the
+// linear_* entries, or masked by a ReLU's output in the *_mask entries, where op
 // is an optional transpose of the last two dims, read in place (no transposed copy is made).
 //   A: [batch.., M, K], or [batch.., K, M] when TA     B: [batch.., K, N], or [batch.., N, K] when TB
 //   C: [batch, M, N] (batch dims already broadcast)    bias: [N]
@@ -55,6 +56,12 @@ struct Params {  // mirrored in src/tensor/ops/matmul.ts
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read_write> c4: array<vec4f>;
 @group(0) @binding(5) var<storage, read> bias: array<vec4f>;
+// The ReLU output whose gradient a *_mask entry computes, [batch, M, N] like C.
+@group(0) @binding(6) var<storage, read> mask: array<f32>;
+
+// Epilogue of the linear entries: 1 applies ReLU in the store (relu_forward's rule: NaN
+// passes), so Linear + ReLU is one dispatch. 0: none.
+override ACT: u32 = 0u;
 
 var<workgroup> tileA: array<f32, TILE>;
 var<workgroup> tileB: array<f32, TILE>;
@@ -247,14 +254,60 @@ fn biasQuad(col0: u32) -> array<vec4f, 8> {
   return bq;
 }
 
+// The ACT epilogue. NaN is tested on the bits: compilers assume no NaN (unary.wgsl's is_nan).
+fn act(v: vec4f) -> vec4f {
+  if (ACT == 0u) { return v; }
+  let nan = (bitcast<vec4u>(v) & vec4u(0x7fffffffu)) > vec4u(0x7f800000u);
+  return select(max(v, vec4f(0.0)), v, nan);
+}
+
+// relu_backward's rule folded into the product (the *_mask entries): C = select(0, C, y > 0)
+// for y = mask, so the gradient through a ReLU costs no launch of its own. Rows and columns
+// past the edge read a clamped element; the store drops them.
+fn maskRow(base: u32, row: u32, col: u32, v: vec4f) -> vec4f {
+  let o = base + min(row, d.m - 1u) * d.n;
+  let last = d.n - 1u;
+  let y = vec4f(mask[o + min(col, last)], mask[o + min(col + 1u, last)], mask[o + min(col + 2u, last)],
+    mask[o + min(col + 3u, last)]);
+  return select(vec4f(0.0), v, y > vec4f(0.0));
+}
+
+fn maskMat(m: mat4x4f, base: u32, row: u32, col: u32) -> mat4x4f {
+  return mat4x4f(maskRow(base, row, col, m[0]), maskRow(base, row + 1u, col, m[1]),
+    maskRow(base, row + 2u, col, m[2]), maskRow(base, row + 3u, col, m[3]));
+}
+
+fn maskQuad(quad: ptr<private, Quad>, base: u32, row: u32, col0: u32) {
+  (*quad)[0] = maskMat((*quad)[0], base, row, col0);
+  if (TN > 4u) { (*quad)[1] = maskMat((*quad)[1], base, row, col0 + 4u); }
+  if (TN > 8u) { (*quad)[2] = maskMat((*quad)[2], base, row, col0 + 8u); }
+  if (TN > 12u) { (*quad)[3] = maskMat((*quad)[3], base, row, col0 + 12u); }
+  if (TN > 16u) { (*quad)[4] = maskMat((*quad)[4], base, row, col0 + 16u); }
+  if (TN > 20u) { (*quad)[5] = maskMat((*quad)[5], base, row, col0 + 20u); }
+  if (TN > 24u) { (*quad)[6] = maskMat((*quad)[6], base, row, col0 + 24u); }
+  if (TN > 28u) { (*quad)[7] = maskMat((*quad)[7], base, row, col0 + 28u); }
+}
+
+fn maskBlock(z: u32, row0: u32, col0: u32) {
+  let base = z * d.m * d.n;
+  maskQuad(&q0, base, row0, col0);
+  if (TM > 4u) { maskQuad(&q1, base, row0 + 4u, col0); }
+  if (TM > 8u) { maskQuad(&q2, base, row0 + 8u, col0); }
+  if (TM > 12u) { maskQuad(&q3, base, row0 + 12u, col0); }
+  if (TM > 16u) { maskQuad(&q4, base, row0 + 16u, col0); }
+  if (TM > 20u) { maskQuad(&q5, base, row0 + 20u, col0); }
+  if (TM > 24u) { maskQuad(&q6, base, row0 + 24u, col0); }
+  if (TM > 28u) { maskQuad(&q7, base, row0 + 28u, col0); }
+}
+
 // Rows row..row+3 (m's columns, plus bias) at vec4 column c4i, with vec4 stores (N % 4 == 0).
 fn storeMat4(base: u32, row: u32, c4i: u32, m: mat4x4f, bias: vec4f) {
   let n4 = d.n / 4u;
   if (c4i >= n4) { return; }
-  if (row < d.m) { c4[base + row * n4 + c4i] = m[0] + bias; }
-  if (row + 1u < d.m) { c4[base + (row + 1u) * n4 + c4i] = m[1] + bias; }
-  if (row + 2u < d.m) { c4[base + (row + 2u) * n4 + c4i] = m[2] + bias; }
-  if (row + 3u < d.m) { c4[base + (row + 3u) * n4 + c4i] = m[3] + bias; }
+  if (row < d.m) { c4[base + row * n4 + c4i] = act(m[0] + bias); }
+  if (row + 1u < d.m) { c4[base + (row + 1u) * n4 + c4i] = act(m[1] + bias); }
+  if (row + 2u < d.m) { c4[base + (row + 2u) * n4 + c4i] = act(m[2] + bias); }
+  if (row + 3u < d.m) { c4[base + (row + 3u) * n4 + c4i] = act(m[3] + bias); }
 }
 
 // One row of 4 values at (row, col) with element stores (any N). The trip count is data
@@ -269,10 +322,10 @@ fn storeRow1(base: u32, row: u32, col: u32, v: vec4f) {
 }
 
 fn storeMat1(base: u32, row: u32, col: u32, m: mat4x4f, bias: vec4f) {
-  storeRow1(base, row, col, m[0] + bias);
-  storeRow1(base, row + 1u, col, m[1] + bias);
-  storeRow1(base, row + 2u, col, m[2] + bias);
-  storeRow1(base, row + 3u, col, m[3] + bias);
+  storeRow1(base, row, col, act(m[0] + bias));
+  storeRow1(base, row + 1u, col, act(m[1] + bias));
+  storeRow1(base, row + 2u, col, act(m[2] + bias));
+  storeRow1(base, row + 3u, col, act(m[3] + bias));
 }
 
 // Store one row group (written out, as in accumulate).
@@ -348,6 +401,24 @@ fn matmul_forward_vec4(@builtin(global_invocation_id) g: vec3u) {
   storeBlock4(g.z, g.y * TM, g.x * TN, &zero);
 }
 
+// C masked by a ReLU's output (maskBlock): the gradient through Linear → ReLU → Linear's
+// input, in one dispatch. Register kernel only (the host falls back to relu_backward else).
+@compute @workgroup_size(WGX, WGY)
+fn matmul_forward_mask(@builtin(global_invocation_id) g: vec3u) {
+  if (!blockAt(g)) { return; }
+  maskBlock(g.z, g.y * TM, g.x * TN);
+  var zero: array<vec4f, 8>;
+  storeBlock1(g.z, g.y * TM, g.x * TN, &zero);
+}
+
+@compute @workgroup_size(WGX, WGY)
+fn matmul_forward_mask_vec4(@builtin(global_invocation_id) g: vec3u) {
+  if (!blockAt(g)) { return; }
+  maskBlock(g.z, g.y * TM, g.x * TN);
+  var zero: array<vec4f, 8>;
+  storeBlock4(g.z, g.y * TM, g.x * TN, &zero);
+}
+
 // y = x·wᵀ + bias, the bias added in the store (one dispatch): TB, batch 1.
 @compute @workgroup_size(WGX, WGY)
 fn linear_forward(@builtin(global_invocation_id) g: vec3u) {
@@ -419,7 +490,7 @@ fn storeShared(acc: ptr<function, array<vec4f, 16>>, z: u32, lid: vec3u, wid: ve
     let row = wid.y * WGY * TM + lid.y + i * WGY;
     for (var j = 0u; j < TN / 4u; j++) {
       let col0 = wid.x * WGX * TN + 4u * (lid.x + j * WGX);
-      let v = (*acc)[i * 2u + j] + (*bq)[j];
+      let v = act((*acc)[i * 2u + j] + (*bq)[j]);
       for (var t = 0u; t < 4u; t++) {
         if (row < d.m && col0 + t < d.n) { c[base + row * d.n + col0 + t] = v[t]; }
       }

@@ -1,5 +1,6 @@
-// Optimizer updates: one fused kernel per parameter per step reads the gradient and
-// updates the parameter and its state in place. The rules are PyTorch's single-tensor
+// Optimizer updates: one fused kernel per parameter per step (or one per packed group, the
+// `_multi_` entries) reads the gradient and updates the parameter and its state in place.
+// Both entries of an update call the same `<update>_at(i)`, so they round alike, bit for bit. The rules are PyTorch's single-tensor
 // updates (torch/optim/sgd.py, adam.py, rmsprop.py), operation for operation, so the f32
 // rounding matches theirs. An update has no backward; entries keep the `_forward` suffix.
 // Scalars that depend on the step (bias corrections, 1 - beta) are computed on the host
@@ -33,8 +34,25 @@ struct Params {  // mirrored in src/optim/kernel.ts
 @group(0) @binding(5) var<storage, read_write> exp_avg_sq: array<f32>;
 @group(0) @binding(6) var<storage, read_write> square_avg: array<f32>;
 @group(0) @binding(7) var<storage, read_write> grad_avg: array<f32>;
+// Multi-tensor entries (`*_multi_forward`): one dispatch updates a whole parameter group packed
+// into flat buffers (param, grad and each state at the same offsets). Workgroup w updates
+// elements [segments[w].x, segments[w].y): at most WG of one parameter, so padding between
+// parameters (offsets are aligned for binding views) is never touched. p.n = workgroups.
+@group(0) @binding(8) var<storage, read> segments: array<vec2u>;
 
 // #include "lib/grid.wgsl"
+
+const NONE: u32 = 0xffffffffu;
+
+// The element thread t of workgroup wg updates in a multi-tensor entry, or NONE.
+fn segment_index(wg: vec3u, nw: vec3u, t: u32) -> u32 {
+  let w = group_index(wg, nw);
+  if (w >= p.n) { return NONE; }
+  let s = segments[w];
+  let i = s.x + t;
+  if (i >= s.y) { return NONE; }
+  return i;
+}
 
 // The gradient with the L2 penalty, as `grad.add(param, alpha=weight_decay)`. The branch is
 // uniform; skipping it when the decay is 0 keeps grad bit-exact for inf/nan parameters too.
@@ -48,18 +66,23 @@ fn decayed_grad(i: u32, w: f32) -> f32 {
 fn lerp_low(a: f32, b: f32, t: f32) -> f32 { return a + t * (b - a); }
 
 // SGD without momentum: param -= lr·d_p.
-@compute @workgroup_size(WG)
-fn sgd_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
-  let i = index(g, nw); if (i >= p.n) { return; }
+fn sgd_at(i: u32) {
   let w = param[i];
   param[i] = w - p.lr * decayed_grad(i, w);
+}
+@compute @workgroup_size(WG)
+fn sgd_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i < p.n) { sgd_at(i); }
+}
+@compute @workgroup_size(WG)
+fn sgd_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+    @builtin(local_invocation_index) t: u32) {
+  let i = segment_index(wg, nw, t); if (i != NONE) { sgd_at(i); }
 }
 
 // SGD with momentum: buf = d_p on its first step, else momentum·buf + (1 - dampening)·d_p;
 // the step uses d_p + momentum·buf (Nesterov) or buf.
-@compute @workgroup_size(WG)
-fn sgd_momentum_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
-  let i = index(g, nw); if (i >= p.n) { return; }
+fn sgd_momentum_at(i: u32) {
   let w = param[i];
   let d = decayed_grad(i, w);
   var b = d;
@@ -68,14 +91,21 @@ fn sgd_momentum_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_wo
   let u = select(b, d + p.momentum * b, p.nesterov != 0u);
   param[i] = w - p.lr * u;
 }
+@compute @workgroup_size(WG)
+fn sgd_momentum_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i < p.n) { sgd_momentum_at(i); }
+}
+@compute @workgroup_size(WG)
+fn sgd_momentum_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+    @builtin(local_invocation_index) t: u32) {
+  let i = segment_index(wg, nw, t); if (i != NONE) { sgd_momentum_at(i); }
+}
 
 // Adam and AdamW. Adam adds the L2 penalty to the gradient (weight_decay), AdamW scales
 // the parameter by `decay` before the update; the other factor is neutral (0 or 1).
 // NOTE: denom = sqrt(v)/sqrt(1 - beta2^t) + eps, eps outside the bias correction as in
 // PyTorch (not sqrt(v̂ + eps)).
-@compute @workgroup_size(WG)
-fn adam_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
-  let i = index(g, nw); if (i >= p.n) { return; }
+fn adam_at(i: u32) {
   let w = param[i];
   let d = decayed_grad(i, w);
   let m = lerp_low(exp_avg[i], d, p.one_minus_beta1);
@@ -85,6 +115,15 @@ fn adam_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups
   let denom = sqrt(v) / p.bc2_sqrt + p.eps;
   param[i] = w * p.decay - p.step_size * (m / denom);
 }
+@compute @workgroup_size(WG)
+fn adam_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i < p.n) { adam_at(i); }
+}
+@compute @workgroup_size(WG)
+fn adam_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+    @builtin(local_invocation_index) t: u32) {
+  let i = segment_index(wg, nw, t); if (i != NONE) { adam_at(i); }
+}
 
 // RMSprop's denominator sqrt(avg) + eps; centered subtracts the squared mean gradient.
 fn rms_denom(sq: f32, ga: f32, centered: bool) -> f32 {
@@ -92,19 +131,24 @@ fn rms_denom(sq: f32, ga: f32, centered: bool) -> f32 {
   return sqrt(sq) + p.eps;
 }
 
-@compute @workgroup_size(WG)
-fn rmsprop_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
-  let i = index(g, nw); if (i >= p.n) { return; }
+fn rmsprop_at(i: u32) {
   let w = param[i];
   let d = decayed_grad(i, w);
   let sq = p.alpha * square_avg[i] + p.one_minus_alpha * d * d;
   square_avg[i] = sq;
   param[i] = w - p.lr * (d / rms_denom(sq, 0.0, false));
 }
-
 @compute @workgroup_size(WG)
-fn rmsprop_momentum_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
-  let i = index(g, nw); if (i >= p.n) { return; }
+fn rmsprop_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i < p.n) { rmsprop_at(i); }
+}
+@compute @workgroup_size(WG)
+fn rmsprop_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+    @builtin(local_invocation_index) t: u32) {
+  let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_at(i); }
+}
+
+fn rmsprop_momentum_at(i: u32) {
   let w = param[i];
   let d = decayed_grad(i, w);
   let sq = p.alpha * square_avg[i] + p.one_minus_alpha * d * d;
@@ -113,10 +157,17 @@ fn rmsprop_momentum_forward(@builtin(global_invocation_id) g: vec3u, @builtin(nu
   momentum_buffer[i] = b;
   param[i] = w - p.lr * b;
 }
-
 @compute @workgroup_size(WG)
-fn rmsprop_centered_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
-  let i = index(g, nw); if (i >= p.n) { return; }
+fn rmsprop_momentum_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i < p.n) { rmsprop_momentum_at(i); }
+}
+@compute @workgroup_size(WG)
+fn rmsprop_momentum_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+    @builtin(local_invocation_index) t: u32) {
+  let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_momentum_at(i); }
+}
+
+fn rmsprop_centered_at(i: u32) {
   let w = param[i];
   let d = decayed_grad(i, w);
   let sq = p.alpha * square_avg[i] + p.one_minus_alpha * d * d;
@@ -125,10 +176,17 @@ fn rmsprop_centered_forward(@builtin(global_invocation_id) g: vec3u, @builtin(nu
   grad_avg[i] = ga;
   param[i] = w - p.lr * (d / rms_denom(sq, ga, true));
 }
-
 @compute @workgroup_size(WG)
-fn rmsprop_centered_momentum_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
-  let i = index(g, nw); if (i >= p.n) { return; }
+fn rmsprop_centered_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i < p.n) { rmsprop_centered_at(i); }
+}
+@compute @workgroup_size(WG)
+fn rmsprop_centered_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+    @builtin(local_invocation_index) t: u32) {
+  let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_centered_at(i); }
+}
+
+fn rmsprop_centered_momentum_at(i: u32) {
   let w = param[i];
   let d = decayed_grad(i, w);
   let sq = p.alpha * square_avg[i] + p.one_minus_alpha * d * d;
@@ -138,4 +196,13 @@ fn rmsprop_centered_momentum_forward(@builtin(global_invocation_id) g: vec3u, @b
   let b = p.momentum * momentum_buffer[i] + d / rms_denom(sq, ga, true);
   momentum_buffer[i] = b;
   param[i] = w - p.lr * b;
+}
+@compute @workgroup_size(WG)
+fn rmsprop_centered_momentum_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i < p.n) { rmsprop_centered_momentum_at(i); }
+}
+@compute @workgroup_size(WG)
+fn rmsprop_centered_momentum_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+    @builtin(local_invocation_index) t: u32) {
+  let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_centered_momentum_at(i); }
 }

@@ -18,6 +18,8 @@ export interface TapeNode<V> {
 /** What the backward walk reads and writes of a value (a `Variable`). */
 export interface TapeValue {
   grad: Tensor | null;
+  /** A leaf's gradient home (see Variable.gradHome), or null. */
+  readonly gradHome: Tensor | null;
   readonly requiresGrad: boolean;
   readonly node: TapeNode<TapeValue> | null;
   readonly shape: readonly number[];
@@ -79,6 +81,13 @@ function topoOrder(root: TapeValue): TapeValue[] {
   return order.reverse();
 }
 
+/** Copy `g` into the leaf's gradient home; the gradient is a new kept view of the home. */
+function moveInto(home: Tensor, g: Tensor): Tensor {
+  const there = g.buffer === home.buffer && g.byteOffset === home.byteOffset; // the op wrote it there
+  if (!there) home.device.copy(g.buffer, g.byteOffset, home.buffer, home.byteOffset, home.byteLength);
+  return home.reshape(home.shape).keep();
+}
+
 /** Walk the tape from `root` with output gradient `seed`, accumulating into leaves. */
 export function runBackward(root: TapeValue, seed: Tensor): void {
   const grads = new Map<TapeValue, Tensor>([[root, seed]]);
@@ -89,6 +98,7 @@ export function runBackward(root: TapeValue, seed: Tensor): void {
     const node = v.node;
     if (!node) {
       if (v.grad) accumulate(v.grad, g);
+      else if (v.gradHome) v.grad = moveInto(v.gradHome, g);
       else v.grad = clone(g).keep();
       continue;
     }
@@ -98,6 +108,11 @@ export function runBackward(root: TapeValue, seed: Tensor): void {
       saved: node.saved,
       output: node.output,
       attrs: node.attrs,
+      // A leaf's first gradient may go straight to its home (an unused home: no grad yet and
+      // no contribution so far this backward; a later one is summed into a fresh tensor).
+      into: node.inputs.map((x, i) =>
+        x.node === null && !x.grad && !grads.has(x) && node.inputs.indexOf(x) === i ? x.gradHome : null
+      ),
     });
     node.inputs.forEach((input, i) => {
       const gi = ins[i];

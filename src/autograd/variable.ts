@@ -2,6 +2,21 @@ import * as T from "../tensor/mod.ts";
 import { fmt, type OpDef, sameShape, type Shape, type Tensor } from "../tensor/mod.ts";
 import { isGradEnabled, runBackward, type TapeNode } from "./tape.ts";
 
+/**
+ * The seed 1 of a scalar's backward, kept per device and shape: filling a fresh one was a
+ * launch in every training step. Safe to share: no backward writes its output gradient (they
+ * return new tensors, and leaves copy or accumulate into their own).
+ */
+const seeds = new WeakMap<object, Map<string, Tensor>>();
+function unitSeed(like: Tensor): Tensor {
+  const byShape = seeds.get(like.device) ?? new Map<string, Tensor>();
+  seeds.set(like.device, byShape);
+  const key = like.shape.join(",");
+  let t = byShape.get(key);
+  if (!t || t.released) byShape.set(key, t = T.ones(like.shape, { device: like.device }).keep());
+  return t;
+}
+
 /** The op that made a variable, its inputs and what it saved for backward. */
 export type Node = TapeNode<Variable>;
 
@@ -35,6 +50,12 @@ export class Variable {
   data: Tensor;
   /** Accumulated gradient (leaves only), a kept tensor; `null` until the first backward. */
   grad: Tensor | null = null;
+  /**
+   * Where backward puts a leaf's first gradient instead of a fresh tensor: a kept view into
+   * an optimizer group's flat gradient buffer (set by a `foreach` optimizer), so the group's
+   * update is one dispatch. `null`: a fresh tensor.
+   */
+  gradHome: Tensor | null = null;
   /** Whether gradients flow to this variable. */
   readonly requiresGrad: boolean;
   /** The op that produced it, `null` for leaves. */
@@ -85,7 +106,7 @@ export class Variable {
     if (grad && !sameShape(grad.shape, this.shape)) {
       throw new RangeError(`backward: gradient ${fmt(grad.shape)} does not match output ${fmt(this.shape)}`);
     }
-    runBackward(this, grad ?? T.ones(this.shape, { device: this.data.device }));
+    runBackward(this, grad ?? unitSeed(this.data));
   }
 
   /** Drop the accumulated gradient. */

@@ -48,10 +48,21 @@ export interface Dispatch {
   overrides?: Record<string, number>;
   /** Uniform struct at `@binding(0)`. */
   params?: { layout: Layout<any>; values: Readonly<Record<string, number>> };
-  /** Storage buffers by binding number. */
-  buffers: Record<number, GPUBuffer>;
+  /**
+   * Storage buffers by binding number: a whole buffer, or a range of one (a view into an
+   * arena, e.g. a parameter packed into its optimizer group's flat buffer; the offset is a
+   * multiple of `minStorageBufferOffsetAlignment`).
+   */
+  buffers: Record<number, GPUBuffer | BufferRange>;
   /** Workgroup counts. */
   groups: readonly [number, number?, number?];
+}
+
+/** A byte range of a buffer, bound as a storage binding. */
+export interface BufferRange {
+  buffer: GPUBuffer;
+  offset: number;
+  size: number;
 }
 
 /** Cache key of a pipeline: shader, entry and the override constants in name order. */
@@ -375,7 +386,10 @@ export class Device {
       this.#arenaUsed += this.#slot;
       key += `|${offset}:${d.params.layout.bytes}`;
     }
-    for (const binding in d.buffers) key += `|${binding}=${this.#bufferId(d.buffers[binding])}`;
+    for (const binding in d.buffers) {
+      const b = d.buffers[binding];
+      key += "buffer" in b ? `|${binding}=${this.#bufferId(b.buffer)}@${b.offset}+${b.size}` : `|${binding}=${this.#bufferId(b)}`;
+    }
     const bindGroup = this.#bindGroup(key, pipeline, d, offset);
     const [x, y = 1, z = 1] = d.groups;
     if (x === 0 || y === 0 || z === 0) return;
@@ -412,7 +426,10 @@ export class Device {
       if (d.params) {
         entries.push({ binding: 0, resource: { buffer: this.#arena, offset, size: Math.max(d.params.layout.bytes, 4) } });
       }
-      for (const binding in d.buffers) entries.push({ binding: Number(binding), resource: { buffer: d.buffers[binding] } });
+      for (const binding in d.buffers) {
+        const b = d.buffers[binding];
+        entries.push({ binding: Number(binding), resource: "buffer" in b ? b : { buffer: b } });
+      }
       bg = this.gpu.createBindGroup({ label: `${d.shader}/${d.entry}`, layout: pipeline.getBindGroupLayout(0), entries });
       this.#bindGroupsCreated++;
       this.#uncollected += 2; // the bind group and its layout's wrapper

@@ -7,7 +7,7 @@
  * here and in the shader, and `test/unit/gpu/bindings_test.ts` compares the two (name,
  * slot and access of every `@binding(n) var<storage, ...>` line).
  */
-import type { Device } from "./device.ts";
+import type { Device, Dispatch } from "./device.ts";
 import type { Layout } from "./params.ts";
 
 /** How a shader accesses a storage binding: its WGSL access mode. */
@@ -16,8 +16,11 @@ export type Access = "read" | "read_write";
 /** Storage bindings of a family by WGSL variable name: `[slot, access]`. */
 export type Bindings = Readonly<Record<string, readonly [slot: number, access: Access]>>;
 
-/** A buffer a launch binds: a raw buffer or anything that holds one (a tensor). */
-export type Bindable = GPUBuffer | { readonly buffer: GPUBuffer };
+/**
+ * A buffer a launch binds: a raw buffer or anything that holds one (a tensor). A tensor that
+ * is a view into an arena (`byteOffset > 0`) binds its own byte range.
+ */
+export type Bindable = GPUBuffer | { readonly buffer: GPUBuffer; readonly byteOffset?: number; readonly byteLength?: number };
 
 /** One shader family: its file, its params mirror, its bindings and params defaults. */
 export interface Kernel<L extends Layout<any> = Layout<any>, B extends Bindings = Bindings> {
@@ -98,7 +101,7 @@ export interface Launch<K extends Kernel> {
  */
 export function launch<K extends Kernel>(device: Device, k: K, l: Launch<K>): void {
   if (l.groups.some((g) => g === 0)) return; // an empty tensor: nothing to record
-  const buffers: Record<number, GPUBuffer> = {};
+  const buffers: Dispatch["buffers"] = {};
   for (const name in l.io) {
     const b = l.io[name] as Bindable | undefined;
     if (b === undefined) continue;
@@ -107,7 +110,14 @@ export function launch<K extends Kernel>(device: Device, k: K, l: Launch<K>): vo
       const known = Object.keys(k.bindings).join(", ");
       throw new TypeError(`${k.shader}/${l.entry}: no binding "${name}" in shaders/${k.shader}.wgsl (known: ${known})`);
     }
-    buffers[decl[0]] = "buffer" in b ? b.buffer : b;
+    if (!("buffer" in b)) buffers[decl[0]] = b;
+    else if (b.byteOffset) {
+      // A range rounded up to 16 bytes (within the buffer): shaders read some bindings as
+      // array<vec4f>, whose length is the binding's size / 16, so a 40-byte bias must bind 48.
+      const size = Math.min(b.buffer.size - b.byteOffset, Math.ceil(Math.max(4, b.byteLength ?? 4) / 16) * 16);
+      buffers[decl[0]] = { buffer: b.buffer, offset: b.byteOffset, size };
+    }
+    else buffers[decl[0]] = b.buffer;
   }
   device.dispatch({
     shader: k.shader,

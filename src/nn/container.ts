@@ -1,5 +1,7 @@
 import { apply, type Variable } from "../autograd/mod.ts";
 import { addOp } from "../tensor/mod.ts";
+import { ReLU } from "./activation.ts";
+import { Linear } from "./layers.ts";
 import { Module } from "./module.ts";
 
 /**
@@ -43,8 +45,20 @@ export class Sequential extends Module {
     return this.#layers[i];
   }
 
+  /**
+   * Each module in turn; a `Linear` followed by a `ReLU` (exactly those classes, so an
+   * overridden forward is always called) runs as one fused op (`Linear.forwardRelu`): one
+   * launch forward, and ReLU's gradient folded into the next Linear's backward.
+   */
   forward(x: Variable): Variable {
-    for (const m of this.#layers) x = m.forward(x);
+    const layers = this.#layers;
+    for (let i = 0; i < layers.length; i++) {
+      const m = layers[i], next = layers[i + 1];
+      if (m.constructor === Linear && next?.constructor === ReLU) {
+        x = (m as Linear).forwardRelu(x);
+        i++;
+      } else x = m.forward(x);
+    }
     return x;
   }
 }

@@ -95,7 +95,7 @@ function target(t: InitTarget, op: string): Tensor {
 
 /** Copy a generated tensor into `dst` (recorded) and give the temporary back. */
 function overwrite(dst: Tensor, src: Tensor): Tensor {
-  dst.device.copy(src.buffer, 0, dst.buffer, 0, dst.numel * 4);
+  dst.device.copy(src.buffer, src.byteOffset, dst.buffer, dst.byteOffset, dst.numel * 4);
   src.dispose();
   return dst;
 }
@@ -142,7 +142,7 @@ export function constant(t: InitTarget, value: number): Tensor {
 /** Fill with zeros. */
 export function zeros(t: InitTarget): Tensor {
   const x = target(t, "zeros");
-  if (x.numel > 0) x.device.clear(x.buffer, 0, x.numel * 4);
+  if (x.numel > 0) x.device.clear(x.buffer, x.byteOffset, x.numel * 4);
   return x;
 }
 

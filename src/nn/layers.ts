@@ -42,6 +42,14 @@ export class Linear extends Module {
     }
     return apply(T.linearOp, this.bias ? [x, this.weight, this.bias] : [x, this.weight], undefined);
   }
+  /** relu(this.forward(x)) in one dispatch (`T.linearReluOp`); what Sequential runs for Linear → ReLU. */
+  forwardRelu(x: Variable): Variable {
+    const last = x.shape[x.shape.length - 1];
+    if (last !== this.inFeatures) {
+      throw new RangeError(`Linear(${this.inFeatures}, ${this.outFeatures}): input [${x.shape}] has ${last} features, expected ${this.inFeatures}`);
+    }
+    return apply(T.linearReluOp, this.bias ? [x, this.weight, this.bias] : [x, this.weight], undefined);
+  }
   override extraRepr(): string {
     return `${this.inFeatures}, ${this.outFeatures}, bias=${!!this.bias}`;
   }

@@ -302,9 +302,9 @@ export abstract class Module {
     });
     for (const [k, dst] of own) {
       const src = given.get(k);
-      if (src && src !== dst) dst.device.copy(src.buffer, 0, dst.buffer, 0, dst.numel * 4);
+      if (src && src !== dst) dst.device.copy(src.buffer, src.byteOffset, dst.buffer, dst.byteOffset, dst.numel * 4);
     }
-    for (const [, t] of reset) t.device.clear(t.buffer, 0, t.numel * 4);
+    for (const [, t] of reset) t.device.clear(t.buffer, t.byteOffset, t.numel * 4);
     return result;
   }
 

@@ -41,7 +41,7 @@ export abstract class AdamBase extends Optimizer<AdamOptions> {
     return ["exp_avg", "exp_avg_sq"];
   }
 
-  protected update({ param, grad, state, step, group }: UpdateArgs<AdamOptions>): void {
+  protected update({ param, grad, state, step, group, segments }: UpdateArgs<AdamOptions>): void {
     const [beta1, beta2] = group.betas;
     const wd = group.weightDecay;
     launchUpdate("adam_forward", param, grad, state, {
@@ -55,7 +55,7 @@ export abstract class AdamBase extends Optimizer<AdamOptions> {
       eps: group.eps,
       step_size: group.lr / (1 - beta1 ** step),
       bc2_sqrt: Math.sqrt(1 - beta2 ** step),
-    });
+    }, segments);
   }
 }
 

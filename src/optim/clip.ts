@@ -1,7 +1,8 @@
 import type { Variable } from "../autograd/mod.ts";
 import { Device, kernel, launch, layout, tuning } from "../gpu/mod.ts";
-import { Tensor, zeros } from "../tensor/mod.ts";
+import { fromArray, Tensor, zeros } from "../tensor/mod.ts";
 import { checkNonNegative } from "./check.ts";
+import { MULTI_WG, segmentRows } from "./kernel.ts";
 
 /** Mirrors `struct Params` in shaders/clip.wgsl. */
 export const CLIP_PARAMS = layout("clip", "Params", {
@@ -19,6 +20,7 @@ export const CLIP = kernel(CLIP_PARAMS, {
   partials: [2, "read_write"],
   total: [3, "read_write"],
   coef: [4, "read_write"],
+  segments: [5, "read"],
 }, { n: 0, offset: 0, count: 0, kind: 2, norm_type: 2, max_norm: 0, clip_value: 0 });
 
 /**
@@ -27,6 +29,28 @@ export const CLIP = kernel(CLIP_PARAMS, {
  * all partials stays short (a 100-tensor model gives at most 6,400).
  */
 const MAX_PARTIALS_PER_GRAD = 64;
+
+/** Segment tables of packed gradients, per flat buffer and layout (uploaded once). */
+const tables = new WeakMap<GPUBuffer, Map<string, Tensor>>();
+
+/**
+ * The rows of gradients that all live in one flat buffer (a foreach group's), or null: then
+ * clipping is one norm launch and one scale launch for all of them.
+ */
+function packedRows(grads: readonly Tensor[]): { table: Tensor; rows: number } | null {
+  const live = grads.filter((g) => g.numel > 0);
+  if (live.length < 2 || live.some((g) => g.buffer !== live[0].buffer)) return null;
+  const offsets = live.map((g) => g.byteOffset / 4), sizes = live.map((g) => g.numel);
+  const key = `${offsets}|${sizes}`;
+  const byKey = tables.get(live[0].buffer) ?? new Map<string, Tensor>();
+  tables.set(live[0].buffer, byKey);
+  let table = byKey.get(key);
+  if (!table) {
+    const rows = segmentRows(offsets, sizes);
+    byKey.set(key, table = fromArray(rows, [rows.length], { device: live[0].device, dtype: "u32" }).keep());
+  }
+  return { table, rows: table.numel / 2 };
+}
 
 /** Kernel `kind` of a norm type: 0 max, 1 general p, 2 squares, 3 absolute values. */
 function normKind(normType: number): number {
@@ -50,8 +74,9 @@ function gradsOf(params: readonly Variable[], op: string): Tensor[] {
  * Scale all gradients jointly so that their total norm is at most `maxNorm`, in place on the
  * GPU, as PyTorch's `clip_grad_norm_`: total = ‖(‖g₁‖, ‖g₂‖, …)‖ₚ, every gradient multiplied
  * by min(1, maxNorm / (total + 1e-6)). Nothing is read back: the norm and the coefficient stay
- * in GPU buffers (partial sums per gradient, one reduction, one in-place scale per gradient),
- * so a training step never waits (flodl's `max_grad_norm`). Parameters without a gradient are
+ * in GPU buffers (partial sums per gradient, one reduction, one in-place scale per gradient;
+ * gradients packed in one flat buffer by a `foreach` optimizer: three launches in all), so a
+ * training step never waits (flodl's `max_grad_norm`). Parameters without a gradient are
  * skipped.
  * @param maxNorm Largest allowed total norm, finite and >= 0.
  * @param normType p of the norm, > 0, or Infinity (largest |g|). Default 2.
@@ -75,17 +100,46 @@ export function clipGradNorm(params: readonly Variable[], maxNorm: number, normT
   const grads = gradsOf(params, "clipGradNorm");
   const device = grads[0]?.device ?? params[0]?.data.device ?? Device.default;
   if (grads.length === 0) return zeros([], { device });
+  const base = {
+    kind: normKind(normType),
+    norm_type: normType === Infinity ? 0 : normType,
+    max_norm: maxNorm,
+  };
+  const packed = packedRows(grads);
+  if (packed) {
+    // One partial per row of the flat buffer, their total, one scale: 3 launches in all.
+    const partials = Tensor.empty([packed.rows], { device }, "clipGradNorm.partials");
+    const total = Tensor.empty([], { device }, "clipGradNorm");
+    const coef = Tensor.empty([1], { device }, "clipGradNorm.coef");
+    const flat = grads.find((g) => g.numel > 0)!.buffer;
+    const multi = { overrides: { WG: MULTI_WG }, groups: Device.grid(packed.rows, 1) };
+    launch(device, CLIP, {
+      entry: "norm_partial_multi_forward",
+      ...multi,
+      params: { ...base, count: packed.rows },
+      io: { grad: flat, partials, segments: packed.table },
+    });
+    launch(device, CLIP, {
+      entry: "norm_total_forward",
+      overrides: { WG: tuning.REDUCE_WG },
+      params: { ...base, count: packed.rows },
+      io: { partials, total, coef },
+      groups: [1],
+    });
+    launch(device, CLIP, {
+      entry: "clip_scale_multi_forward",
+      ...multi,
+      params: { ...base, count: packed.rows },
+      io: { grad: flat, coef, segments: packed.table },
+    });
+    return total;
+  }
   const wg = tuning.REDUCE_WG;
   const counts = grads.map((g) => Math.max(1, Math.min(MAX_PARTIALS_PER_GRAD, Math.ceil(g.numel / wg))));
   const count = counts.reduce((a, b) => a + b, 0);
   const partials = Tensor.empty([count], { device }, "clipGradNorm.partials");
   const total = Tensor.empty([], { device }, "clipGradNorm");
   const coef = Tensor.empty([1], { device }, "clipGradNorm.coef");
-  const base = {
-    kind: normKind(normType),
-    norm_type: normType === Infinity ? 0 : normType,
-    max_norm: maxNorm,
-  };
   let offset = 0;
   grads.forEach((g, i) => {
     launch(device, CLIP, {

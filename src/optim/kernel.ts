@@ -34,6 +34,7 @@ export const OPTIM = kernel(OPTIM_PARAMS, {
   exp_avg_sq: [5, "read_write"],
   square_avg: [6, "read_write"],
   grad_avg: [7, "read_write"],
+  segments: [8, "read"],
 }, {
   n: 0,
   first: 0,
@@ -55,11 +56,36 @@ export const OPTIM = kernel(OPTIM_PARAMS, {
 });
 
 /** A state tensor an optimizer keeps per parameter, by its name in shaders/optim.wgsl. */
-export type StateName = Exclude<keyof typeof OPTIM.bindings, "param" | "grad">;
+export type StateName = Exclude<keyof typeof OPTIM.bindings, "param" | "grad" | "segments">;
+
+/** Elements per workgroup of a multi-tensor entry: one row of its segment table. */
+export const MULTI_WG = 256;
+
+/** A packed group for one multi-tensor dispatch: its segment table and workgroup count. */
+export interface Segments {
+  /** u32 pairs `[start, end)`, one per workgroup, at most MULTI_WG elements of one parameter. */
+  table: Tensor;
+  workgroups: number;
+}
+
+/**
+ * The segment table of parameters packed at element `offsets` with `sizes` elements: one
+ * `[start, end)` row per workgroup of {@link MULTI_WG} elements.
+ */
+export function segmentRows(offsets: readonly number[], sizes: readonly number[]): Uint32Array {
+  const rows: number[] = [];
+  offsets.forEach((o, k) => {
+    for (let s = 0; s < sizes[k]; s += MULTI_WG) rows.push(o + s, o + sizes[k]);
+  });
+  return new Uint32Array(rows);
+}
 
 /**
  * Record one fused update of `param` (in place) from `grad` and the named state tensors:
- * a single dispatch of `shaders/optim.wgsl` entry `entry`. Nothing is submitted or awaited.
+ * a single dispatch of `shaders/optim.wgsl` entry `entry`. With `segments`, `param`, `grad`
+ * and the state are a group's flat buffers and the dispatch is the entry's multi-tensor
+ * form (`<update>_multi_forward`), which updates every parameter of the group with the same
+ * per-element math. Nothing is submitted or awaited.
  * @throws {TypeError} When a state name is not a binding of shaders/optim.wgsl.
  */
 export function launchUpdate(
@@ -68,7 +94,18 @@ export function launchUpdate(
   grad: Tensor,
   state: Readonly<Record<string, Tensor>>,
   values: UpdateValues,
+  segments?: Segments,
 ): void {
+  if (segments) {
+    launch(param.device, OPTIM, {
+      entry: entry.replace(/_forward$/, "_multi_forward"),
+      overrides: { WG: MULTI_WG },
+      params: { ...values, n: segments.workgroups },
+      io: { ...state, param, grad, segments: segments.table },
+      groups: Device.grid(segments.workgroups, 1),
+    });
+    return;
+  }
   const n = param.numel;
   launch(param.device, OPTIM, {
     entry,

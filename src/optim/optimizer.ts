@@ -1,11 +1,21 @@
 import { Parameter } from "../autograd/mod.ts";
 import { fmt, sameShape, Tensor, zeros } from "../tensor/mod.ts";
-import { checkNonNegative } from "./check.ts";
+import { checkBoolean, checkNonNegative } from "./check.ts";
+import type { Segments } from "./kernel.ts";
+import { PackedGroup } from "./pack.ts";
 
 /** Options every optimizer has. */
 export interface BaseOptions {
   /** Learning rate, a finite number >= 0. */
   lr: number;
+  /**
+   * Multi-tensor step (PyTorch's `foreach`): the group's parameters, gradients and state are
+   * packed into one flat buffer each at construction (each `p.data` becomes a view of it), so
+   * `step()` is one dispatch for the group and `zeroGrad(false)` one clear; the per-element
+   * math is the per-tensor update's, bit for bit. Default false.
+   * NOTE: code that copies `p.data.buffer` from offset 0 must use `p.data.byteOffset`.
+   */
+  foreach?: boolean;
 }
 
 /** One parameter group: its parameters and its own options (PyTorch's `param_groups`). */
@@ -45,6 +55,11 @@ export interface UpdateArgs<O extends BaseOptions> {
   /** True when the state tensors were created for this update (SGD's buffer starts as d_p). */
   fresh: boolean;
   group: ParamGroup<O>;
+  /**
+   * Set for a multi-tensor update: `param`, `grad` and `state` are the group's flat buffers
+   * and this is their segment table (pass it to `launchUpdate`).
+   */
+  segments?: Segments;
 }
 
 const STEP_KEY = /^(\d+)\.step$/;
@@ -63,6 +78,10 @@ export abstract class Optimizer<O extends BaseOptions = BaseOptions> {
   readonly name: string;
   #params: Parameter[] = [];
   #state: (ParamState | undefined)[] = [];
+  /** Per group: its packing when `foreach`, else undefined. */
+  #packs: (PackedGroup | undefined)[] = [];
+  /** Per parameter: [group, position in the group]. */
+  #where: [number, number][] = [];
 
   /**
    * @param name Used in messages ("Adam").
@@ -96,9 +115,14 @@ export abstract class Optimizer<O extends BaseOptions = BaseOptions> {
       }
       const group = { ...defaults, ...input, params: Object.freeze([...input.params]) } as ParamGroup<O>;
       this.checkOptions(group, where);
+      if (group.foreach !== undefined) checkBoolean(where, "foreach", group.foreach);
       return group;
     });
+    this.#packs = this.paramGroups.map((g, j) =>
+      g.foreach && g.params.length > 0 ? new PackedGroup(g.params, `${name} (param group ${j})`) : undefined
+    );
     this.#state = new Array(this.#params.length).fill(undefined);
+    this.#where = this.paramGroups.flatMap((grp, g) => grp.params.map((_, k) => [g, k] as [number, number]));
   }
 
   /** Validate a group's options; throw naming `where`, the option and the value. */
@@ -155,6 +179,11 @@ export abstract class Optimizer<O extends BaseOptions = BaseOptions> {
     for (const [g, group] of this.paramGroups.entries()) {
       this.checkOptions(group, `${this.name} (param group ${g})`);
       const names = this.stateNames(group);
+      const pack = this.#packs[g];
+      if (pack && this.#stepPacked(pack, group, names, i)) {
+        i += group.params.length;
+        continue;
+      }
       for (const p of group.params) {
         const index = i++;
         const grad = p.grad;
@@ -177,7 +206,7 @@ export abstract class Optimizer<O extends BaseOptions = BaseOptions> {
         for (const name of names) {
           let t = st.tensors[name];
           if (!t) {
-            t = st.tensors[name] = zeros(param.shape, { device: param.device }).keep();
+            t = st.tensors[name] = this.#newState(index, name, true);
             fresh = true;
           }
           state[name] = t;
@@ -189,13 +218,73 @@ export abstract class Optimizer<O extends BaseOptions = BaseOptions> {
   }
 
   /**
-   * Drop every gradient (`setToNone`, the default, as PyTorch) or zero it in place on the GPU.
+   * The multi-tensor step of a packed group: one dispatch, when every parameter has its
+   * gradient in the group's flat buffer and all share one step count and state age (else
+   * false, and the caller updates the views one by one with the same math).
+   */
+  #stepPacked(pack: PackedGroup, group: ParamGroup<O>, names: readonly string[], first: number): boolean {
+    if (!pack.segments) return false;
+    const states = group.params.map((_, k) => this.#state[first + k]);
+    const step0 = states[0]?.step ?? 0;
+    const ok = group.params.every((p, k) =>
+      pack.isSlot(pack.values, k, p.data) && pack.isSlot(pack.grads, k, p.grad) &&
+      (states[k]?.step ?? 0) === step0 &&
+      names.every((name) => {
+        const t = states[k]?.tensors[name];
+        return step0 === 0 ? !t : pack.isSlot(pack.state(name), k, t);
+      })
+    );
+    if (!ok) return false;
+    const state: Record<string, Tensor> = {};
+    for (const name of names) state[name] = pack.state(name);
+    group.params.forEach((_, k) => {
+      const st = this.#state[first + k] ??= { step: 0, tensors: {} };
+      for (const name of names) st.tensors[name] ??= pack.stateView(k, name, false);
+      st.step++;
+    });
+    if (step0 === 0) for (const t of Object.values(state)) t.device.clear(t.buffer, 0, t.byteLength);
+    this.update({
+      param: pack.values,
+      grad: pack.grads,
+      state,
+      step: step0 + 1,
+      fresh: step0 === 0,
+      group,
+      segments: pack.segments,
+    });
+    return true;
+  }
+
+  /** A new kept state tensor for parameter i: a slot of its packed group's buffer, or its own. */
+  #newState(i: number, name: string, zero: boolean): Tensor {
+    const [g, k] = this.#where[i];
+    const pack = this.#packs[g];
+    if (pack) return pack.stateView(k, name, zero);
+    const param = this.#params[i].data;
+    return zero
+      ? zeros(param.shape, { device: param.device }).keep()
+      : Tensor.empty(param.shape, { device: param.device }, `${this.name}.${name}`).keep();
+  }
+
+  /**
+   * Drop every gradient (`setToNone`, the default, as PyTorch) or zero it in place on the GPU
+   * (a packed group whose gradients all live in its flat buffer: one clear).
    */
   zeroGrad(setToNone = true): void {
-    for (const p of this.#params) {
-      if (setToNone) p.zeroGrad();
-      else if (p.grad && p.grad.numel > 0) p.grad.device.clear(p.grad.buffer, 0, p.grad.numel * 4);
+    if (setToNone) {
+      for (const p of this.#params) p.zeroGrad();
+      return;
     }
+    this.paramGroups.forEach((group, g) => {
+      const pack = this.#packs[g];
+      if (pack && group.params.every((p, k) => !p.grad || pack.isSlot(pack.grads, k, p.grad))) {
+        pack.grads.device.clear(pack.grads.buffer, 0, pack.grads.byteLength);
+        return;
+      }
+      for (const p of group.params) {
+        if (p.grad && p.grad.numel > 0) p.grad.device.clear(p.grad.buffer, p.grad.byteOffset, p.grad.numel * 4);
+      }
+    });
   }
 
   /** Forget every moment, momentum buffer and step count (DiLoCo restarts its inner optimizer so). */
@@ -290,9 +379,10 @@ export abstract class Optimizer<O extends BaseOptions = BaseOptions> {
       const param = p.data;
       for (const name of this.stateNames(this.#groupOf(i))) {
         const src = sd.tensors[`${i}.${name}`];
-        const dst = old?.tensors[name] ??
-          Tensor.empty(param.shape, { device: param.device }, `${this.name}.${name}`).keep();
-        if (src.buffer !== dst.buffer) param.device.copy(src.buffer, 0, dst.buffer, 0, param.numel * 4);
+        const dst = old?.tensors[name] ?? this.#newState(i, name, false);
+        if (src.buffer !== dst.buffer || src.byteOffset !== dst.byteOffset) {
+          param.device.copy(src.buffer, src.byteOffset, dst.buffer, dst.byteOffset, param.numel * 4);
+        }
         st.tensors[name] = dst;
       }
       for (const [name, t] of Object.entries(old?.tensors ?? {})) if (!(name in st.tensors)) t.dispose();

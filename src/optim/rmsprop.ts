@@ -58,7 +58,7 @@ export class RMSprop extends Optimizer<RmspropOptions> {
     return names;
   }
 
-  protected update({ param, grad, state, group }: UpdateArgs<RmspropOptions>): void {
+  protected update({ param, grad, state, group, segments }: UpdateArgs<RmspropOptions>): void {
     const entry = `rmsprop${group.centered ? "_centered" : ""}${group.momentum > 0 ? "_momentum" : ""}_forward`;
     launchUpdate(entry, param, grad, state, {
       lr: group.lr,
@@ -67,6 +67,6 @@ export class RMSprop extends Optimizer<RmspropOptions> {
       one_minus_alpha: 1 - group.alpha,
       eps: group.eps,
       momentum: group.momentum,
-    });
+    }, segments);
   }
 }

@@ -54,15 +54,15 @@ export class SGD extends Optimizer<SgdOptions> {
     return o.momentum !== 0 ? ["momentum_buffer"] : [];
   }
 
-  protected update({ param, grad, state, fresh, group }: UpdateArgs<SgdOptions>): void {
+  protected update({ param, grad, state, fresh, group, segments }: UpdateArgs<SgdOptions>): void {
     const common = { lr: group.lr, weight_decay: group.weightDecay };
-    if (group.momentum === 0) return launchUpdate("sgd_forward", param, grad, state, common);
+    if (group.momentum === 0) return launchUpdate("sgd_forward", param, grad, state, common, segments);
     launchUpdate("sgd_momentum_forward", param, grad, state, {
       ...common,
       first: fresh ? 1 : 0,
       momentum: group.momentum,
       one_minus_dampening: 1 - group.dampening,
       nesterov: group.nesterov ? 1 : 0,
-    });
+    }, segments);
   }
 }

@@ -126,7 +126,7 @@ export function randn(shape: Shape, options: RandomOptions & { mean?: number; st
 export function cast(x: Tensor, dtype: DType): Tensor {
   const y = Tensor.empty(x.shape, { device: x.device, dtype }, "cast");
   if (x.dtype === dtype || (x.dtype !== "f32" && dtype !== "f32")) {
-    x.device.copy(x.buffer, 0, y.buffer, 0, x.numel * 4);
+    x.device.copy(x.buffer, x.byteOffset, y.buffer, 0, x.numel * 4);
     return y;
   }
   const toF32 = dtype === "f32";
@@ -160,6 +160,6 @@ export function incrementInPlace(t: Tensor, by = 1): void {
 /** A contiguous copy. */
 export function clone(x: Tensor): Tensor {
   const y = Tensor.empty(x.shape, { device: x.device, dtype: x.dtype }, "clone");
-  x.device.copy(x.buffer, 0, y.buffer, 0, x.numel * 4);
+  x.device.copy(x.buffer, x.byteOffset, y.buffer, 0, x.numel * 4);
   return y;
 }

@@ -37,6 +37,12 @@ export interface OpContext<A> {
   readonly output: Tensor;
   /** Op attributes. */
   readonly attrs: A;
+  /**
+   * Per input, where its gradient may be written instead of a new tensor (a leaf's gradient
+   * home, `Variable.gradHome`, when it has no gradient yet), so no copy follows. Ops may
+   * ignore it; one that uses it returns that tensor (the shape of the input).
+   */
+  readonly into?: readonly (Tensor | null)[];
 }
 
 /** Run an op's forward on tensors (no tape) and return its output. */

@@ -52,10 +52,16 @@ export class Tensor implements StepScoped {
   #kept = false;
   /** Which op made it, for messages. */
   readonly origin: string;
+  /**
+   * Where the values start in {@link buffer}, in bytes: 0, or a multiple of the device's
+   * `minStorageBufferOffsetAlignment` for a view into an arena ({@link Tensor.view}).
+   */
+  readonly byteOffset: number;
 
   /** Wrap storage; use the static constructors instead. */
-  constructor(device: Device, shape: Shape, dtype: DType, storage: Storage | GPUBuffer, origin = "tensor") {
+  constructor(device: Device, shape: Shape, dtype: DType, storage: Storage | GPUBuffer, origin = "tensor", byteOffset = 0) {
     this.device = device;
+    this.byteOffset = byteOffset;
     this.shape = Object.freeze([...shape]);
     this.dtype = dtype;
     this.numel = numel(shape);
@@ -77,6 +83,35 @@ export class Tensor implements StepScoped {
     return new Tensor(device, shape, dtype, new Storage(device, buf, n * 4), origin);
   }
 
+  /**
+   * A view of `shape` into `base`'s memory from element `offset` on (shared, ref-counted
+   * storage, as {@link reshape}): how an optimizer packs its group's parameters, gradients
+   * and state into one flat buffer each, so one dispatch updates them all. The view binds
+   * its own byte range, so every op works on it unchanged.
+   * @throws {RangeError} When the range does not fit in `base` or the byte offset is not a
+   *   multiple of the device's `minStorageBufferOffsetAlignment` (offset, alignment named).
+   */
+  static view(base: Tensor, offset: number, shape: Shape, origin = base.origin): Tensor {
+    checkShape(shape, origin);
+    const n = numel(shape);
+    const align = base.device.limits.minStorageBufferOffsetAlignment;
+    const bytes = base.byteOffset + offset * 4;
+    if (!Number.isInteger(offset) || offset < 0 || offset + n > base.numel) {
+      throw new RangeError(`Tensor.view: elements [${offset}, ${offset + n}) do not fit in ${fmt(base.shape)}`);
+    }
+    if (bytes % align !== 0) {
+      throw new RangeError(`Tensor.view: byte offset ${bytes} is not a multiple of minStorageBufferOffsetAlignment ${align}`);
+    }
+    void base.buffer; // throws if released
+    base.#storage.retain();
+    return new Tensor(base.device, shape, base.dtype, base.#storage, origin, bytes);
+  }
+
+  /** Bytes of the values (numel × 4). */
+  get byteLength(): number {
+    return this.numel * 4;
+  }
+
   /** Number of dimensions. */
   get ndim(): number {
     return this.shape.length;
@@ -89,7 +124,10 @@ export class Tensor implements StepScoped {
     return this.shape[d];
   }
 
-  /** The GPU buffer (at least numel × 4 bytes). Throws if the tensor was released. */
+  /**
+   * The GPU buffer (at least byteOffset + numel × 4 bytes; the values start at
+   * {@link byteOffset}). Throws if the tensor was released.
+   */
   get buffer(): GPUBuffer {
     const b = this.#storage.buffer;
     if (this.#released || !b) {
@@ -136,13 +174,13 @@ export class Tensor implements StepScoped {
     const s = inferShape(shape, this.numel, "reshape");
     void this.buffer; // throws if released
     this.#storage.retain();
-    return new Tensor(this.device, s, this.dtype, this.#storage, this.origin);
+    return new Tensor(this.device, s, this.dtype, this.#storage, this.origin, this.byteOffset);
   }
 
   /** Copy the values to the host (waits for the GPU). */
   async toArray(): Promise<Float32Array<ArrayBuffer> | Int32Array<ArrayBuffer> | Uint32Array<ArrayBuffer>> {
     // Record the read before any await: a step's tensors go back to the pool when it ends.
-    const read = this.device.read(this.buffer, 0, this.numel * 4);
+    const read = this.device.read(this.buffer, this.byteOffset, this.numel * 4);
     await settleIndexChecks(this.device); // throws for a bad index found in checked mode
     const bytes = await read;
     return this.dtype === "f32" ? new Float32Array(bytes) : this.dtype === "i32" ? new Int32Array(bytes) : new Uint32Array(bytes);
@@ -151,7 +189,7 @@ export class Tensor implements StepScoped {
   /** The values as a Float32Array (f32 tensors), for callers that know the dtype. */
   async toF32(): Promise<Float32Array<ArrayBuffer>> {
     if (this.dtype !== "f32") throw new TypeError(`toF32: tensor is ${this.dtype}, not f32`);
-    const read = this.device.read(this.buffer, 0, this.numel * 4);
+    const read = this.device.read(this.buffer, this.byteOffset, this.numel * 4);
     await settleIndexChecks(this.device);
     return new Float32Array(await read);
   }
@@ -167,7 +205,7 @@ export class Tensor implements StepScoped {
     if (data.length !== this.numel) {
       throw new RangeError(`write: got ${data.length} values for a tensor ${fmt(this.shape)} of ${this.numel}`);
     }
-    this.device.write(this.buffer, 0, toTyped(data, this.dtype));
+    this.device.write(this.buffer, this.byteOffset, toTyped(data, this.dtype));
   }
 
   /** Throw unless `other` lives on the same device (names the op and both devices). */

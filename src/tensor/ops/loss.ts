@@ -166,6 +166,18 @@ export const crossEntropyOp: OpDef<ClassLossAttrs> = {
     const stats = Tensor.empty([2 * n + 1], { device: x.device }, "crossEntropy.stats");
     const el = Tensor.empty([n], { device: x.device }, op);
     const io = { a: x, tgt: target, el, stats };
+    if (c <= ROW_CLASSES && reduction === "mean" && n <= tuning.REDUCE_WG) {
+      // Rows and their class mean in one launch (one workgroup covers the batch).
+      const y = Tensor.empty([], { device: x.device }, "loss");
+      launch(x.device, LOSS, {
+        entry: "cross_entropy_mean_forward_rows",
+        params: { ...v, den_at: 2 * n },
+        io: { ...io, y },
+        groups: [1],
+        overrides: { WG: tuning.reduceWg(n) },
+      });
+      return { output: y, saved: [x, target, stats] };
+    }
     if (c <= ROW_CLASSES) {
       launch(x.device, LOSS, {
         entry: "cross_entropy_forward_rows",

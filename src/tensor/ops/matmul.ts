@@ -1,8 +1,9 @@
 import { type Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
-import type { OpDef } from "../op.ts";
+import type { OpContext, OpDef } from "../op.ts";
 import { broadcastShapes, fmt, numel, type Shape, stridesOf } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
-import { sum, sumTo } from "./reduce.ts";
+import { sumOp, sumTo } from "./reduce.ts";
+import { reluOp } from "./unary.ts";
 
 /** Mirrors `struct Params` in shaders/matmul.wgsl. */
 export const MATMUL_PARAMS = layout("matmul", "Params", {
@@ -25,6 +26,7 @@ export const MATMUL = kernel(MATMUL_PARAMS, {
   c: [3, "read_write"],
   c4: [4, "read_write"],
   bias: [5, "read"],
+  mask: [6, "read"],
 });
 
 /** Attributes of {@link matmulOp}: transpose the last two dims of A and/or B (read in place, no copy). */
@@ -200,14 +202,32 @@ function fit(block: number, size: number, threads: number): number {
   return Math.min(block, need);
 }
 
+/** What a product's store does besides writing C (+ bias). */
+interface Epilogue {
+  /** Apply ReLU (the linear entries). */
+  relu?: boolean;
+  /** Zero C where this tensor (a ReLU's output, C's shape) is <= 0: relu_backward folded in. */
+  mask?: Tensor;
+  /** Write C here when it has C's size (a leaf's gradient home), else into a new tensor. */
+  out?: Tensor | null;
+}
+
 /**
  * C = op(A)·op(B) (+ bias along the last dim) in one dispatch, for contiguous f32 A and B.
  * The output has the broadcast batch shape.
  */
-function gemm(a: Tensor, b: Tensor, transA: boolean, transB: boolean, bias?: Tensor, origin = "matmul"): Tensor {
+function gemm(
+  a: Tensor,
+  b: Tensor,
+  transA: boolean,
+  transB: boolean,
+  bias?: Tensor,
+  origin = "matmul",
+  epi: Epilogue = {},
+): Tensor {
   const device = a.device;
   const plan = matmulPlan(a.shape, b.shape, transA, transB);
-  const c = Tensor.empty(plan.out, { device }, origin);
+  const c = epi.out && epi.out.numel === numel(plan.out) ? epi.out : Tensor.empty(plan.out, { device }, origin);
   const { m, n, k } = plan;
   if (c.numel === 0) return c;
   const t = tilingOf(device);
@@ -219,8 +239,11 @@ function gemm(a: Tensor, b: Tensor, transA: boolean, transB: boolean, bias?: Ten
     ? [t.tm, t.tn]
     : [Math.min(t.tm, tuning.MATMUL_UNALIGNED.tm), Math.min(t.tn, tuning.MATMUL_UNALIGNED.tn)];
   const tm = fit(bm, m, t.wgy), tn = fit(bn, n, t.wgx);
-  const entry = `${bias ? "linear" : "matmul"}_forward${shared ? "_shared" : vec4 ? "_vec4" : ""}`;
+  if (epi.mask && (shared || bias)) throw new Error(`${origin}: a masked product needs the register kernel and no bias`);
+  const kind = epi.mask ? "matmul_forward_mask" : `${bias ? "linear" : "matmul"}_forward`;
+  const entry = `${kind}${shared ? "_shared" : vec4 ? "_vec4" : ""}`;
   const overrides: Record<string, number> = { TA: +transA, TB: +transB, TM: tm, TN: tn, WGX: t.wgx, WGY: t.wgy };
+  if (epi.relu) overrides.ACT = 1;
   if (shared) overrides.BK = t.bk;
   else {
     overrides.VA = +va;
@@ -231,7 +254,7 @@ function gemm(a: Tensor, b: Tensor, transA: boolean, transB: boolean, bias?: Ten
     entry,
     overrides,
     params: { m, n, k, d1: plan.d1, d2: plan.d2, sa0, sa1, sa2, sb0, sb1, sb2 },
-    io: vec4 ? { a, b, c4: c, bias } : { a, b, c, bias },
+    io: vec4 ? { a, b, c4: c, bias, mask: epi.mask } : { a, b, c, bias, mask: epi.mask },
     groups: [Math.ceil(n / (tn * t.wgx)), Math.ceil(m / (tm * t.wgy)), plan.batch],
   });
   return c;
@@ -308,6 +331,38 @@ export function matmul(a: Tensor, b: Tensor, opts: MatmulAttrs = {}): Tensor {
   return matmulOp.forward([a, b], opts).output;
 }
 
+/** Outputs of {@link linearReluOp}: a product consuming one may fold ReLU's gradient in. */
+const reluOutputs = new WeakSet<Tensor>();
+/** Gradients already masked by a ReLU output (the key's value): its backward skips the mask. */
+const maskedBy = new WeakMap<Tensor, Tensor>();
+
+/**
+ * The backward of y = x·wᵀ (+ b) from dy: dx = dy·w, dw = dyᵀ·x, db = Σ dy. When x is the
+ * output of a fused Linear + ReLU, dx's product also applies that ReLU's gradient (one
+ * launch fewer) and says so in `maskedBy`.
+ */
+function linearBackward(
+  dy: Tensor,
+  x: Tensor,
+  w: Tensor,
+  ctx: OpContext<undefined>,
+): (Tensor | null)[] {
+  const { needs } = ctx, into = ctx.into ?? [];
+  const dy2 = dy.reshape(rows(dy.shape));
+  let dx: Tensor | null = null;
+  if (needs[0]) {
+    const mask = reluOutputs.has(x) && tilingOf(x.device).bk === 0 ? x.reshape(rows(x.shape)) : undefined;
+    dx = gemm(dy2, w, false, false, undefined, "linear.backward", { mask }).reshape(x.shape);
+    if (mask) maskedBy.set(dx, x);
+  }
+  const dw = needs[1]
+    ? gemm(dy2, x.reshape(rows(x.shape)), true, false, undefined, "linear.backward", { out: into[1] })
+    : null;
+  const grads = [dx, dw];
+  if (ctx.shapes.length > 2) grads.push(needs[2] ? sumOp.forward([dy2], { dims: 0, out: into[2] ?? undefined }).output : null);
+  return grads;
+}
+
 /**
  * Fully connected layer y = x·wᵀ + b with PyTorch's `nn.Linear` layout: x [..., in],
  * w [out, in], b [out] (optional). One dispatch forward (the bias is added by the matmul
@@ -325,12 +380,32 @@ export const linearOp: OpDef<undefined> = {
   },
   backward(dy, ctx) {
     const [x, w] = ctx.saved;
-    const dy2 = dy.reshape(rows(dy.shape));
-    const dx = ctx.needs[0] ? gemm(dy2, w, false, false, undefined, "linear.backward").reshape(x.shape) : null;
-    const dw = ctx.needs[1] ? gemm(dy2, x.reshape(rows(x.shape)), true, false, undefined, "linear.backward") : null;
-    const grads = [dx, dw];
-    if (ctx.shapes.length > 2) grads.push(ctx.needs[2] ? sum(dy2, 0) : null);
-    return grads;
+    return linearBackward(dy, x, w, ctx);
+  },
+};
+
+/**
+ * relu(x·wᵀ + b) in one dispatch (ReLU applied in the matmul's store, relu_forward's rule):
+ * `nn.Sequential` runs a `Linear` followed by a `ReLU` so. Backward applies ReLU's gradient
+ * (skipped when the product that made dy already did: the next Linear's dx) and then
+ * Linear's. The same f32 operations as the two ops apart, so the same bits.
+ */
+export const linearReluOp: OpDef<undefined> = {
+  name: "linearRelu",
+  forward(inputs) {
+    const [x, w, b] = inputs;
+    checkOperands("linear", ...inputs);
+    const out = linearShape(x.shape, w.shape, b?.shape);
+    const y = gemm(x.reshape(rows(x.shape)), w, false, true, b, "linear", { relu: true }).reshape(out);
+    reluOutputs.add(y);
+    return { output: y, saved: [x, w, y] };
+  },
+  backward(dy, ctx) {
+    const [x, w, y] = ctx.saved;
+    const dz = maskedBy.get(dy) === y
+      ? dy
+      : reluOp.backward!(dy, { shapes: [y.shape], needs: [true], saved: [y], output: y, attrs: { alpha: 0, beta: 0 } })[0]!;
+    return linearBackward(dz, x, w, ctx);
   },
 };
 
@@ -348,4 +423,9 @@ export const linearOp: OpDef<undefined> = {
  */
 export function linear(x: Tensor, w: Tensor, b?: Tensor): Tensor {
   return linearOp.forward(b ? [x, w, b] : [x, w], undefined).output;
+}
+
+/** relu(linear(x, w, b)) in one dispatch (see {@link linearReluOp}). */
+export function linearRelu(x: Tensor, w: Tensor, b?: Tensor): Tensor {
+  return linearReluOp.forward(b ? [x, w, b] : [x, w], undefined).output;
 }

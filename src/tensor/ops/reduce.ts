@@ -153,6 +153,8 @@ export interface ReduceAttrs {
   keepdim?: boolean;
   /** var only: subtract from the count (1 = unbiased). */
   correction?: number;
+  /** sum only: write the result into this tensor of the output's size (a leaf's gradient home). */
+  out?: Tensor;
 }
 
 function outShape(plan: ReducePlan, attrs: ReduceAttrs): number[] {
@@ -170,8 +172,9 @@ function defineSum(name: "sum" | "mean"): OpDef<ReduceAttrs> {
     forward([x], attrs) {
       f32(x, name);
       const plan = reducePlan(x.shape, attrs.dims, name);
-      const y = Tensor.empty(outShape(plan, attrs), { device: x.device }, name);
-      if (plan.len === 0) x.device.clear(y.buffer);
+      const shape = outShape(plan, attrs);
+      const y = attrs.out && attrs.out.numel === shape.reduce((a, b) => a * b, 1) ? attrs.out : Tensor.empty(shape, { device: x.device }, name);
+      if (plan.len === 0) x.device.clear(y.buffer, y.byteOffset, y.byteLength);
       else if (plan.len > SPLIT_LEN && plan.nOut < 64) {
         // Two passes: partial sums over slices of each output's range, then their sum.
         const chunks = Math.ceil(plan.len / SPLIT_SPAN);

@@ -129,8 +129,8 @@ function defineRecurrence(mode: RnnMode): OpDef<RecurrenceAttrs> {
       // read h_{t-1} before step t's gate kernel overwrites it.
       const hnext = Tensor.empty([batch, hidden], opts, `${mode}.h`);
       const bytes = batch * hidden * 4;
-      device.copy(h0.buffer, 0, hprev.buffer, 0, bytes);
-      if (cs) device.copy(c0!.buffer, 0, cs.buffer, 0, bytes);
+      device.copy(h0.buffer, h0.byteOffset, hprev.buffer, 0, bytes);
+      if (cs) device.copy(c0!.buffer, c0!.byteOffset, cs.buffer, 0, bytes);
       for (let t = 0; t < steps; t++) {
         const h = t === 0 ? h0 : hnext;
         const gh = b ? linear(h, w, b) : matmul(h, w, { transB: true });

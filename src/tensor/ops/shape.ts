@@ -196,7 +196,7 @@ function copy(entry: string, plan: CopyPlan, x: Tensor, y: Tensor): void {
   if (plan.n === 0) return;
   const device = x.device;
   if (plan.dims.length === 0 || (plan.dims.length === 1 && plan.src[0] === 1 && plan.dst[0] === 1)) {
-    device.copy(x.buffer, plan.srcBase * 4, y.buffer, plan.dstBase * 4, plan.n * 4);
+    device.copy(x.buffer, x.byteOffset + plan.srcBase * 4, y.buffer, y.byteOffset + plan.dstBase * 4, plan.n * 4);
     return;
   }
   const pad = MAX_DIMS - plan.dims.length;

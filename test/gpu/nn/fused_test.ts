@@ -1,0 +1,121 @@
+/**
+ * Fused elementwise paths against the float64 references, and against the unfused ops bit for
+ * bit: Linear + ReLU in one kernel (`linearReluOp`, what Sequential runs for Linear → ReLU),
+ * ReLU's gradient folded into the next Linear's dx product, leaf gradients written straight
+ * into an optimizer's flat gradient buffer, and cross entropy's rows + class mean in one launch.
+ */
+import { apply, Variable } from "../../../src/autograd/mod.ts";
+import type { Device, Dispatch } from "../../../src/gpu/mod.ts";
+import { crossEntropy } from "../../../src/nn/functional.ts";
+import { Linear, ReLU } from "../../../src/nn/mod.ts";
+import { Sequential } from "../../../src/nn/container.ts";
+import { Adam } from "../../../src/optim/mod.ts";
+import { fromArray } from "../../../src/tensor/creation.ts";
+import { forwardBackward } from "../../../src/tensor/op.ts";
+import { linearOp, linearReluOp } from "../../../src/tensor/ops/matmul.ts";
+import { reluOp } from "../../../src/tensor/ops/unary.ts";
+import { crossEntropyRef } from "../../reference/loss.ts";
+import { linearRef } from "../../reference/matmul.ts";
+import { assert, assertEquals, assertRelClose } from "../../util/assert.ts";
+import { gpuTest } from "../../util/gpu.ts";
+import { count, mulberry32, randint, randn } from "../../util/random.ts";
+
+const TOL = 1e-4;
+
+/** relu(x·wᵀ + b) and its gradients for L = Σ y·dy, in f64. */
+function linearReluRef(x: Float32Array, sx: number[], w: Float32Array, sw: number[], b: Float32Array | undefined, dy: Float32Array) {
+  const z = linearRef(x, sx, w, sw, b, new Float64Array(dy.length)).y;
+  const y = z.map((v) => Math.max(0, v));
+  const dz = Float64Array.from(dy, (g, i) => (z[i] > 0 ? g : 0));
+  const g = linearRef(x, sx, w, sw, b, dz);
+  return { y, dx: g.dx, dw: g.dw, db: g.db };
+}
+
+const bits = async (t: { toArray(): Promise<ArrayLike<number>> }) => [...new Uint32Array(Float32Array.from(await t.toArray()).buffer)];
+
+gpuTest("linearRelu matches f64 relu(linear) and the two ops apart bit for bit (odd, vec4 and batched shapes)", async () => {
+  let seed = 1300;
+  for (const [sx, out, bias] of [[[5, 7], 9, true], [[6, 12], 8, true], [[2, 3, 16], 12, false]] as [number[], number, boolean][]) {
+    const rng = mulberry32(seed++);
+    const sw = [out, sx[sx.length - 1]], ys = [...sx.slice(0, -1), out];
+    const x = randn(count(sx), rng), w = randn(count(sw), rng), b = randn(out, rng), dy = randn(count(ys), rng);
+    const ref = linearReluRef(x, sx, w, sw, bias ? b : undefined, dy);
+    const inputs = [fromArray(x, sx), fromArray(w, sw), ...(bias ? [fromArray(b, [out])] : [])];
+    const tag = `linearRelu x=[${sx}] out=${out}${bias ? " +b" : ""}`;
+    const fused = forwardBackward(linearReluOp, inputs, undefined, fromArray(dy, ys));
+    assertEquals(fused.output.shape, ys, `${tag} shape`);
+    assertRelClose(await fused.output.toArray(), ref.y, TOL, `${tag} y`);
+    assertRelClose(await fused.grads[0]!.toArray(), ref.dx, TOL, `${tag} dx`);
+    assertRelClose(await fused.grads[1]!.toArray(), ref.dw, TOL, `${tag} dw`);
+    if (bias) assertRelClose(await fused.grads[2]!.toArray(), ref.db, TOL, `${tag} db`);
+    // The same through linear then relu.
+    const z = linearOp.forward(inputs, undefined).output;
+    const y = reluOp.forward([z], { alpha: 0, beta: 0 }).output;
+    assertEquals(await bits(fused.output), await bits(y), `${tag} y bits vs linear → relu`);
+  }
+});
+
+/** Capture the launches (dispatch entries, copies) `f` records. */
+function launches(device: Device, f: () => void): string[] {
+  const seen: string[] = [];
+  const dev = device as unknown as Record<string, unknown>;
+  const orig = { dispatch: device.dispatch.bind(device), copy: device.copy.bind(device) };
+  dev.dispatch = (d: Dispatch) => (seen.push(`${d.shader}/${d.entry}`), orig.dispatch(d));
+  dev.copy = (...a: Parameters<Device["copy"]>) => (seen.push("copy"), orig.copy(...a));
+  try {
+    f();
+  } finally {
+    delete dev.dispatch;
+    delete dev.copy;
+  }
+  return seen;
+}
+
+for (const foreach of [false, true]) {
+  gpuTest(`MLP Linear → ReLU → Linear + cross entropy${foreach ? " (foreach: gradients into the flat buffer)" : ""}: f64 gradients, bits of the unfused chain`, async (device) => {
+    const rng = mulberry32(foreach ? 1400 : 1401);
+    const [B, D, H, C] = [9, 13, 17, 5];
+    const x = randn(B * D, rng), t = randint(B, C, rng);
+    const model = new Sequential(new Linear(D, H), new ReLU(), new Linear(H, C));
+    const [w1, b1, w2, b2] = model.parameters();
+    const opt = foreach ? new Adam(model.parameters(), { foreach: true }) : undefined;
+    try {
+      const xs = fromArray(x, [B, D]), ts = fromArray(t, [B]);
+      const seen = launches(device, () => crossEntropy(model.forward(new Variable(xs)), ts).backward());
+      // Fused: no relu launch either way; with foreach no copy of a gradient into its home.
+      assert(!seen.some((e) => e.startsWith("unary/relu")), `relu launched: ${seen.join(", ")}`);
+      assert(seen.includes("matmul/matmul_forward_mask") || seen.includes("matmul/matmul_forward_mask_vec4"), `no masked dx: ${seen}`);
+      assertEquals(seen.filter((e) => e === "copy").length, foreach ? 0 : 4, "gradient copies");
+      assertEquals(seen.filter((e) => e.startsWith("loss/")).length, 2, "cross entropy launches (forward + backward)");
+      // f64 reference.
+      const W1 = await w1.data.toF32(), B1 = await b1.data.toF32(), W2 = await w2.data.toF32(), B2 = await b2.data.toF32();
+      const h = linearRef(x, [B, D], W1, [H, D], B1, new Float64Array(B * H)).y.map((v) => Math.max(0, v));
+      const logits = linearRef(Float32Array.from(h), [B, H], W2, [C, H], B2, new Float64Array(B * C)).y;
+      const ce = crossEntropyRef(logits, B, C, t, { reduction: "mean" }, [1]);
+      const l2 = linearRef(h, [B, H], W2, [C, H], B2, ce.dx);
+      const dz = l2.dx.map((g, i) => (h[i] > 0 ? g : 0));
+      const l1 = linearRef(x, [B, D], W1, [H, D], B1, dz);
+      assertRelClose(await w1.grad!.toArray(), l1.dw, TOL, "dW1");
+      assertRelClose(await b1.grad!.toArray(), l1.db, TOL, "db1");
+      assertRelClose(await w2.grad!.toArray(), l2.dw, TOL, "dW2");
+      assertRelClose(await b2.grad!.toArray(), l2.db, TOL, "db2");
+      // The unfused chain (linear, relu, linear as separate ops) gives the same bits.
+      const fusedGrads = await Promise.all([w1, b1, w2, b2].map((p) => bits(p.grad!)));
+      for (const p of [w1, b1, w2, b2]) p.zeroGrad();
+      const hv = new Variable(xs);
+      const z1 = apply(linearOp, [hv, w1, b1], undefined);
+      const a1 = apply(reluOp, [z1], { alpha: 0, beta: 0 });
+      const loss = crossEntropy(apply(linearOp, [a1, w2, b2], undefined), ts);
+      loss.backward();
+      assertRelClose(await loss.data.toArray(), ce.y, TOL, "loss");
+      const plain = await Promise.all([w1, b1, w2, b2].map((p) => bits(p.grad!)));
+      assertEquals(fusedGrads, plain, "gradient bits, fused vs unfused");
+    } finally {
+      opt?.resetState();
+      for (const p of model.parameters()) {
+        p.zeroGrad();
+        p.data.dispose();
+      }
+    }
+  });
+}
