@@ -33,7 +33,8 @@ export interface DataPlaneStats {
 
 type Source = AsyncBatchSource | BatchDataSet;
 
-function isAsync(s: Source): s is AsyncBatchSource {
+/** True for a source read asynchronously (a file, the network): the host tiers pay for themselves in front of it. */
+export function isAsyncSource(s: Source): s is AsyncBatchSource {
   return typeof (s as AsyncBatchSource).readBatch === "function";
 }
 
@@ -58,7 +59,7 @@ export class DataPlane {
     this.fields = source.fields;
     this.#device = device;
     this.#prefetch = prefetch;
-    const base: AsyncBatchSource = isAsync(source)
+    const base: AsyncBatchSource = isAsyncSource(source)
       ? source
       : { fields: source.fields, len: () => source.len(), readBatch: (i) => Promise.resolve(source.getBatch(i)) };
     if (options.tiers) this.#tiers = new SampleTiers(base, options.tiers);
@@ -100,6 +101,11 @@ export class DataPlane {
       p.catch(() => {}); // surfaced when the batch is asked for
       this.#ahead.set(next, p);
     }
+  }
+
+  /** Forget reads started ahead (a chunk ended before using them); their samples stay in the tiers. */
+  clearAhead(): void {
+    this.#ahead.clear();
   }
 
   stats(): DataPlaneStats {

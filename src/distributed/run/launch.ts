@@ -19,6 +19,7 @@ import { setupFor } from "./rank_setup.ts";
 import { stallCeilingMs } from "../coordinator/max_failure.ts";
 
 import { runSingle } from "./single.ts";
+import { type DiskStage, prepareDiskStage } from "./disk_stage.ts";
 import { resolveConfig, type ResolvedRunConfig } from "./validate_config.ts";
 
 const OBSERVER = Symbol.for("flodl-webgpu.runObserver");
@@ -56,6 +57,12 @@ function checkCluster(c: ClusterSpec): void {
     if (r.speedHint !== undefined && !(Number.isFinite(r.speedHint) && r.speedHint > 0)) {
       throw new RangeError(`Trainer.run: cluster rank ${i} speedHint must be a finite number > 0, got ${r.speedHint}`);
     }
+    for (const knob of ["vramBytes", "ramBytes"] as const) {
+      const v = r[knob];
+      if (v !== undefined && !(Number.isFinite(v) && v >= 0)) {
+        throw new RangeError(`Trainer.run: cluster rank ${i} ${knob} must be a finite number of bytes >= 0, got ${v}`);
+      }
+    }
   });
 }
 
@@ -83,8 +90,14 @@ export async function launch<M extends Module>(state: BuilderState<M>): Promise<
     resume: cfg.resumeFrom ? await loadResume(cfg.resumeFrom, cfg, W) : undefined,
     writer: cfg.savePath ? new BundleWriter(cfg.savePath) : undefined,
   };
-  if (W === 1) return runSingle(state, cfg, observerOf(state), persistence);
-  return launchRanks(state, cfg, { ...cluster, ranks: cluster.ranks }, persistence);
+  const stage = await prepareDiskStage(cfg);
+  try {
+    if (W === 1) return await runSingle(state, cfg, observerOf(state), persistence, stage);
+    return await launchRanks(state, cfg, { ...cluster, ranks: cluster.ranks }, persistence, stage);
+  } catch (e) {
+    await stage.remove();
+    throw e;
+  }
 }
 
 async function launchRanks<M extends Module>(
@@ -92,6 +105,7 @@ async function launchRanks<M extends Module>(
   cfg: ResolvedRunConfig,
   cluster: ClusterSpec,
   persistence: Persistence,
+  stage: DiskStage,
 ): Promise<DdpHandle> {
   const W = cluster.ranks.length;
   const session = crypto.randomUUID();
@@ -113,7 +127,7 @@ async function launchRanks<M extends Module>(
       await hello;
     }
     hellos = await Promise.all(
-      clients.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W)))),
+      clients.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W, stage.dir)))),
     );
     checkLayouts(hellos);
     const init = await clients[0].call("initialState", (api) => api.initialState());
@@ -148,6 +162,7 @@ async function launchRanks<M extends Module>(
     } finally {
       clearInterval(watchdog);
       await close();
+      await stage.remove(); // after the ranks stopped: a dead rank's stage file goes too
       await monitor?.close();
       await persistence.writer?.flush().catch(() => {});
     }
