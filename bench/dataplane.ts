@@ -3,7 +3,7 @@
  * time the trainer waited for data, on one device (the single-device path: no workers, no
  * reduces, so the data path is what differs), MNIST MLP 784-256-10, Adam 1e-3, batch 64.
  *
- *   deno run -A --no-check bench/dataplane.ts [--subset 12800] [--epochs 3] [--repeat 1]
+ *   deno run -A --no-check bench/dataplane.ts [--subset 12800] [--epochs 3] [--repeat 1] [--only http]
  *
  * Configurations, each a fresh run in this one process, in this order (`--repeat` runs the
  * whole list again, so drift across the sitting shows):
@@ -15,7 +15,9 @@
  *   - `cold` (`sampleCache(false)`): every epoch streams from the file;
  *   - `small` (RAM for 25% of the set, no disk): the set does not fit the RAM budget;
  *   - `small+disk` (the same RAM, a disk stage for the rest);
- * - pack + vramPool on, all tiers: the first epoch reads the file, later ones gather on device.
+ * - pack + vramPool on, all tiers: the first epoch reads the file, later ones gather on device;
+ * - HTTP: the pack over Range requests (bench/range_server.ts, its own worker: a browser's
+ *   path to the coordinator's data), streamed cold, and with RAM for 25% + a disk stage.
  * Printed: a markdown table, first epoch and mean of the later epochs, ms; data wait is the
  * trainer's `dataStarveMs` (waiting for a batch to be on the device).
  */
@@ -25,6 +27,7 @@ import {
   loadMnist,
   manualSeed,
   openRangedFile,
+  openRangedUrl,
   PackSource,
   type RunEpochMetrics,
   type Tensor,
@@ -42,6 +45,7 @@ function flag(name: string, fallback: number): number {
   return v;
 }
 
+const ONLY = Deno.args.includes("--only") ? Deno.args[Deno.args.indexOf("--only") + 1] : undefined;
 const N = flag("subset", 12800), EPOCHS = flag("epochs", 3), REPEAT = flag("repeat", 1), B = 64;
 const RECORD = 784 * 4 + 4;
 
@@ -69,7 +73,15 @@ type Tune = (b: typeof base) => typeof base;
 /** RAM declared so that ramMaxUsage 0.5 of it holds `share` of the set. */
 const ram = (share: number) => ({ ranks: [{ ramBytes: Math.ceil(2 * share * N * RECORD) }] });
 
-const CONFIGS: [string, "memory" | "pack", Tune][] = [
+// The pack over HTTP Range requests from a server in its own worker (a browser's path).
+const server = new Worker(new URL("./range_server.ts", import.meta.url), { type: "module" });
+const port = await new Promise<number>((resolve) => {
+  server.onmessage = (e) => resolve(e.data as number);
+  server.postMessage(packPath);
+});
+const packUrl = `http://127.0.0.1:${port}/pack.safetensors`;
+
+const CONFIGS: [string, "memory" | "pack" | "http", Tune][] = [
   ["memory, vramPool on", "memory", (b) => b.vramPool(true)],
   ["memory, vramPool off", "memory", (b) => b.vramPool(false)],
   ["pack, RAM cache holds the set", "pack", (b) => b.vramPool(false).cluster(ram(1.05))],
@@ -77,6 +89,8 @@ const CONFIGS: [string, "memory" | "pack", Tune][] = [
   ["pack, RAM for 25% of the set", "pack", (b) => b.vramPool(false).cluster(ram(0.25))],
   ["pack, RAM 25% + disk stage", "pack", (b) => b.vramPool(false).cluster(ram(0.25)).diskStage((N * RECORD) / 2 ** 30).diskStageDir(dir)],
   ["pack, all tiers + vramPool", "pack", (b) => b.vramPool(true).cluster(ram(0.25)).diskStage((N * RECORD) / 2 ** 30).diskStageDir(dir)],
+  ["HTTP, cold stream (sampleCache off)", "http", (b) => b.vramPool(false).sampleCache(false)],
+  ["HTTP, RAM 25% + disk stage", "http", (b) => b.vramPool(false).cluster(ram(0.25)).diskStage((N * RECORD) / 2 ** 30).diskStageDir(dir)],
 ];
 
 interface Row {
@@ -89,11 +103,13 @@ interface Row {
   loss: number;
 }
 
-async function measure(name: string, source: "memory" | "pack", tune: Tune): Promise<Row> {
-  const dataset = source === "memory" ? memory : await PackSource.open(await openRangedFile(packPath));
+async function measure(name: string, source: "memory" | "pack" | "http", tune: Tune): Promise<Row> {
+  const dataset = source === "memory"
+    ? memory
+    : await PackSource.open(source === "pack" ? await openRangedFile(packPath) : await openRangedUrl(packUrl));
   const h = await tune(base.clone().dataset(dataset).cluster({ ranks: [{}] })).run();
   await h.join();
-  if (source === "pack") (dataset as PackSource).file.close();
+  if (dataset instanceof PackSource) dataset.file.close();
   const hist = h.history as RunEpochMetrics[];
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   const later = hist.slice(1);
@@ -118,13 +134,14 @@ async function measure(name: string, source: "memory" | "pack", tune: Tune): Pro
 const rows: Row[] = [];
 try {
   for (let r = 0; r < REPEAT; r++) {
-    for (const [name, source, tune] of CONFIGS) {
+    for (const [name, source, tune] of CONFIGS.filter(([n]) => !ONLY || n.startsWith(ONLY))) {
       const row = await measure(REPEAT > 1 ? `${name} (#${r + 1})` : name, source, tune);
       console.error(`${row.name}: first ${row.first.toFixed(0)} ms, later ${row.later.toFixed(0)} ms`);
       rows.push(row);
     }
   }
 } finally {
+  server.terminate();
   await Deno.remove(dir, { recursive: true });
 }
 

@@ -15,6 +15,7 @@ import { PickKey, pickToSample } from "./permutation.ts";
 import type { ChunkPlan, CoordinatorSink, RankSetup } from "../protocol/messages.ts";
 import type { TransformFn } from "./rank_spec.ts";
 import { drainScalars } from "./scalars.ts";
+import { PREFETCH_BATCHES } from "./rank_data.ts";
 
 /** What a chunk needs of its rank. */
 export interface RankView {
@@ -37,9 +38,6 @@ export interface RankView {
   /** Run queued control requests (snapshot, adopt, eval). */
   drainControls(): Promise<void>;
 }
-
-/** Batches offered to the plane for reading ahead (it reads as many as its prefetch depth). */
-const PREFETCH_LOOKAHEAD = 8;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -129,7 +127,7 @@ export class ChunkRun {
     const samples = this.#samples[this.#next];
     this.#next++;
     // The next batches' host reads start now and overlap this step (spec §9.2 prefetch).
-    let batch = await r.data.batch(samples, this.#samples.slice(this.#next, this.#next + PREFETCH_LOOKAHEAD));
+    let batch = await r.data.batch(samples, this.#samples.slice(this.#next, this.#next + PREFETCH_BATCHES));
     if (r.transform) {
       const keys = rows.map((p) => {
         const { sample, view } = pickToSample(p, augment);

@@ -4,20 +4,22 @@
  *   for their share and a disk stage: the same losses and accuracy as from memory (cpu-sync
  *   with a static split and an f32 wire, so both runs follow one schedule), every sample once
  *   per epoch (the coordinator's ledger, and the tiers' own count of what they served), every
- *   tier busy, and the run's stage folder gone at the end.
+ *   tier busy, and the run's stage folder gone at the end; also when a rank dies and the
+ *   run stops with max_failure_exceeded (the dead rank never deletes its own file).
  * - One device: `vramPool` on and off (and `FLODL_VRAM_POOL=off`) train bit-identical losses;
  *   on, batches after the first epoch are gathered on the device.
  */
 import {
   ElCheConfig,
   loadMnist,
+  MaxFailureThreshold,
   permutation,
   type RunEpochMetrics,
   setProgramArgs,
   writePack,
 } from "../../../src/index.ts";
 import { observe } from "../../../src/distributed/run/launch.ts";
-import { assert, assertEquals } from "../../util/assert.ts";
+import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 
 const TRAIN = 2000, TEST = 1000, EPOCHS = 3, B = 50;
@@ -126,9 +128,11 @@ gpuTest("2 ranks train MNIST from a pack file through a small RAM cache and a di
 gpuTest("one device: vramPool on and off (and FLODL_VRAM_POOL=off) give bit-identical losses; on, later epochs gather on the device", async () => {
   setProgramArgs({ train: TRAIN, test: TEST });
   const { mnistPack } = await import("../../fixtures/programs/mnist_pack.ts");
+  // The program's own dataset is whichever its first import in this process chose: pin memory.
+  const train = await loadMnist({ split: "train", limit: TRAIN, normalize: true });
   const run = async (tune: (b: any) => any) => {
     const losses: number[] = [];
-    const b = tune(mnistPack.clone().batchSize(B).numEpochs(2).cluster({ ranks: [{}] }));
+    const b = tune(mnistPack.clone().dataset(train).batchSize(B).numEpochs(2).cluster({ ranks: [{}] }));
     observe(b.state, { batch: (e: { loss: number }) => void losses.push(e.loss) });
     const h = await b.run();
     await h.join();
@@ -152,5 +156,33 @@ gpuTest("one device: vramPool on and off (and FLODL_VRAM_POOL=off) give bit-iden
     for (const r of [off, killed]) assertEquals(r.history[1].perRankData![0].data_vram_gathered, undefined, "no device pool");
   } finally {
     setProgramArgs({});
+  }
+});
+
+gpuTest("a rank that dies with its stage file open: the run stops (maxFailure 1) and the stage folder is still removed", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "flodl-dataplane-abort-" });
+  const pack = `${dir}/mnist-${TRAIN}.safetensors`;
+  const stageDir = `${dir}/stage`;
+  try {
+    await writeMnistPack(pack);
+    setProgramArgs({ test: TEST, pack, exitRank: 1, exitAt: 15 });
+    const { mnistPack } = await import("../../fixtures/programs/mnist_pack.ts");
+    const b = mnistPack.clone().elche(ElCheConfig.cpuSync()).partitionRatios([0.5, 0.5]).batchSize(B).numEpochs(2)
+      .heartbeatTimeoutSecs(20).maxFailure(MaxFailureThreshold.absolute(1)).cluster({ ranks: [{}, {}] })
+      .vramPool(false).diskStage(0.01).diskStageDir(stageDir);
+    let during: string[] = [];
+    observe(b.state, {
+      batch: () => {
+        if (during.length) return;
+        for (const run of Deno.readDirSync(stageDir)) during = [...Deno.readDirSync(`${stageDir}/${run.name}`)].map((f) => f.name).sort();
+      },
+    });
+    const h = await b.run();
+    await assertRejects(() => h.join(), Error, "max_failure_exceeded");
+    assertEquals(during, ["rank0.stage", "rank1.stage"], "both ranks staged to disk while training");
+    assertEquals([...Deno.readDirSync(stageDir)].length, 0, "the run's stage folder is removed after the failure");
+  } finally {
+    setProgramArgs({});
+    await Deno.remove(dir, { recursive: true });
   }
 });
