@@ -103,13 +103,35 @@ export async function buildDataPlane(source: TrainSource, device: Device, setup:
     if (b.diskBytes > 0 && d.stageDir !== undefined) {
       try {
         tiers.disk = await createStageFile(d.stageDir, stageFileName(setup.rank));
-        tiers.diskBytes = b.diskBytes;
+        tiers.diskBytes = await withinQuota(b.diskBytes, setup.rank);
       } catch (e) {
         console.warn(`rank ${setup.rank}: diskStage off, ${(e as Error).message}; samples come from RAM and the source`);
       }
     }
   }
   return new DataPlane(source, device, { tiers, vramBytes: b.vramBytes, prefetch: PREFETCH_BATCHES });
+}
+
+/**
+ * The disk budget a browser's storage quota allows (`navigator.storage.estimate()`: the
+ * origin's quota minus its usage, shared by the host's ranks as they fill it); capped with a
+ * warning naming the knob. Deno has no such quota: the budget stands (a full disk shows up
+ * as a failed write, which stops staging with a warning).
+ */
+async function withinQuota(bytes: number, rank: number): Promise<number> {
+  const storage = (globalThis.navigator as { storage?: { estimate?: () => Promise<{ quota?: number; usage?: number }> } } | undefined)
+    ?.storage;
+  if (!storage?.estimate) return bytes;
+  try {
+    const { quota, usage } = await storage.estimate();
+    if (quota === undefined) return bytes;
+    const free = Math.max(0, quota - (usage ?? 0));
+    if (free >= bytes) return bytes;
+    console.warn(`rank ${rank}: diskStage asks ${bytes} bytes, the origin's storage quota leaves ${free}; staging up to that`);
+    return free;
+  } catch {
+    return bytes;
+  }
 }
 
 /** Reports of a plane: each call gives the counters since the previous call and the gauges now. */
