@@ -33,6 +33,9 @@ export * from "./data/mod.ts";
 export * from "./distributed/mod.ts";
 export { defaultStorage, downloadBytes, FsStorage, MemoryStorage, OpfsStorage, packTar, pickFile, unpackTar } from "./io/mod.ts";
 export type { Storage } from "./io/mod.ts";
+// A dataset larger than memory: `PackSource.open(await openRangedFile(path) | await openRangedUrl(url))`.
+export { openRangedFile, openRangedUrl, rangedBytes } from "./io/mod.ts";
+export type { RangedFile } from "./io/mod.ts";
 export {
   DashboardRecorder,
   parseRecord,

@@ -33,7 +33,8 @@ export interface DataPlaneStats {
 
 type Source = AsyncBatchSource | BatchDataSet;
 
-function isAsync(s: Source): s is AsyncBatchSource {
+/** True for a source read asynchronously (a file, the network): the host tiers pay for themselves in front of it. */
+export function isAsyncSource(s: Source): s is AsyncBatchSource {
   return typeof (s as AsyncBatchSource).readBatch === "function";
 }
 
@@ -44,8 +45,8 @@ export class DataPlane {
   readonly #tiers?: SampleTiers;
   readonly #vram?: VramPool;
   readonly #prefetch: number;
-  /** Host reads started ahead, by the batch's index list. */
-  readonly #ahead = new Map<readonly number[], Promise<HostBatch>>();
+  /** Host reads started ahead, by the batch's index list: the rows read (the batch, or what the pool lacks). */
+  readonly #ahead = new Map<readonly number[], { rows: readonly number[]; host: Promise<HostBatch> }>();
   #batches = 0;
   #waitMs = 0;
 
@@ -58,7 +59,7 @@ export class DataPlane {
     this.fields = source.fields;
     this.#device = device;
     this.#prefetch = prefetch;
-    const base: AsyncBatchSource = isAsync(source)
+    const base: AsyncBatchSource = isAsyncSource(source)
       ? source
       : { fields: source.fields, len: () => source.len(), readBatch: (i) => Promise.resolve(source.getBatch(i)) };
     if (options.tiers) this.#tiers = new SampleTiers(base, options.tiers);
@@ -71,35 +72,51 @@ export class DataPlane {
   }
 
   /**
-   * The batch of `indices` on the device, gathered there when the pool holds every sample,
-   * else read through the host tiers and uploaded. `upcoming` are the next batches in
-   * order: their host reads start now (up to the prefetch depth), unless the pool will
-   * serve them; pass the same arrays later as `indices` (reads ahead are keyed by them).
+   * The batch of `indices` on the device. When the pool holds every sample, it is gathered
+   * there; when the pool has room for the samples it lacks, only those are read through the
+   * host tiers, written into the pool, and the batch gathered; else the batch is read and
+   * uploaded. `upcoming` are the next batches in order: their host reads start now (up to
+   * the prefetch depth); pass the same arrays later as `indices` (reads ahead are keyed by them).
    */
   async batch(indices: readonly number[], upcoming: readonly (readonly number[])[] = []): Promise<Tensor[]> {
     this.#batches++;
-    const gathered = this.#vram?.gather(indices);
+    const vram = this.#vram;
+    const gathered = vram?.gather(indices);
     this.#startAhead(upcoming);
-    if (gathered) {
-      this.#ahead.delete(indices);
-      return gathered;
-    }
-    const t = performance.now();
-    const pending = this.#ahead.get(indices) ?? this.#read(indices);
+    const ahead = this.#ahead.get(indices);
     this.#ahead.delete(indices);
-    const host = await pending;
+    if (gathered) return gathered;
+    const t = performance.now();
+    const { rows, host } = ahead ?? this.#plan(indices);
+    const got = await host;
+    vram?.admit(rows, got);
+    // NOTE: the pool's writes are queued before the gather's submit, so it reads them.
+    const pooled = vram?.gather(indices, false);
+    // Rows read for the pool that no longer fit it (reads ahead planned on room since taken): read the batch.
+    const batch = pooled ?? toDevice(rows === indices ? got : await this.#read(indices), this.#device);
     this.#waitMs += performance.now() - t;
-    this.#vram?.admit(indices, host);
-    return toDevice(host, this.#device);
+    return batch;
+  }
+
+  /** What to read for a batch: the samples the pool lacks when it has room for them all, else the batch. */
+  #plan(indices: readonly number[]): { rows: readonly number[]; host: Promise<HostBatch> } {
+    const lacking = this.#vram?.lacking(indices);
+    const rows = lacking && lacking.length <= this.#vram!.room ? lacking : indices;
+    return { rows, host: this.#read(rows) };
   }
 
   #startAhead(upcoming: readonly (readonly number[])[]): void {
     for (const next of upcoming.slice(0, this.#prefetch)) {
       if (this.#ahead.has(next) || this.#vram?.holds(next)) continue;
-      const p = this.#read(next);
-      p.catch(() => {}); // surfaced when the batch is asked for
-      this.#ahead.set(next, p);
+      const plan = this.#plan(next);
+      plan.host.catch(() => {}); // surfaced when the batch is asked for
+      this.#ahead.set(next, plan);
     }
+  }
+
+  /** Forget reads started ahead (a chunk ended before using them); their samples stay in the tiers. */
+  clearAhead(): void {
+    this.#ahead.clear();
   }
 
   stats(): DataPlaneStats {

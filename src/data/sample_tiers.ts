@@ -64,6 +64,8 @@ export class SampleTiers implements AsyncBatchSource {
   /** Disk slots freed by disk hits, reused before new ones. */
   readonly #freeSlots: number[] = [];
   #usedSlots = 0;
+  /** Set when a stage write failed (a full disk or OPFS quota): the disk tier is off from then on. */
+  #diskError?: string;
   #stats: TierStats = { ramHits: 0, diskHits: 0, sourceReads: 0, ramSamples: 0, ramBytes: 0, diskSamples: 0, diskBytes: 0, evictions: 0, spills: 0, drops: 0 };
 
   /**
@@ -144,13 +146,14 @@ export class SampleTiers implements AsyncBatchSource {
     const writes: Promise<void>[] = [];
     const toDisk = (i: number, rec: Uint8Array) => {
       if (this.#onDisk.has(i)) return true;
+      if (this.#diskError) return false;
       let slot = this.#freeSlots.pop();
       if (slot === undefined) {
         if (this.#usedSlots >= this.#diskSlots) return false;
         slot = this.#usedSlots++;
       }
       this.#onDisk.set(i, slot);
-      writes.push(this.#disk!.write(slot * this.#record, rec));
+      writes.push(this.#disk!.write(slot * this.#record, rec).catch((e) => this.#diskFailed(i, e)));
       return true;
     };
     for (const [i, rec] of fresh) {
@@ -169,6 +172,14 @@ export class SampleTiers implements AsyncBatchSource {
       this.#ram.set(i, rec);
     }
     await Promise.all(writes);
+  }
+
+  /** A failed write: that sample is not on disk (the source still has it); stop staging, say why once. */
+  #diskFailed(index: number, e: unknown): void {
+    this.#onDisk.delete(index);
+    if (this.#diskError) return;
+    this.#diskError = (e as Error).message;
+    console.warn(`diskStage: writing ${this.#disk!.where} failed (${this.#diskError}); staging stops, samples come from RAM and the source`);
   }
 
   #assemble(indices: readonly number[], records: Map<number, Uint8Array>): HostBatch {

@@ -14,7 +14,7 @@ import { fieldBytes } from "./pack_source.ts";
 
 /** Counters of one rank's device tier. */
 export interface VramStats {
-  /** Batches gathered on the device, and batches uploaded (some sample not resident). */
+  /** Batches gathered with no upload, and batches that uploaded rows (to the pool or as the batch). */
   gathered: number;
   uploaded: number;
   /** Samples resident, the pool's capacity and its bytes on the device. */
@@ -62,8 +62,21 @@ export class VramPool {
     return this.capacity > 0 && indices.every((i) => this.#slots.has(i));
   }
 
-  /** The batch gathered on the device when every sample is resident, else undefined. */
-  gather(indices: readonly number[]): Tensor[] | undefined {
+  /** Free slots. */
+  get room(): number {
+    return this.capacity - this.#slots.size;
+  }
+
+  /** The distinct samples of `indices` not resident, in first-seen order. */
+  lacking(indices: readonly number[]): number[] {
+    return [...new Set(indices.filter((i) => !this.#slots.has(i)))];
+  }
+
+  /**
+   * The batch gathered on the device when every sample is resident, else undefined.
+   * @param count Count it as a gathered batch (false right after {@link admit} filled the pool: that batch was uploaded).
+   */
+  gather(indices: readonly number[], count = true): Tensor[] | undefined {
     if (this.capacity === 0) return undefined;
     const slots = new Int32Array(indices.length);
     for (let r = 0; r < indices.length; r++) {
@@ -72,7 +85,7 @@ export class VramPool {
       slots[r] = s;
     }
     const index = fromArray(slots, [slots.length], { device: this.#device, dtype: "i32" });
-    this.#gathered++;
+    if (count) this.#gathered++;
     return this.#pools.map((pool) => run(indexSelectOp, [pool, index], { dim: 0 }));
   }
 

@@ -41,8 +41,8 @@ export function rangedBytes(bytes: Uint8Array, where = "<bytes>"): RangedFile {
 
 /** The Deno calls a local file needs (typed here so browser type-checks need no Deno types). */
 interface DenoFile {
-  seek(offset: number, whence: number): Promise<number>;
-  read(p: Uint8Array): Promise<number | null>;
+  seekSync(offset: number, whence: number): number;
+  readSync(p: Uint8Array): number | null;
   close(): void;
 }
 interface DenoOpen {
@@ -52,8 +52,10 @@ interface DenoOpen {
 }
 
 /**
- * A local file (Deno). Reads are serialized on the one handle (seek then read), so
- * concurrent callers never interleave their seeks.
+ * A local file (Deno). Reads are synchronous seek + read pairs: a sample is a few KB from
+ * the page cache, and Deno's async file ops each hop through a thread pool, which costs
+ * 7–25× more than the read itself (bench/README.md "Data plane"). Sync also means no two
+ * callers ever interleave their seeks on the one handle.
  * @throws {Error} When the file cannot be opened, naming it.
  */
 export async function openRangedFile(path: string | URL): Promise<RangedFile> {
@@ -67,24 +69,23 @@ export async function openRangedFile(path: string | URL): Promise<RangedFile> {
   } catch (e) {
     throw new Error(`Cannot open "${where}": ${(e as Error).message}`, { cause: e });
   }
-  let queue: Promise<unknown> = Promise.resolve();
   return {
     where,
     size,
     read(offset, length) {
-      checkRange({ where, size }, offset, length);
-      const run = queue.then(async () => {
-        await file.seek(offset, deno.SeekMode.Start);
+      try {
+        checkRange({ where, size }, offset, length);
+        file.seekSync(offset, deno.SeekMode.Start);
         const out = new Uint8Array(length);
         for (let got = 0; got < length;) {
-          const n = await file.read(out.subarray(got));
+          const n = file.readSync(out.subarray(got));
           if (n === null) throw new RangeError(`${where}: the file ended at ${offset + got} while reading ${length} bytes at ${offset}`);
           got += n;
         }
-        return out;
-      });
-      queue = run.catch(() => {});
-      return run;
+        return Promise.resolve(out);
+      } catch (e) {
+        return Promise.reject(e);
+      }
     },
     close() {
       file.close();

@@ -16,9 +16,9 @@ export interface StageFile {
 }
 
 interface DenoFile {
-  seek(offset: number, whence: number): Promise<number>;
-  read(p: Uint8Array): Promise<number | null>;
-  write(p: Uint8Array): Promise<number>;
+  seekSync(offset: number, whence: number): number;
+  readSync(p: Uint8Array): number | null;
+  writeSync(p: Uint8Array): number;
   close(): void;
 }
 interface DenoFs {
@@ -55,36 +55,40 @@ async function denoStage(deno: DenoFs, dir: string, name: string): Promise<Stage
   } catch (e) {
     throw new Error(`diskStageDir: cannot create the stage file "${path}": ${(e as Error).message}`, { cause: e });
   }
-  // One handle, one cursor: operations run one at a time.
-  let queue: Promise<unknown> = Promise.resolve();
-  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-    const run = queue.then(fn);
-    queue = run.catch(() => {});
-    return run;
+  // Synchronous seek + read/write, as openRangedFile (io/ranged.ts) and for its reason: a
+  // record is a few KB and Deno's async file ops each cost a thread-pool hop. One handle,
+  // one cursor: sync calls never interleave.
+  const settle = <T>(fn: () => T): Promise<T> => {
+    try {
+      return Promise.resolve(fn());
+    } catch (e) {
+      return Promise.reject(e);
+    }
   };
+  let closed = false;
   return {
     where: path,
     write: (offset, bytes) =>
-      serial(async () => {
-        await file.seek(offset, deno.SeekMode.Start);
-        for (let done = 0; done < bytes.length;) done += await file.write(bytes.subarray(done));
+      settle(() => {
+        file.seekSync(offset, deno.SeekMode.Start);
+        for (let done = 0; done < bytes.length;) done += file.writeSync(bytes.subarray(done));
       }),
     read: (offset, length) =>
-      serial(async () => {
-        await file.seek(offset, deno.SeekMode.Start);
+      settle(() => {
+        file.seekSync(offset, deno.SeekMode.Start);
         const out = new Uint8Array(length);
         for (let got = 0; got < length;) {
-          const n = await file.read(out.subarray(got));
+          const n = file.readSync(out.subarray(got));
           if (n === null) throw new RangeError(`stage file "${path}": ended at ${offset + got} reading ${length} bytes at ${offset}`);
           got += n;
         }
         return out;
       }),
-    remove: () =>
-      serial(async () => {
-        file.close();
-        await deno.remove(path).catch(() => {});
-      }),
+    async remove() {
+      if (!closed) file.close();
+      closed = true;
+      await deno.remove(path).catch(() => {});
+    },
   };
 }
 

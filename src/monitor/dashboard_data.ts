@@ -18,6 +18,8 @@ export interface EpochRow {
   /** Samples per ms of share-complete time. */
   perRankThroughput: number[];
   perRankBatchShare: number[];
+  /** Per rank, the data plane's values of the epoch (`data_*` keys; the "Data plane" table). */
+  perRankData?: Record<string, number>[];
   scalars?: Record<string, number>;
   reduces?: number;
   wireBytesPerReduce?: number;

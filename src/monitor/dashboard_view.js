@@ -306,6 +306,26 @@ const RECORD_UNITS = {
   cpu_avg_ms: { label: "CPU average (ms)", scale: 1 },
 };
 
+/**
+ * The data plane's table (spec §9.2): one row per rank, from the last epoch's
+ * `perRankData` (src/data/plane_counters.ts keys). Counters are the epoch's; bytes are
+ * what each tier held at its end.
+ */
+const DATA_COLUMNS = [
+  ["data_vram_gathered", "VRAM gathered (batches)"],
+  ["data_vram_uploaded", "uploaded (batches)"],
+  ["data_ram_hits", "RAM hits"],
+  ["data_disk_hits", "disk hits"],
+  ["data_source_reads", "source reads (misses)"],
+  ["data_ram_evictions", "RAM evictions"],
+  ["data_disk_spills", "spilled to disk"],
+  ["data_disk_drops", "dropped"],
+  ["data_vram_bytes", "VRAM pool", true],
+  ["data_ram_bytes", "RAM held", true],
+  ["data_disk_bytes", "disk held", true],
+  ["data_wait_ms", "waited for data (ms)"],
+];
+
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined) e.setAttribute(k, String(v));
@@ -827,6 +847,13 @@ export class DashboardView {
       el("h2", { id: "fd-h-tree" }, "Record tree (latest epoch)"),
       el("div", { class: "fd-scroll" }, n.tree),
     );
+    n.data = el("table", { id: "fd-data", "aria-labelledby": "fd-h-data" });
+    n.dataSection = el(
+      "section",
+      { "aria-labelledby": "fd-h-data" },
+      el("h2", { id: "fd-h-data" }, "Data plane (latest epoch)"),
+      el("div", { class: "fd-scroll" }, n.data),
+    );
     n.alerts = el("table", { id: "fd-alerts", "aria-labelledby": "fd-h-alerts" });
     n.alertSection = el(
       "section",
@@ -841,7 +868,7 @@ export class DashboardView {
       el("h2", { id: "fd-h-config" }, "Configuration"),
       el("div", { class: "fd-scroll" }, n.config),
     );
-    this.#root.append(n.laneSection, n.treeSection, n.alertSection, n.configSection);
+    this.#root.append(n.laneSection, n.treeSection, n.dataSection, n.alertSection, n.configSection);
   }
 
   #colors() {
@@ -1012,7 +1039,8 @@ export class DashboardView {
     const latest = new Map();
     for (const r of nodes) if (r.epoch === lastEpoch) latest.set(r.path, r);
     n.treeSection.hidden = latest.size === 0;
-    const keys = [...new Set([...latest.values()].flatMap((r) => Object.keys(r.metrics)))];
+    // The data plane's keys have their own table below.
+    const keys = [...new Set([...latest.values()].flatMap((r) => Object.keys(r.metrics)))].filter((k) => !k.startsWith("data_"));
     const unit = (k) => RECORD_UNITS[k] || { label: k, scale: 1 };
     n.tree.replaceChildren(
       head("path", "epoch", "work", "alive", ...keys.map((k) => unit(k).label)),
@@ -1028,6 +1056,24 @@ export class DashboardView {
         )
       ),
     );
+    const planeRow = [...d.epochs].reverse().find((e) => (e.perRankData || []).some((x) => x && Object.keys(x).length));
+    n.dataSection.hidden = !planeRow;
+    if (planeRow) {
+      const cols = DATA_COLUMNS.filter(([k]) => planeRow.perRankData.some((x) => x && x[k] !== undefined));
+      n.data.replaceChildren(
+        head("rank", ...cols.map(([, label]) => label)),
+        ...planeRow.perRankData.map((x, r) =>
+          el(
+            "tr",
+            {},
+            el("th", { scope: "row" }, `rank ${r}`),
+            ...cols.map(([k, , bytes]) =>
+              el("td", { class: "num", "data-key": k }, x?.[k] === undefined ? "–" : bytes ? fmtBytes(x[k]) : fmt(x[k]))
+            ),
+          )
+        ),
+      );
+    }
     const alerts = d.records.filter((r) => r.sev && r.sev !== "info");
     n.alerts.replaceChildren(
       head("time (UTC)", "severity", "path", "epoch", "what"),

@@ -16,6 +16,8 @@ export interface EpochMetricsLike {
   perRankBatchShare: number[];
   perRankComputeOnlyMs: number[];
   perRankDataStarveMs: number[];
+  /** Per rank, the data plane's values (`data_*` keys), put on the rank rows as they are. */
+  perRankData?: Record<string, number>[];
   deviceIndices?: number[];
   /** Batches per rank; when absent, samples stand in for work (same weights at a fixed batch size). */
   perRankBatches?: number[];
@@ -202,7 +204,7 @@ export class RecordTree {
     const leaves: LeafValues[] = [];
     for (let r = 0; r < this.worldSize; r++) {
       if (!this.#alive[r] && !(work[r] > 0)) continue;
-      const metrics: Record<string, number> = { ...m.perRank[r] };
+      const metrics: Record<string, number> = { ...m.perRank[r], ...m.perRankData?.[r] };
       const put = (key: string, v: number | undefined) => {
         if (v !== undefined) metrics[key] = v;
       };

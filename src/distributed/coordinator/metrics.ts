@@ -4,6 +4,7 @@
  */
 
 import type { ChunkReport } from "../protocol/messages.ts";
+import { type DataCounters, foldCounters } from "../../data/mod.ts";
 
 export type { ChunkReport };
 
@@ -25,6 +26,12 @@ export interface EpochMetrics {
   perRankShareCompleteMs: number[];
   perRankComputeOnlyMs: number[];
   perRankDataStarveMs: number[];
+  /**
+   * Per rank, the data plane in this epoch (data/plane_counters.ts keys: tier hits, source
+   * reads, evictions and waits summed over its chunks; bytes held at its last chunk). `{}`
+   * for a rank that reported none.
+   */
+  perRankData?: DataCounters[];
   deviceIndices: number[];
 }
 
@@ -55,6 +62,7 @@ interface RankTotals {
   computeMs: number;
   starveMs: number;
   scalars: Map<string, { sum: number; count: number }>;
+  data: DataCounters;
 }
 
 /**
@@ -81,6 +89,7 @@ export class EpochAggregator {
       computeMs: 0,
       starveMs: 0,
       scalars: new Map(),
+      data: {},
     }));
   }
 
@@ -103,6 +112,7 @@ export class EpochAggregator {
     t.shareMs += r.shareCompleteMs;
     t.computeMs += r.computeOnlyMs;
     t.starveMs += r.dataStarveMs;
+    if (r.data) t.data = foldCounters(t.data, r.data);
     for (const [k, v] of Object.entries(r.scalars)) {
       const acc = t.scalars.get(k) ?? { sum: 0, count: 0 };
       acc.sum += v.sum;
@@ -148,6 +158,7 @@ export class EpochAggregator {
       perRankShareCompleteMs: T.map((t) => t.shareMs),
       perRankComputeOnlyMs: T.map((t) => t.computeMs),
       perRankDataStarveMs: T.map((t) => t.starveMs),
+      perRankData: T.map((t) => ({ ...t.data })),
       deviceIndices: opts.deviceIndices ? [...opts.deviceIndices] : T.map((_, r) => r),
     };
   }

@@ -49,6 +49,30 @@ export interface RankSetup {
   datasetLen: number;
   /** Scheduler present (LR is set per step from the global step). */
   hasScheduler: boolean;
+  /** The data plane's knobs (spec §9.2); the rank sizes its tiers from them. */
+  data: DataSetup;
+}
+
+/** What a rank needs to build its data plane (spec §9.2, docs/TRAINER.md "Data plane"). */
+export interface DataSetup {
+  /** Device-resident sample pool (`vramPool`; off too when the rank's env says `FLODL_VRAM_POOL=off`). */
+  vramPool: boolean;
+  /** Share of the device budget the data plane may fill, [0.5, 0.99]. */
+  vramMaxUsage: number;
+  /** Declared device memory in bytes (`.cluster` rank `vramBytes`); absent: the adapter's `maxBufferSize`. */
+  vramBytes?: number;
+  /** Share of the host's available memory for the RAM tier, [0, 0.9], split across the host's ranks. */
+  ramMaxUsage: number;
+  /** Read-through RAM cache of raw samples across epochs (`sampleCache`). */
+  sampleCache: boolean;
+  /** Disk stage budget in bytes (`diskStage` GB); 0 = off. */
+  diskStageBytes: number;
+  /** The run's stage folder (a Deno directory or an OPFS folder), created and removed by the coordinator. */
+  stageDir?: string;
+  /** Declared host memory for this rank in bytes (`.cluster` rank `ramBytes`); absent: the host's available memory ÷ `localRanks`. */
+  ramBytes?: number;
+  /** Ranks sharing this host's memory (the RAM budget is divided among them). */
+  localRanks: number;
 }
 
 /** A rank's answer to init. */
@@ -105,6 +129,11 @@ export interface ChunkReport {
   dataStarveMs: number;
   /** `recordScalar` accumulators drained at chunk end. */
   scalars: Record<string, { sum: number; count: number }>;
+  /**
+   * The data plane during this chunk (data/plane_counters.ts: counters as deltas, gauges
+   * as held at the end); absent from ranks that report none.
+   */
+  data?: Record<string, number>;
 }
 
 /** Parameters (and buffers) of one rank, or a consensus. */

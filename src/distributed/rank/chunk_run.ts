@@ -6,8 +6,7 @@
  * the user's `trainFn`; the cooperative tier lets the user drive it (spec §1.5).
  */
 import type { Variable } from "../../autograd/mod.ts";
-import type { BatchDataSet } from "../../data/mod.ts";
-import { toDevice } from "../../data/mod.ts";
+import type { DataCounters, DataPlane } from "../../data/mod.ts";
 import type { Device } from "../../gpu/mod.ts";
 import { clipGradNorm, type Optimizer } from "../../optim/mod.ts";
 import type { Tensor } from "../../tensor/mod.ts";
@@ -16,6 +15,7 @@ import { PickKey, pickToSample } from "./permutation.ts";
 import type { ChunkPlan, CoordinatorSink, RankSetup } from "../protocol/messages.ts";
 import type { TransformFn } from "./rank_spec.ts";
 import { drainScalars } from "./scalars.ts";
+import { PREFETCH_BATCHES } from "./rank_data.ts";
 
 /** What a chunk needs of its rank. */
 export interface RankView {
@@ -24,7 +24,10 @@ export interface RankView {
   readonly device: Device;
   readonly optim: Optimizer;
   readonly params: readonly Variable[];
-  readonly dataset: BatchDataSet;
+  /** The rank's data plane over its dataset (rank_data.ts). */
+  readonly data: DataPlane;
+  /** The plane's counters since the previous call (one call per chunk report). */
+  dataReport(): DataCounters;
   readonly transform?: TransformFn;
   isStopped(): boolean;
   perm(epoch: number): Uint32Array;
@@ -63,6 +66,8 @@ export class ChunkRun {
   readonly report: ChunkReport;
   #rank: RankView;
   #picks: number[] = [];
+  /** Sample indices of each full batch, built once: the plane keys its reads ahead by these arrays. */
+  #samples: number[][] = [];
   #next = 0;
   #nBatches: number;
   #lossSum = 0;
@@ -89,6 +94,10 @@ export class ChunkRun {
     const perm = rank.perm(plan.epoch);
     for (const [offset, size] of plan.ranges) for (let i = 0; i < size; i++) this.#picks.push(perm[offset + i]);
     this.#nBatches = Math.floor(this.#picks.length / rank.setup.batchSize);
+    const B = rank.setup.batchSize, augment = rank.setup.augment;
+    for (let b = 0; b < this.#nBatches; b++) {
+      this.#samples.push(this.#picks.slice(b * B, (b + 1) * B).map((p) => pickToSample(p, augment).sample));
+    }
     this.report = {
       rank: rank.setup.rank,
       epoch: plan.epoch,
@@ -115,9 +124,10 @@ export class ChunkRun {
     const t = performance.now();
     const B = r.setup.batchSize, augment = r.setup.augment;
     const rows = this.#picks.slice(this.#next * B, (this.#next + 1) * B);
+    const samples = this.#samples[this.#next];
     this.#next++;
-    const samples = rows.map((p) => pickToSample(p, augment).sample);
-    let batch = toDevice(r.dataset.getBatch(samples), r.device);
+    // The next batches' host reads start now and overlap this step (spec §9.2 prefetch).
+    let batch = await r.data.batch(samples, this.#samples.slice(this.#next, this.#next + PREFETCH_BATCHES));
     if (r.transform) {
       const keys = rows.map((p) => {
         const { sample, view } = pickToSample(p, augment);
@@ -201,6 +211,8 @@ export class ChunkRun {
   /** Settle the last step and produce the report. */
   async finish(): Promise<ChunkReport> {
     await this.#settle();
+    this.#rank.data.clearAhead();
+    this.report.data = this.#rank.dataReport();
     this.report.avgLoss = this.report.batches ? this.#lossSum / this.report.batches : NaN;
     this.report.scalars = drainScalars();
     this.report.epochMs = performance.now() - this.#t0;

@@ -8,6 +8,8 @@ import { adoptConsensus, frameToFlat, packFrame, writeFlat } from "./frames.ts";
 import type { ChunkReport } from "../protocol/messages.ts";
 import { ChunkRun, type RankView } from "./chunk_run.ts";
 import { permutation } from "./permutation.ts";
+import { buildDataPlane, planeReporter } from "./rank_data.ts";
+import type { DataCounters, DataPlane } from "../../data/mod.ts";
 import type {
   Adoption,
   ChunkPlan,
@@ -66,6 +68,8 @@ export class RankRuntime<M extends Module> implements RankApi {
   #snapshotSteps = new Map<number, number>();
   #lastAck: Promise<Omit<SyncAck, "rank">> = Promise.resolve({ divergence: 0, preNorm: 0, postNorm: 0 });
   #ownDevice: boolean;
+  #plane?: DataPlane;
+  #planeReport: () => DataCounters = () => ({});
 
   constructor(spec: RankSpec<M>, device?: Device) {
     this.#spec = spec;
@@ -116,6 +120,11 @@ export class RankRuntime<M extends Module> implements RankApi {
     if (!this.#scheduler && setup.lrFactor > 1) this.#optim.scaleLr(setup.lrFactor);
     this.#buffers = this.#model.buffers();
     this.#layout = layoutOf(this.#model);
+    // After the model and optimizer: the device pool's budget is what they leave.
+    if (ds) {
+      this.#plane = await buildDataPlane(ds, this.#device, setup);
+      this.#planeReport = planeReporter(this.#plane);
+    }
     const info = this.#device.info;
     return {
       rank: setup.rank,
@@ -216,11 +225,15 @@ export class RankRuntime<M extends Module> implements RankApi {
     return Promise.resolve(this.#device.memory());
   }
 
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
     this.#stopped = true;
     this.onStop?.();
+    // Frees the device pool and deletes the disk stage (the coordinator removes the run's
+    // stage folder too, for ranks that die before they get here).
+    const plane = this.#plane;
+    this.#plane = undefined;
+    await plane?.close().catch((e) => console.warn(`rank ${this.#setup?.rank}: closing the data plane: ${(e as Error).message}`));
     if (this.#ownDevice && this.#device && !this.#device.lost) this.#device.destroy();
-    return Promise.resolve();
   }
 
   /** Exact f32 state (never the bf16 staging), for the broadcast and join(). */
@@ -320,7 +333,7 @@ export class RankRuntime<M extends Module> implements RankApi {
    */
   async begin(plan: ChunkPlan): Promise<ChunkRun> {
     if (this.#busy) throw new Error(`rank ${this.#setup.rank}: a chunk is already running`);
-    if (!this.#spec.dataset) throw new Error(`rank ${this.#setup.rank}: no dataset on this rank`);
+    if (!this.#spec.dataset || !this.#plane) throw new Error(`rank ${this.#setup.rank}: no dataset on this rank`);
     this.#busy = true;
     this.#globalStep = Math.max(this.#globalStep, plan.globalStep);
     this.#version = plan.version;
@@ -350,7 +363,8 @@ export class RankRuntime<M extends Module> implements RankApi {
       device: this.#device,
       optim: this.#optim,
       params: this.#params,
-      dataset: this.#spec.dataset!,
+      data: this.#plane!,
+      dataReport: () => this.#planeReport(),
       transform: this.#spec.transform,
       isStopped: () => this.#stopped,
       perm: (e) => this.#perm(e),

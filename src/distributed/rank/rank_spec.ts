@@ -4,7 +4,7 @@
  * that `chunk_run.ts`, which the runtime drives, can name them without an import cycle.
  */
 import type { Parameter, Variable } from "../../autograd/mod.ts";
-import type { BatchDataSet } from "../../data/mod.ts";
+import type { AsyncBatchSource, BatchDataSet } from "../../data/mod.ts";
 import type { Device } from "../../gpu/mod.ts";
 import type { Module } from "../../nn/mod.ts";
 import type { Optimizer, Scheduler } from "../../optim/mod.ts";
@@ -43,7 +43,8 @@ export interface RankSpec<M extends Module> {
   modelFactory: ModelFactory<M>;
   optimFactory: OptimFactory;
   trainFn: TrainFn<M>;
-  dataset?: BatchDataSet;
+  /** In memory (`getBatch`) or read by index asynchronously (`readBatch`: a pack file, HTTP Range). */
+  dataset?: BatchDataSet | AsyncBatchSource;
   evalDataset?: BatchDataSet;
   evalFn?: EvalFn<M>;
   checkpointFn?: (version: number, model: M) => void | Promise<void>;

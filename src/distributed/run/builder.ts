@@ -6,7 +6,7 @@
  * per knob; what a knob does lives elsewhere (config and its validation, launch, the
  * coordinator), and the state it fills is `builder_state.ts`.
  */
-import { batchDatasetFrom, type BatchDataSet, type DataSet } from "../../data/mod.ts";
+import { type AsyncBatchSource, batchDatasetFrom, type BatchDataSet, type DataSet } from "../../data/mod.ts";
 import type { Module } from "../../nn/mod.ts";
 import type { Scheduler } from "../../optim/mod.ts";
 import {
@@ -44,19 +44,6 @@ export type { BuilderState, ClusterSpec, RankSpecification, RemoteRanksSpec };
 import type { Timeline } from "../../monitor/mod.ts";
 
 /**
- * Knobs that other parts of flodl deliver; until they work here, setting them is an
- * error at `run()`, never silently ignored.
- */
-const NOT_YET: Record<string, string> = {
-  vramPool: "the data-plane tiers",
-  vramMaxUsage: "the data-plane tiers",
-  ramMaxUsage: "the data-plane tiers",
-  sampleCache: "the data-plane tiers",
-  diskStage: "the data-plane tiers",
-  diskStageDir: "the data-plane tiers",
-};
-
-/**
  * Fluent builder returned by {@link Trainer.builder}: every method of flodl's `DdpBuilder`,
  * camelCased, with the same meaning and defaults (spec/flodl-ddp-semantics.md). One web
  * deviation: there is no NCCL, so the default backend is Cpu (mode cpu-cadence) and
@@ -73,8 +60,7 @@ export class DdpBuilder<M extends Module> {
   constructor(site: CallSite, modelFactory: ModelFactory<M>, optimFactory: OptimFactory, trainFn: TrainFn<M>) {
     this.#s = {
       spec: { modelFactory, optimFactory, trainFn },
-      // The data-plane tiers are not built yet: their defaults say so (flodl's are on).
-      config: { ...defaultRunConfig(), vramPool: false, sampleCache: false },
+      config: defaultRunConfig(),
       explicit: new Set(),
       entryTimeoutSecs: 30,
       site,
@@ -97,8 +83,12 @@ export class DdpBuilder<M extends Module> {
     return this;
   }
 
-  /** Training dataset (required): a batch dataset (`getBatch(indices)`). */
-  dataset(dataset: BatchDataSet): this {
+  /**
+   * Training dataset (required): a batch dataset in memory (`getBatch(indices)`), or a source
+   * read by index asynchronously (`readBatch(indices)`: a `PackSource` over a file or HTTP
+   * Range requests), which gets the RAM cache and the disk stage in front of it.
+   */
+  dataset(dataset: BatchDataSet | AsyncBatchSource): this {
     this.#s.spec.dataset = dataset;
     return this;
   }
@@ -257,27 +247,30 @@ export class DdpBuilder<M extends Module> {
   transformFn(f: TransformFn): this {
     return this.transform(f);
   }
-  /** Device-resident sample pool (not supported yet: `run()` refuses `true`). */
+  /**
+   * Device-resident sample pool (default on): samples stay on the rank's GPU after their
+   * first upload and later batches are gathered there. Off here or with `FLODL_VRAM_POOL=off`.
+   */
   vramPool(enabled: boolean): this {
-    return enabled ? this.#set("vramPool", (c) => (c.vramPool = true)) : this.#unset("vramPool", (c) => (c.vramPool = false));
+    return this.#set("vramPool", (c) => (c.vramPool = enabled));
   }
-  /** VRAM share of the data plane (not supported yet). */
+  /** Share of the device budget (declared `vramBytes`, else the adapter's maxBufferSize) the data plane may fill, [0.5, 0.99]; default 0.9. */
   vramMaxUsage(maxUsage: number): this {
     return this.#set("vramMaxUsage", (c) => (c.vramMaxUsage = maxUsage));
   }
-  /** Host-RAM share of the staging tiers (not supported yet). */
+  /** Share of the host's available memory (÷ local ranks) for the RAM sample cache, [0, 0.9]; default 0.5, 0 keeps nothing. */
   ramMaxUsage(maxUsage: number): this {
     return this.#set("ramMaxUsage", (c) => (c.ramMaxUsage = maxUsage));
   }
-  /** RAM sample cache (not supported yet: `run()` refuses `true`). */
+  /** Read-through RAM cache of raw samples across epochs (default on; for `readBatch` sources). */
   sampleCache(enabled: boolean): this {
-    return enabled ? this.#set("sampleCache", (c) => (c.sampleCache = true)) : this.#unset("sampleCache", (c) => (c.sampleCache = false));
+    return this.#set("sampleCache", (c) => (c.sampleCache = enabled));
   }
-  /** Disk overflow tier in GB (not supported yet: `run()` refuses > 0). */
+  /** Disk stage per rank in GB (default 0, off): samples evicted from RAM spill to a per-rank file, removed at the end. */
   diskStage(gb: number): this {
-    return gb > 0 ? this.#set("diskStage", (c) => (c.diskStageGb = gb)) : this.#unset("diskStage", (c) => (c.diskStageGb = 0));
+    return this.#set("diskStage", (c) => (c.diskStageGb = gb));
   }
-  /** Disk-stage directory (not supported yet). */
+  /** Where the disk stage's per-run folder goes (default the system temp dir; a browser: an OPFS folder). */
   diskStageDir(dir: string): this {
     return this.#set("diskStageDir", (c) => (c.diskStageDir = dir));
   }
@@ -386,24 +379,6 @@ export class DdpBuilder<M extends Module> {
     return this;
   }
 
-  #unset(knob: string, fn: (c: DdpRunConfig) => void): this {
-    this.#s.explicit.delete(knob);
-    fn(this.#s.config);
-    return this;
-  }
-
-  /** Knob names set but not supported yet (checked by run()). */
-  #checkSupported(): void {
-    for (const knob of this.#s.explicit) {
-      const what = NOT_YET[knob];
-      if (what) {
-        throw new RangeError(
-          `Trainer.run: .${knob}() is not supported yet in flodl-webgpu (it comes with ${what}); remove it`,
-        );
-      }
-    }
-  }
-
   /**
    * Validate and launch. Resolves with a {@link DdpHandle} once the ranks are up; rejects
    * (before any rank starts) on a bad knob, naming it and its value. In a rank worker it
@@ -413,11 +388,6 @@ export class DdpBuilder<M extends Module> {
     if (isRank()) {
       markRan(this);
       return new Promise<DdpHandle>(() => {});
-    }
-    try {
-      this.#checkSupported();
-    } catch (e) {
-      return Promise.reject(e);
     }
     return launch(this.#s);
   }
@@ -435,7 +405,6 @@ export class DdpBuilder<M extends Module> {
       markRan(this);
       return w;
     }
-    this.#checkSupported();
     return await intoWorker(this.#s);
   }
 

@@ -31,6 +31,16 @@ export interface RankSpecification {
    * simulates a slow GPU in tests and benchmarks. Default 1.
    */
   slowdown?: number;
+  /**
+   * Declared device memory of this rank, bytes: `vramMaxUsage` is a share of it (WebGPU
+   * cannot report free memory). Default: the adapter's `maxBufferSize`.
+   */
+  vramBytes?: number;
+  /**
+   * Declared host memory for this rank, bytes: `ramMaxUsage` is a share of it. Default: the
+   * host's available memory (Deno) or `navigator.deviceMemory` (browser), ÷ local ranks.
+   */
+  ramBytes?: number;
 }
 
 /** `.cluster(...)`: the ranks of the run (the web port's FullCluster: one host, local ranks). */
@@ -67,7 +77,7 @@ export interface RemoteRanksSpec {
 export interface BuilderState<M extends Module> {
   spec: RankSpec<M>;
   config: DdpRunConfig;
-  /** Knobs the user set explicitly (for the "not supported yet" checks). */
+  /** Knobs the user set explicitly (builder methods by name). */
   explicit: Set<string>;
   metricsFn?: (m: EpochMetrics) => void | Promise<void>;
   evalResultFn?: (epoch: number, metric: number) => void | Promise<void>;

@@ -21,6 +21,7 @@ import { checkRemote, openRemoteSlots, type RemoteSlots } from "./remote_slots.t
 import { layoutDigest, programId } from "../protocol/remote_hello.ts";
 
 import { runSingle } from "./single.ts";
+import { type DiskStage, prepareDiskStage } from "./disk_stage.ts";
 import { resolveConfig, type ResolvedRunConfig } from "./validate_config.ts";
 
 const OBSERVER = Symbol.for("flodl-webgpu.runObserver");
@@ -58,6 +59,12 @@ function checkCluster(c: ClusterSpec): void {
     if (r.speedHint !== undefined && !(Number.isFinite(r.speedHint) && r.speedHint > 0)) {
       throw new RangeError(`Trainer.run: cluster rank ${i} speedHint must be a finite number > 0, got ${r.speedHint}`);
     }
+    for (const knob of ["vramBytes", "ramBytes"] as const) {
+      const v = r[knob];
+      if (v !== undefined && !(Number.isFinite(v) && v >= 0)) {
+        throw new RangeError(`Trainer.run: cluster rank ${i} ${knob} must be a finite number of bytes >= 0, got ${v}`);
+      }
+    }
   });
 }
 
@@ -91,8 +98,14 @@ export async function launch<M extends Module>(state: BuilderState<M>): Promise<
     resume: cfg.resumeFrom ? await loadResume(cfg.resumeFrom, cfg, W) : undefined,
     writer: cfg.savePath ? new BundleWriter(cfg.savePath) : undefined,
   };
-  if (W === 1) return runSingle(state, cfg, observerOf(state), persistence);
-  return launchRanks(state, cfg, { ...cluster, ranks: cluster.ranks }, persistence, local.ranks.length);
+  const stage = await prepareDiskStage(cfg);
+  try {
+    if (W === 1) return await runSingle(state, cfg, observerOf(state), persistence, stage);
+    return await launchRanks(state, cfg, { ...cluster, ranks: cluster.ranks }, persistence, stage, local.ranks.length);
+  } catch (e) {
+    await stage.remove();
+    throw e;
+  }
 }
 
 async function launchRanks<M extends Module>(
@@ -100,6 +113,7 @@ async function launchRanks<M extends Module>(
   cfg: ResolvedRunConfig,
   cluster: ClusterSpec,
   persistence: Persistence,
+  stage: DiskStage,
   locals = cluster.ranks.length,
 ): Promise<DdpHandle> {
   const W = cluster.ranks.length;
@@ -128,7 +142,7 @@ async function launchRanks<M extends Module>(
       await hello;
     }
     hellos = await Promise.all(
-      clients.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W)))),
+      clients.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W, stage.dir, locals)))),
     );
     if (remote) {
       const joined = await remote.joined({
@@ -139,7 +153,7 @@ async function launchRanks<M extends Module>(
       });
       const far = remote.transports.map((t) => new RankClient(t.rank, t));
       clients.push(...far);
-      const farHellos = await Promise.all(far.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W)))));
+      const farHellos = await Promise.all(far.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W, undefined, 1)))));
       // The dashboard names a remote rank by its machine.
       hellos.push(...farHellos.map((h, i) => ({ ...h, adapter: `${joined[i].host || "remote"}: ${h.adapter}` })));
     }
@@ -176,6 +190,7 @@ async function launchRanks<M extends Module>(
     } finally {
       clearInterval(watchdog);
       await close();
+      await stage.remove(); // after the ranks stopped: a dead rank's stage file goes too
       await monitor?.close();
       await persistence.writer?.flush().catch(() => {});
     }

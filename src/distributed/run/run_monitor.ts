@@ -15,6 +15,7 @@ import {
   type TimelineEvent,
 } from "../../monitor/mod.ts";
 import type { Module } from "../../nn/mod.ts";
+import { DATA_COUNTERS, DATA_GAUGES } from "../../data/mod.ts";
 import type { BuilderState } from "./builder_state.ts";
 import type { ReduceEvent, ReduceExtra, RunEvents } from "../coordinator/observer.ts";
 
@@ -38,6 +39,11 @@ function configSummary(cfg: ResolvedRunConfig): Record<string, string | number |
     progressiveDispatch: cfg.progressive,
     metaController: e.metaController,
     lrScaleRatio: cfg.lrScaleRatio,
+    vramPool: cfg.vramPool,
+    vramMaxUsage: cfg.vramMaxUsage,
+    ramMaxUsage: cfg.ramMaxUsage,
+    sampleCache: cfg.sampleCache,
+    diskStageGb: cfg.diskStageGb,
     ...(cfg.easgdAlpha !== undefined ? { easgdAlpha: cfg.easgdAlpha } : {}),
     ...(cfg.maxGradNorm !== undefined ? { maxGradNorm: cfg.maxGradNorm } : {}),
   };
@@ -88,7 +94,10 @@ export class RunMonitor implements RunEvents {
   ) {
     this.#timeline = timeline;
     this.#cfg = cfg;
-    this.#tree = new RecordTree({ worldSize: world, devices, reductions: cfg.scalarReductions });
+    // The data plane's keys add up across ranks (hits, reads, bytes held); a user's own
+    // declarations still win for their keys.
+    const data = Object.fromEntries([...DATA_COUNTERS, ...DATA_GAUGES].map((k) => [k, "sum" as const]));
+    this.#tree = new RecordTree({ worldSize: world, devices, reductions: { ...data, ...cfg.scalarReductions } });
     if (cfg.recordLog) {
       const { storage, path } = resolveStorage(cfg.recordLog.dir);
       this.#log = new RecordLog(storage, path, cfg.recordLog.maxBytes);

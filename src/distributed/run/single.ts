@@ -20,6 +20,7 @@ import type { ResolvedRunConfig } from "./validate_config.ts";
 import type { Persistence } from "../coordinator/persistence.ts";
 import type { SaveReason } from "../coordinator/max_failure.ts";
 import { runMonitor, type RunEvents } from "./run_monitor.ts";
+import type { DiskStage } from "./disk_stage.ts";
 
 
 /** Train on one device in this thread. */
@@ -28,6 +29,7 @@ export async function runSingle<M extends Module>(
   cfg: ResolvedRunConfig,
   observer: RunObserver,
   persistence: Persistence = {},
+  stage?: DiskStage,
 ): Promise<DdpHandle> {
   const existing = (() => {
     try {
@@ -38,7 +40,7 @@ export async function runSingle<M extends Module>(
   })();
   const runtime = state.createRuntime(existing);
   const events: { monitor?: RunEvents } = {};
-  const hello = await runtime.init(setupFor(state, cfg, 0, 1), {
+  const hello = await runtime.init(setupFor(state, cfg, 0, 1, stage?.dir), {
     batch: (e) => {
       observer.batch?.(e);
       events.monitor?.batch(e);
@@ -55,6 +57,7 @@ export async function runSingle<M extends Module>(
       return await trainSingle(state, cfg, runtime, hello.layout, await started, () => stop, monitor, persistence);
     } finally {
       await runtime.stop();
+      await stage?.remove();
       await monitor?.close();
       await persistence.writer?.flush().catch(() => {});
     }

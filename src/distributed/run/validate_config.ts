@@ -106,7 +106,15 @@ export function validateConfig(cfg: DdpRunConfig, ctx: ValidationContext = {}): 
   int("epochSplits", cfg.epochSplits, 1);
   inRange("vramMaxUsage", cfg.vramMaxUsage, 0.5, 0.99);
   inRange("ramMaxUsage", cfg.ramMaxUsage, 0, 0.9);
-  int("diskStage", cfg.diskStageGb, 0);
+  // GB, fractions allowed (a browser's OPFS quota is often a few hundred MB).
+  finite("diskStage", cfg.diskStageGb, 0);
+  if (typeof cfg.vramPool !== "boolean") throw new TypeError(`${PREFIX}vramPool must be a boolean, got ${typeof cfg.vramPool} ${show(cfg.vramPool)}`);
+  if (typeof cfg.sampleCache !== "boolean") {
+    throw new TypeError(`${PREFIX}sampleCache must be a boolean, got ${typeof cfg.sampleCache} ${show(cfg.sampleCache)}`);
+  }
+  if (cfg.diskStageDir !== undefined && (typeof cfg.diskStageDir !== "string" || cfg.diskStageDir === "")) {
+    fail("diskStageDir", "a non-empty path", cfg.diskStageDir);
+  }
   if (!Number.isSafeInteger(num("seed", cfg.seed)) || cfg.seed < 0) fail("seed", "a safe integer >= 0", cfg.seed);
   if (cfg.evalEvery) int("evalEvery", cfg.evalEvery.n, 0);
   if (cfg.dashboardTheme !== undefined && !["light", "dark", "auto"].includes(cfg.dashboardTheme)) {

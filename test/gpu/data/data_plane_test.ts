@@ -1,7 +1,8 @@
 /**
  * The data plane on a real device: batches gathered from the device pool, read through the
  * RAM tier, or uploaded, are bit-identical to the dataset's own batches (f32 with NaN
- * payloads and -0, i32, u32 of random bits), and the counters say which tier served.
+ * payloads and -0, i32, u32 of random bits), and the counters say which tier served. A
+ * batch the pool lacks some samples of reads and writes only those, then gathers.
  */
 import { ArrayDataSet, DataPlane, type HostBatch, vramCapacity } from "../../../src/data/mod.ts";
 import type { Tensor } from "../../../src/tensor/mod.ts";
@@ -72,6 +73,8 @@ gpuTest("DataPlane: a pool holding the set gathers every batch after the first e
   // dropped tail never uploaded.
   assert(st.vram!.uploaded >= perEpoch && st.vram!.gathered >= perEpoch, `gathered ${st.vram!.gathered}, uploaded ${st.vram!.uploaded}`);
   assertEquals(st.vram!.gathered + st.vram!.uploaded, 3 * perEpoch, "each batch gathered or uploaded");
+  // A batch the pool lacks a few samples of reads only those: each sample leaves the host once.
+  assertEquals(st.tiers!.ramHits + st.tiers!.sourceReads, served.size, "samples read from the host tiers, over three epochs");
   await plane.close();
 });
 

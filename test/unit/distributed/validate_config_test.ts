@@ -89,7 +89,11 @@ Deno.test("knobs flodl clamps are rejected instead, naming the knob, range and v
   bad(cfg({ checkpointEvery: 0 }), "checkpointEvery", "got 0");
   bad(cfg({ reportsPerEpoch: -2 }), "reportsPerEpoch", "got -2");
   bad(cfg({ recordLog: { dir: "logs", maxBytes: -1 } }), "recordLog maxBytes", "got -1");
-  bad(cfg({ diskStageGb: 0.5 }), "diskStage", "got 0.5");
+  bad(cfg({ diskStageGb: -0.5 }), "diskStage must be finite and >= 0, got -0.5");
+  bad(cfg({ diskStageGb: Infinity }), "diskStage", "got Infinity");
+  bad(cfg({ vramMaxUsage: 0.995 }), "vramMaxUsage must be in [0.5, 0.99], got 0.995");
+  bad(cfg({ ramMaxUsage: -0.01 }), "ramMaxUsage must be in [0, 0.9], got -0.01");
+  bad(cfg({ diskStageDir: "" }), "diskStageDir must be a non-empty path", 'got ""');
   bad(cfg({ seed: -3 }), "seed", "got -3");
   bad(cfg({ evalEvery: { kind: "epochs", n: -1 } as EvalCadence }), "evalEvery", "got -1");
   bad(cfg({ dashboardTheme: "blue" as never }), "dashboardTheme", 'got "blue"');
