@@ -15,7 +15,7 @@ function flatten(device: Device, tensors: readonly Tensor[]): Tensor {
   const flat = Tensor.empty([n], { device }, "frame");
   let at = 0;
   for (const t of tensors) {
-    device.copy(t.buffer, 0, flat.buffer, at * 4, t.numel * 4);
+    device.copy(t.buffer, t.byteOffset, flat.buffer, at * 4, t.numel * 4);
     at += t.numel;
   }
   return flat;
@@ -25,7 +25,7 @@ function flatten(device: Device, tensors: readonly Tensor[]): Tensor {
 function scatter(device: Device, flat: Tensor, tensors: readonly Tensor[]): void {
   let at = 0;
   for (const t of tensors) {
-    device.copy(flat.buffer, at * 4, t.buffer, 0, t.numel * 4);
+    device.copy(flat.buffer, at * 4, t.buffer, t.byteOffset, t.numel * 4);
     at += t.numel;
   }
 }
@@ -60,12 +60,12 @@ export function writeFlat(
 ): void {
   let at = 0;
   for (const t of params) {
-    device.write(t.buffer, 0, flat.params.subarray(at, at + t.numel));
+    device.write(t.buffer, t.byteOffset, flat.params.subarray(at, at + t.numel));
     at += t.numel;
   }
   at = 0;
   for (const t of buffers) {
-    device.write(t.buffer, 0, flat.buffers.subarray(at, at + t.numel));
+    device.write(t.buffer, t.byteOffset, flat.buffers.subarray(at, at + t.numel));
     at += t.numel;
   }
 }
