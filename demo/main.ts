@@ -54,8 +54,8 @@ let sampler: TextSampler | undefined;
 /** Sampling runs one at a time, in epoch order. */
 let sampling: Promise<void> = Promise.resolve();
 const PROMPT = "The ";
-/** Characters per sample: each is one forward pass of the model on the page's device. */
-const SAMPLE_CHARS = 60;
+/** Characters per sample (`?sampleChars=`): each is one forward pass of the model on the page's device. */
+let sampleChars = 60;
 let pageDevice: Promise<Device> | undefined;
 let stopRequested = false;
 
@@ -118,7 +118,7 @@ function sampleFrom(s: Session, label: string, load: (t: TextSampler) => void): 
     pageDevice ??= Device.request({ label: "page" });
     sampler ??= new TextSampler(await pageDevice, s.program.makeModel, data.vocab);
     load(sampler);
-    const text = PROMPT + await sampler.sample(PROMPT, SAMPLE_CHARS);
+    const text = PROMPT + await sampler.sample(PROMPT, sampleChars);
     demo.samples = [...demo.samples, { epoch, text }];
     const li = document.createElement("li");
     const b = document.createElement("b");
@@ -310,7 +310,10 @@ async function init(): Promise<void> {
     const v = query.get(key);
     return v === null ? undefined : Number(v); // validated by the gpt-nano program, which names the key
   };
-  setProgramArgs({ subset: sizes.subset, test: sizes.test, seqs: seqs("seqs"), valSeqs: seqs("valSeqs") });
+  const chars = Number(query.get("sampleChars") ?? sampleChars);
+  if (Number.isInteger(chars) && chars >= 1 && chars <= 1000) sampleChars = chars;
+  else showError(new RangeError(`?sampleChars= must be an integer in [1, 1000], got ${JSON.stringify(query.get("sampleChars"))}`));
+  setProgramArgs({ subset: sizes.subset, test: sizes.test, seqs: seqs("seqs"), valSeqs: seqs("valSeqs"), seqLen: seqs("seqLen") });
   $("data-note").textContent = `Data: the first ${sizes.subset} MNIST training images and ${sizes.test} test images ` +
     `(change with ?subset=…&test=… in the address).`;
   $<HTMLInputElement>("ranks").max = String(MAX_RANKS);

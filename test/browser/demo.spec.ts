@@ -359,16 +359,18 @@ test.describe("dev server", () => {
     await drawDigit(page);
   });
 
-  test("gpt-nano on the Brown Corpus: two ranks, text from the consensus after each epoch and at the end", async ({ page }) => {
-    test.setTimeout(600_000);
+  test("gpt-nano on the Brown Corpus: two ranks, text from the consensus after the epoch and from the trained model", async ({ page }) => {
+    test.setTimeout(900_000);
     const errors = watchErrors(page);
-    await page.goto(`${DEV}/?seqs=64&valSeqs=16`);
+    // Small: 16 sequences of 32 characters, batch 8 on 2 ranks = one step per rank and epoch
+    // (a gpt-nano step of 16 × 128 takes minutes on SwiftShader under load).
+    await page.goto(`${DEV}/?seqs=16&valSeqs=8&seqLen=32&sampleChars=16`);
     await expect(page.locator("#status")).toHaveText(/^Ready/, { timeout: 60_000 });
     await page.selectOption("#program", "gpt-nano");
     await page.fill("#ranks", "2");
     await page.selectOption("#mode", "cpu-sync");
-    await page.fill("#epochs", "2");
-    await page.fill("#batch", "16");
+    await page.fill("#epochs", "1");
+    await page.fill("#batch", "8");
     await page.click("#start");
     await settled(page);
     const s = await page.evaluate(() => {
@@ -377,19 +379,19 @@ test.describe("dev server", () => {
     });
     expect(s.error, "page error message").toBe("");
     expect(s.state).toBe("done");
-    expect(s.epochs).toBe(2);
-    expect(s.reduces, "cpu-sync reduces every step").toBeGreaterThanOrEqual(2);
+    expect(s.epochs).toBe(1);
+    expect(s.reduces, "cpu-sync reduces every step").toBeGreaterThanOrEqual(1);
     // The eval is the validation CE: positive, below a uniform guess over 85 characters.
-    expect(s.evals.length).toBe(2);
+    expect(s.evals.length).toBe(1);
     for (const e of s.evals) {
       expect(e.value).toBeGreaterThan(0);
       expect(e.value).toBeLessThan(Math.log(85) + 0.5);
     }
-    await page.waitForFunction(() => (globalThis as any).__demo.samples.length >= 3, null, { timeout: 300_000, polling: 500 });
+    await page.waitForFunction(() => (globalThis as any).__demo.samples.length >= 2, null, { timeout: 400_000, polling: 500 });
     const samples: { epoch: number; text: string }[] = await page.evaluate(() => (globalThis as any).__demo.samples);
-    expect(samples.map((x) => x.epoch), "a sample per epoch, then the trained model's").toEqual([1, 2, 2]);
-    for (const x of samples) expect(x.text).toMatch(/^The [\s\S]{60}$/);
-    await expect(page.locator("#text-samples li")).toHaveCount(3);
+    expect(samples.map((x) => x.epoch), "a sample per epoch, then the trained model's").toEqual([1, 1]);
+    for (const x of samples) expect(x.text).toMatch(/^The [\s\S]{16}$/);
+    await expect(page.locator("#text-samples li")).toHaveCount(2);
     await expect(page.locator("#text-panel")).toBeVisible();
     await expect(page.locator("#status")).toContainText("validation CE");
     expect(errors).toEqual([]);
