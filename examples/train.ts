@@ -72,7 +72,7 @@ async function main(a: TrainArgs): Promise<void> {
     .batchSize(a.batch)
     .numEpochs(a.epochs)
     .elche(ElCheConfig.defaultFor(a.mode))
-    .bf16Wire(a.bf16 && a.ranks > 1)
+    .bf16Wire(a.bf16 && a.ranks > 1 && !a.mode.startsWith("nccl")) // nccl-*: f32 in shared memory, no wire
     .cluster({ ranks: Array.from({ length: a.ranks }, (_, r) => ({ slowdown: r === a.slowRank ? a.slowdownFactor : 1 })) })
     .timeline(timeline)
     .recordLog(`${dir}/log`, a.logBytes)

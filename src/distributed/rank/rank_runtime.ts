@@ -8,9 +8,12 @@ import { adoptConsensus, frameToFlat, packFrame, writeFlat } from "./frames.ts";
 import type { ChunkReport } from "../protocol/messages.ts";
 import { ChunkRun, type RankView } from "./chunk_run.ts";
 import { permutation } from "./permutation.ts";
+import { allReduce } from "./collective.ts";
 import type {
   Adoption,
   ChunkPlan,
+  CollectiveAck,
+  CollectiveCall,
   CoordinatorSink,
   EvalOutcome,
   Frame,
@@ -156,18 +159,36 @@ export class RankRuntime<M extends Module> implements RankApi {
    */
   adopt(a: Adoption): Promise<SyncAck> {
     return this.#controlled(async () => {
-      const measured = adoptConsensus(this.#device, this.#params.map((p) => p.data), this.#buffers, this.#layout, a);
-      measured.catch(() => {}); // a lost device surfaces at the next step
-      const ack = await this.#lastAck;
-      this.#lastAck = measured;
-      if (a.resetInner) this.#optim.resetState();
-      this.#version = a.version;
-      this.#globalStep = a.globalStep;
       // Steps taken after the snapshot (Async) belong to the next window.
-      this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - (this.#snapshotSteps.get(a.round) ?? this.#stepsSinceAvg));
+      const ack = await this.#adopt(a, this.#snapshotSteps.get(a.round) ?? this.#stepsSinceAvg);
       this.#snapshotSteps.clear();
-      return { ...ack, rank: this.#setup.rank };
+      return ack;
     });
+  }
+
+  /** An nccl-* reduce through the group's slab (rank/collective.ts), then the same adoption as {@link adopt}. */
+  collective(c: CollectiveCall): Promise<CollectiveAck> {
+    return this.#controlled(async () => {
+      const rank = this.#setup.rank, batches = this.#stepsSinceAvg;
+      const out = await allReduce(this.#device, this.#params.map((p) => p.data), this.#buffers, c, rank);
+      if (out.status !== "done") return { rank, status: out.status, batches };
+      const withBuffers = c.movers.some((m) => m > 0);
+      const a = { round: c.round, version: c.version, consensus: out.consensus, resetInner: c.resetInner, globalStep: c.globalStep, withBuffers };
+      return { rank, status: "done", batches, ack: await this.#adopt(a, c.steps) };
+    });
+  }
+
+  /** Write the consensus (measuring its divergence), answer with the previous one's; `steps` leave the window. */
+  async #adopt(a: Adoption, steps: number): Promise<SyncAck> {
+    const measured = adoptConsensus(this.#device, this.#params.map((p) => p.data), this.#buffers, this.#layout, a);
+    measured.catch(() => {}); // a lost device surfaces at the next step
+    const ack = await this.#lastAck;
+    this.#lastAck = measured;
+    if (a.resetInner) this.#optim.resetState();
+    this.#version = a.version;
+    this.#globalStep = a.globalStep;
+    this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - steps);
+    return { ...ack, rank: this.#setup.rank };
   }
 
   evaluate(epoch: number): Promise<EvalOutcome> {

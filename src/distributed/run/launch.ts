@@ -17,6 +17,7 @@ import { loadCollector } from "../../gpu/mod.ts";
 import { BundleWriter, loadResume, type Persistence } from "../coordinator/persistence.ts";
 import { setupFor } from "./rank_setup.ts";
 import { stallCeilingMs } from "../coordinator/max_failure.ts";
+import { assertSharedMemory } from "../protocol/slab.ts";
 
 import { runSingle } from "./single.ts";
 import { resolveConfig, type ResolvedRunConfig } from "./validate_config.ts";
@@ -84,6 +85,7 @@ export async function launch<M extends Module>(state: BuilderState<M>): Promise<
     writer: cfg.savePath ? new BundleWriter(cfg.savePath) : undefined,
   };
   if (W === 1) return runSingle(state, cfg, observerOf(state), persistence);
+  if (cfg.backend === "nccl") assertSharedMemory(); // before any worker starts: a clear error on a page without isolation
   return launchRanks(state, cfg, { ...cluster, ranks: cluster.ranks }, persistence);
 }
 
