@@ -116,6 +116,11 @@ async function attemptOnce(inp: NcclInput, stalled: Promise<never>): Promise<Red
       throw new Error(`reduce ${inp.round}: ranks ${done.map((a) => a.rank)} adopted a consensus ranks ${acks.filter((a) => a.status !== "done").map((a) => a.rank)} abandoned`);
     }
     inp.group.abort();
+    const lost = members.filter((c) => !c.alive).map((c) => c.rank);
+    console.warn(
+      `flodl-webgpu: reduce ${inp.round}: the collective was aborted (${lost.length ? `rank ${lost.join(", ")} lost` : "a barrier timed out"}); ` +
+        `retrying over ranks ${inp.ranks.filter((c) => c.alive).map((c) => c.rank).join(", ")}`,
+    );
     return null;
   }
   checkCounts(inp.round, done, steps);

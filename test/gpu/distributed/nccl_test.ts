@@ -1,0 +1,105 @@
+/**
+ * The nccl-* modes end to end on the tiny program (test/fixtures/programs/tiny.ts): real
+ * rank workers reduce among themselves through a SharedArrayBuffer slab
+ * (coordinator/reduce_nccl.ts). nccl-sync computes what cpu-sync and one rank on the
+ * union batches compute; nccl-cadence follows ElChe as cpu-cadence does. Runs under deno
+ * test and in Chromium (the dev server sends the COOP/COEP headers shared memory needs).
+ */
+import {
+  ApplyPolicy,
+  ArrayDataSet,
+  crossEntropy,
+  ElCheConfig,
+  permutation,
+  setProgramArgs,
+  SGD,
+  type TrainedState,
+  Trainer,
+  Variable,
+} from "../../../src/index.ts";
+import { blobs, DIM, tiny, tiny320, TinyLinear } from "../../fixtures/programs/tiny.ts";
+import { assert, assertEquals, assertRelClose } from "../../util/assert.ts";
+import { gpuTest } from "../../util/gpu.ts";
+
+function flat(s: TrainedState): Float32Array {
+  const parts = [...s.params.values()].map((p) => p.data);
+  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** The program pinned to a mode (every knob set, so runs do not leak into each other). */
+function configure(mode: "nccl-sync" | "cpu-sync" | "nccl-cadence" | "cpu-cadence", o: { batch: number; epochs: number; slowdown?: number[] }, program = tiny) {
+  setProgramArgs({});
+  const slowdown = o.slowdown ?? [1, 1];
+  return program.clone()
+    .elche(ElCheConfig.defaultFor(mode))
+    .bf16Wire(false)
+    .batchSize(o.batch)
+    .numEpochs(o.epochs)
+    .lrScaleRatio(0)
+    .cluster({ ranks: slowdown.map((s) => ({ slowdown: s })) });
+}
+
+gpuTest("nccl-sync with 2 ranks on half batches equals cpu-sync and 1 rank on whole batches (plain SGD, within 1e-5)", async () => {
+  const b = 8, steps = 20, P = 2 * b * steps;
+  // Single-rank dataset whose batch k is the union of the two ranks' batch k (as trainer_test.ts).
+  const two = blobs(P, 5);
+  const perm = permutation(42, 0, P);
+  const [xs, ys] = two.getBatch([...Array(P).keys()]);
+  const x = new Float32Array(P * DIM), y = new Int32Array(P);
+  for (let q = 0; q < P; q++) {
+    const k = Math.floor(q / (2 * b)), i = q % (2 * b);
+    const src = i < b ? perm[k * b + i] : perm[P / 2 + k * b + (i - b)];
+    x.set((xs.data as Float32Array).subarray(src * DIM, (src + 1) * DIM), perm[q] * DIM);
+    y[perm[q]] = (ys.data as Int32Array)[src];
+  }
+  const one = new ArrayDataSet([{ data: x, shape: [P, DIM] }, { data: y, shape: [P] }]);
+  const single = await Trainer.builder(
+    (device) => new TinyLinear(device),
+    (params) => new SGD(params, { lr: 0.05 }),
+    (model, [bx, by]) => crossEntropy(model.forward(new Variable(bx)), by),
+  ).dataset(one).batchSize(2 * b).numEpochs(1).cluster({ ranks: [{}] }).run();
+  const want = flat(await single.join());
+
+  const run = async (mode: "nccl-sync" | "cpu-sync") => {
+    // A static split keeps Sync at one step per rank per reduce, whatever the timing.
+    const h = await configure(mode, { batch: b, epochs: 1 }, tiny320).partitionRatios([0.5, 0.5]).run();
+    const got = flat(await h.join());
+    const m = h.history[0];
+    assertEquals(m.perRankSamples, [b * steps, b * steps], `${mode}: each rank trained its half`);
+    assertEquals(m.reduces, steps, `${mode}: one reduce per step`);
+    return { got, bytes: m.wireBytesPerReduce };
+  };
+  const nccl = await run("nccl-sync"), cpu = await run("cpu-sync");
+  assertRelClose(nccl.got, want, 1e-5, "nccl-sync vs single rank");
+  assertRelClose(nccl.got, cpu.got, 1e-5, "nccl-sync vs cpu-sync");
+  assert(cpu.bytes > 0, `cpu-sync ships frames through the coordinator (${cpu.bytes} bytes per reduce)`);
+  assertEquals(nccl.bytes, 0, "nccl-sync: no parameter byte through the coordinator");
+});
+
+gpuTest("nccl-cadence follows ElChe as cpu-cadence: one rank 3x slower gets ~1/3 of the batches, reduce counts in the same band", async () => {
+  const run = async (mode: "nccl-cadence" | "cpu-cadence") => {
+    const h = await configure(mode, { batch: 8, epochs: 3, slowdown: [1, 3] }).run();
+    await h.join();
+    return h.history;
+  };
+  const nccl = await run("nccl-cadence"), cpu = await run("cpu-cadence");
+  const reduces = (hs: typeof nccl) => hs.reduce((a, m) => a + m.reduces, 0);
+  const [rn, rc] = [reduces(nccl), reduces(cpu)];
+  assert(rn >= rc / 2 && rn <= rc * 2, `reduces: nccl-cadence ${rn}, cpu-cadence ${rc} (expected within 2x of each other)`);
+  // A reduce per batch would be 768 / 8 / 2 = 48 per epoch: ElChe's windows keep both far below it.
+  assert(rn < 3 * 48 / 2, `nccl-cadence ran ${rn} reduces in 3 epochs: ElChe's windows did not grow`);
+  const fast = nccl[1].perRankSamples[0] + nccl[2].perRankSamples[0];
+  const slow = nccl[1].perRankSamples[1] + nccl[2].perRankSamples[1];
+  // NOTE: in Chromium every worker's WebGPU work runs in one GPU process, so step times are
+  // not independent there (see trainer_test.ts): only the direction is asserted.
+  const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
+  const ratio = fast / slow;
+  if (isDeno) assert(ratio > 3 * 0.75 && ratio < 3 * 1.25, `nccl-cadence fast/slow batches over epochs 2-3: ${ratio.toFixed(2)} (${fast}/${slow}), expected 3 ± 25%`);
+  else assert(ratio > 1.2, `nccl-cadence fast/slow batches ${ratio.toFixed(2)}, expected > 1.2`);
+});
