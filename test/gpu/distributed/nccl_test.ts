@@ -6,7 +6,6 @@
  * test and in Chromium (the dev server sends the COOP/COEP headers shared memory needs).
  */
 import {
-  ApplyPolicy,
   ArrayDataSet,
   crossEntropy,
   ElCheConfig,

@@ -7,7 +7,6 @@ import {
   ApplyPolicy,
   ArrayDataSet,
   AverageBackend,
-  ElCheConfig,
   EpochCallbackPolicy,
   Trainer,
 } from "../../../src/index.ts";

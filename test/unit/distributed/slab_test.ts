@@ -42,7 +42,7 @@ Deno.test("reduce-scatter over the slab equals the float64 mass-weighted mean (p
     // Masses n^γ with γ = 0.7 on random step counts; slot 1 did not move (mass 0, mover 0).
     const steps = Array.from({ length: W }, (_, k) => (k === 1 ? 0 : 1 + Math.floor(rng() * 9)));
     const masses = steps.map((n) => (n > 0 ? n ** 0.7 : 0));
-    const movers = steps.map((n) => (n > 0 ? 1 : 0));
+    const movers = steps.map((n): number => (n > 0 ? 1 : 0));
     for (let k = 0; k < W; k++) writeSlot(v, k, params[k], buffers[k], masses[k], movers[k]);
     for (let k = 0; k < W; k++) reduceSlice(slab, v, k, masses, movers);
     const mSum = masses.reduce((a, b) => a + b, 0), bSum = movers.reduce((a, b) => a + b, 0);
