@@ -64,6 +64,11 @@ if (!isRank()) {
   exitNow(0); // every file is written: skip a teardown that can crash (examples/exit.ts)
 }
 
+/** The bf16 wire is a cpu-* plane knob: nccl-* ranks reduce f32 in shared memory, with nothing on a wire. */
+function bf16Wire(a: TrainArgs): boolean {
+  return a.bf16 && a.ranks > 1 && !a.mode.startsWith("nccl");
+}
+
 async function main(a: TrainArgs): Promise<void> {
   const dir = `${a.out}/${a.name}`;
   await Deno.mkdir(dir, { recursive: true });
@@ -72,7 +77,7 @@ async function main(a: TrainArgs): Promise<void> {
     .batchSize(a.batch)
     .numEpochs(a.epochs)
     .elche(ElCheConfig.defaultFor(a.mode))
-    .bf16Wire(a.bf16 && a.ranks > 1 && !a.mode.startsWith("nccl")) // nccl-*: f32 in shared memory, no wire
+    .bf16Wire(bf16Wire(a))
     .cluster({ ranks: Array.from({ length: a.ranks }, (_, r) => ({ slowdown: r === a.slowRank ? a.slowdownFactor : 1 })) })
     .timeline(timeline)
     .recordLog(`${dir}/log`, a.logBytes)
@@ -90,7 +95,7 @@ async function main(a: TrainArgs): Promise<void> {
 
   console.log(
     `flodl-webgpu: ${a.model} on MNIST (${train.len()} train / ${test.len()} test), ${a.ranks} rank(s), ${a.mode}, ` +
-      `bf16 wire ${a.bf16 && a.ranks > 1 ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}` +
+      `bf16 wire ${bf16Wire(a) ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}` +
       (a.normalize ? "" : ", pixels not standardized") +
       (a.slowRank >= 0 ? `, rank ${a.slowRank} ${a.slowdownFactor}× slower` : ""),
   );
