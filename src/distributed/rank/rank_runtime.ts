@@ -166,22 +166,37 @@ export class RankRuntime<M extends Module> implements RankApi {
     });
   }
 
-  /** An nccl-* reduce through the group's slab (rank/collective.ts), then the same adoption as {@link adopt}. */
+  /**
+   * An nccl-* reduce through the group's slab (rank/collective.ts). The consensus is already
+   * on this thread and always overwrites (no EASGD under Sync/Cadence), so it is written
+   * straight into the parameters and its divergence measured here, without the GPU blend
+   * and norm read-back `adopt` needs.
+   */
   collective(c: CollectiveCall): Promise<CollectiveAck> {
     return this.#controlled(async () => {
       const rank = this.#setup.rank, batches = this.#stepsSinceAvg;
       const out = await allReduce(this.#device, this.#params.map((p) => p.data), this.#buffers, c, rank);
       if (out.status !== "done") return { rank, status: out.status, batches };
-      const withBuffers = c.movers.some((m) => m > 0);
-      const a = { round: c.round, version: c.version, consensus: out.consensus, resetInner: c.resetInner, globalStep: c.globalStep, withBuffers };
-      return { rank, status: "done", batches, ack: await this.#adopt(a, c.steps) };
+      writeFlat(this.#device, this.#params.map((p) => p.data), this.#buffers, out.consensus);
+      this.#device.flush();
+      const ack = await this.#adopted(Promise.resolve(out.divergence), c, c.steps);
+      return { rank, status: "done", batches, ack };
     });
   }
 
-  /** Write the consensus (measuring its divergence), answer with the previous one's; `steps` leave the window. */
-  async #adopt(a: Adoption, steps: number): Promise<SyncAck> {
+  /** Write the consensus (measuring its divergence on the GPU), answer with the previous one's. */
+  #adopt(a: Adoption, steps: number): Promise<SyncAck> {
     const measured = adoptConsensus(this.#device, this.#params.map((p) => p.data), this.#buffers, this.#layout, a);
     measured.catch(() => {}); // a lost device surfaces at the next step
+    return this.#adopted(measured, a, steps);
+  }
+
+  /** The bookkeeping of an adoption: the ack is the previous adoption's divergence (one reduce late); `steps` leave the window. */
+  async #adopted(
+    measured: Promise<Omit<SyncAck, "rank">>,
+    a: { version: number; globalStep: number; resetInner: boolean },
+    steps: number,
+  ): Promise<SyncAck> {
     const ack = await this.#lastAck;
     this.#lastAck = measured;
     if (a.resetInner) this.#optim.resetState();

@@ -81,7 +81,7 @@ gpuTest("nccl-sync with 2 ranks on half batches equals cpu-sync and 1 rank on wh
   assertEquals(nccl.bytes, 0, "nccl-sync: no parameter byte through the coordinator");
 });
 
-gpuTest("nccl-cadence follows ElChe as cpu-cadence: one rank 3x slower gets ~1/3 of the batches, reduce counts in the same band", async () => {
+gpuTest("nccl-cadence follows ElChe as cpu-cadence: with one rank 3x slower, the same fast/slow batch ratio (within 30%) and reduce counts (within 2x)", async () => {
   const run = async (mode: "nccl-cadence" | "cpu-cadence") => {
     const h = await configure(mode, { batch: 8, epochs: 3, slowdown: [1, 3] }).run();
     await h.join();
@@ -93,12 +93,16 @@ gpuTest("nccl-cadence follows ElChe as cpu-cadence: one rank 3x slower gets ~1/3
   assert(rn >= rc / 2 && rn <= rc * 2, `reduces: nccl-cadence ${rn}, cpu-cadence ${rc} (expected within 2x of each other)`);
   // A reduce per batch would be 768 / 8 / 2 = 48 per epoch: ElChe's windows keep both far below it.
   assert(rn < 3 * 48 / 2, `nccl-cadence ran ${rn} reduces in 3 epochs: ElChe's windows did not grow`);
-  const fast = nccl[1].perRankSamples[0] + nccl[2].perRankSamples[0];
-  const slow = nccl[1].perRankSamples[1] + nccl[2].perRankSamples[1];
+  // The fast rank's share over epochs 2-3 (after calibration) tracks the speed ratio in both
+  // modes; compared side by side, as machine load skews both alike.
+  const ratio = (hs: typeof nccl) => (hs[1].perRankSamples[0] + hs[2].perRankSamples[0]) / (hs[1].perRankSamples[1] + hs[2].perRankSamples[1]);
+  const [qn, qc] = [ratio(nccl), ratio(cpu)];
   // NOTE: in Chromium every worker's WebGPU work runs in one GPU process, so step times are
   // not independent there (see trainer_test.ts): only the direction is asserted.
-  const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
-  const ratio = fast / slow;
-  if (isDeno) assert(ratio > 3 * 0.75 && ratio < 3 * 1.25, `nccl-cadence fast/slow batches over epochs 2-3: ${ratio.toFixed(2)} (${fast}/${slow}), expected 3 ± 25%`);
-  else assert(ratio > 1.2, `nccl-cadence fast/slow batches ${ratio.toFixed(2)}, expected > 1.2`);
+  if (typeof (globalThis as { Deno?: unknown }).Deno === "undefined") {
+    assert(qn > 1, `nccl-cadence fast/slow batches ${qn.toFixed(2)}, expected > 1`);
+    return;
+  }
+  assert(qn > 1.5, `nccl-cadence fast/slow batches over epochs 2-3: ${qn.toFixed(2)}, expected > 1.5 (the slow rank is 3x slower)`);
+  assert(Math.abs(qn / qc - 1) < 0.3, `fast/slow batches: nccl-cadence ${qn.toFixed(2)}, cpu-cadence ${qc.toFixed(2)} (expected within 30%)`);
 });
