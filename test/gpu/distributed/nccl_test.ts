@@ -8,6 +8,7 @@
 import {
   ArrayDataSet,
   crossEntropy,
+  DiLoCo,
   ElCheConfig,
   permutation,
   setProgramArgs,
@@ -16,7 +17,7 @@ import {
   Trainer,
   Variable,
 } from "../../../src/index.ts";
-import { blobs, DIM, tiny, tiny320, TinyLinear } from "../../fixtures/programs/tiny.ts";
+import { blobs, DIM, tiny, tiny320, TinyLinear, tinyOuter } from "../../fixtures/programs/tiny.ts";
 import { assert, assertEquals, assertRelClose } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 
@@ -105,4 +106,16 @@ gpuTest("nccl-cadence follows ElChe as cpu-cadence: with one rank 3x slower, the
   }
   assert(qn > 1.5, `nccl-cadence fast/slow batches over epochs 2-3: ${qn.toFixed(2)}, expected > 1.5 (the slow rank is 3x slower)`);
   assert(Math.abs(qn / qc - 1) < 0.3, `fast/slow batches: nccl-cadence ${qn.toFixed(2)}, cpu-cadence ${qc.toFixed(2)} (expected within 30%)`);
+});
+
+gpuTest("nccl-sync with an outer optimizer (DiLoCo, stepped on the coordinator's copy of the slab's consensus) equals cpu-sync with it (within 1e-5)", async () => {
+  const run = async (mode: "nccl-sync" | "cpu-sync") => {
+    const h = await configure(mode, { batch: 16, epochs: 1 }, tinyOuter).partitionRatios([0.5, 0.5])
+      .outerOptimizer(() => new DiLoCo({ lr: 0.7, momentum: 0.5 })).run();
+    const got = flat(await h.join());
+    assertEquals(h.history[0].reduces, 768 / 16 / 2, `${mode}: one reduce per step`);
+    return got;
+  };
+  const nccl = await run("nccl-sync"), cpu = await run("cpu-sync");
+  assertRelClose(nccl, cpu, 1e-5, "nccl-sync + DiLoCo vs cpu-sync + DiLoCo");
 });
