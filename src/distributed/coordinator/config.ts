@@ -114,7 +114,7 @@ export interface ElCheFields {
 /**
  * A complete ElChe strategy (flodl `ElCheConfig`): mode plus cadence, guard and
  * consensus knobs. Fields are public and mutable; presets give the table of spec §2.3.
- * The default mode here is cpu-cadence (the web has no NCCL), not flodl's nccl-cadence.
+ * The default mode here is cpu-cadence (it runs on every page; nccl-* needs shared memory), not flodl's nccl-cadence.
  * @example
  * ```ts
  * import { ElCheConfig } from "./config.ts";
