@@ -1,5 +1,5 @@
 import { defineConfig } from "vite";
-import main from "../vite.config.ts";
+import main, { ISOLATION_HEADERS } from "../vite.config.ts";
 
 /**
  * Dev server of the bench pages only (bench/engine.html, bench/ddp.html), on its own port so it never
@@ -14,7 +14,7 @@ const root = new URL("..", import.meta.url).pathname;
 
 export default defineConfig({
   root,
-  server: { port: 5190, strictPort: true, host: "127.0.0.1", fs: { allow: [root] }, hmr: false, watch: null },
+  server: { port: 5190, strictPort: true, host: "127.0.0.1", fs: { allow: [root] }, hmr: false, watch: null, headers: ISOLATION_HEADERS },
   optimizeDeps: {
     entries: ["bench/engine.html", "bench/ddp.html"],
     include: ["comlink", "@tensorflow/tfjs", "@tensorflow/tfjs-backend-webgpu", "@jax-js/jax"],

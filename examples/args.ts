@@ -4,7 +4,7 @@
  */
 import { CHAR_MODELS, MODELS, type ModelName } from "./models.ts";
 
-export const MODES = ["cpu-sync", "cpu-cadence", "cpu-async"] as const;
+export const MODES = ["cpu-sync", "cpu-cadence", "cpu-async", "nccl-sync", "nccl-cadence"] as const;
 export type Mode = (typeof MODES)[number];
 
 export interface TrainArgs {
@@ -65,8 +65,9 @@ Usage: npm start -- [flags]
                                    char-rnn, gpt-nano        Brown Corpus characters, sequences of 128
                                                              (validation cross-entropy)
   --ranks <n>                    ranks, one Web Worker each (default 2; 1 = single device)
-  --mode <cpu-sync|cpu-cadence|cpu-async>
-                                 averaging mode (default cpu-cadence)
+  --mode <cpu-sync|cpu-cadence|cpu-async|nccl-sync|nccl-cadence>
+                                 averaging mode (default cpu-cadence; nccl-*: the ranks'
+                                 shared-memory collective)
   --epochs <n>                   epochs (default 3)
   --bf16 / --no-bf16             bf16 wire for the averaging plane (default on)
   --normalize / --no-normalize   standardize pixels, (x/255 - 0.1307) / 0.3081 as torchvision's

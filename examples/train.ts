@@ -137,6 +137,11 @@ async function serve(a: TrainArgs): Promise<() => Promise<void>> {
   return () => server.stop();
 }
 
+/** The bf16 wire is a cpu-* plane knob: nccl-* ranks reduce f32 in shared memory, with nothing on a wire. */
+function bf16Wire(a: TrainArgs): boolean {
+  return a.bf16 && a.ranks + a.serve > 1 && !a.mode.startsWith("nccl");
+}
+
 async function main(a: TrainArgs): Promise<void> {
   const dir = `${a.out}/${a.name}`;
   await Deno.mkdir(dir, { recursive: true });
@@ -145,7 +150,7 @@ async function main(a: TrainArgs): Promise<void> {
     .batchSize(a.batch)
     .numEpochs(a.epochs)
     .elche(ElCheConfig.defaultFor(a.mode))
-    .bf16Wire(a.bf16 && a.ranks + a.serve > 1)
+    .bf16Wire(bf16Wire(a))
     .cluster({ ranks: Array.from({ length: a.ranks }, (_, r) => ({ slowdown: r === a.slowRank ? a.slowdownFactor : 1 })) })
     .timeline(timeline)
     .recordLog(`${dir}/log`, a.logBytes)
@@ -166,12 +171,9 @@ async function main(a: TrainArgs): Promise<void> {
     ? `MNIST (${train.len()} train / ${test.len()} test)`
     : `the Brown Corpus (${train.len()} train / ${test.len()} validation sequences of 128 characters, vocabulary ${vocabSize})`;
   console.log(
-    `flodl-webgpu: ${a.model} on ${data}, ${a.ranks} rank(s), ${a.mode}, ` +
-      `bf16 wire ${a.bf16 && a.ranks > 1 ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}, lr ${lr}` +
+    `flodl-webgpu: ${a.model} on ${data}, ${a.ranks} rank(s)` + (a.serve ? ` + ${a.serve} remote` : "") + `, ${a.mode}, ` +
+      `bf16 wire ${bf16Wire(a) ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}, lr ${lr}` +
       (recipe.data === "mnist" && (a.normalize === false || a.model === "conv-ae") ? ", pixels in [0, 1]" : "") +
-    `flodl-webgpu: ${a.model} on MNIST (${train.len()} train / ${test.len()} test), ${a.ranks} rank(s)` +
-      (a.serve ? ` + ${a.serve} remote` : "") + `, ${a.mode}, ` +
-      `bf16 wire ${a.bf16 && a.ranks + a.serve > 1 ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}` +
       (a.normalize ? "" : ", pixels not standardized") +
       (a.slowRank >= 0 ? `, rank ${a.slowRank} ${a.slowdownFactor}× slower` : ""),
   );

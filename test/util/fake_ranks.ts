@@ -15,6 +15,8 @@ import { DdpHandle, type TrainedState } from "../../src/distributed/run/handle.t
 import type { ChunkReport } from "../../src/distributed/coordinator/metrics.ts";
 import type {
   Adoption,
+  CollectiveAck,
+  CollectiveCall,
   ChunkPlan,
   CoordinatorSink,
   EvalOutcome,
@@ -169,6 +171,14 @@ export class FakeRank implements RankApi {
       this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - (this.#snapshots.get(a.round) ?? this.#stepsSinceAvg));
       this.#snapshots.clear();
       return { rank: this.rank, divergence: 0, preNorm: 1, postNorm: 1 };
+    });
+  }
+  /** The nccl-* collective without the slab (one thread cannot meet at a barrier): counts only. */
+  collective(c: CollectiveCall): Promise<CollectiveAck> {
+    return this.#control("collective", () => {
+      const batches = this.#stepsSinceAvg;
+      this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - c.steps);
+      return { rank: this.rank, status: "done" as const, batches, ack: { rank: this.rank, divergence: 0, preNorm: 1, postNorm: 1 } };
     });
   }
   evaluate(epoch: number): Promise<EvalOutcome> {

@@ -76,7 +76,7 @@ export const ElCheMode = {
   },
 } as const;
 
-/** The `cpu-*` mode doing what an `nccl-*` mode does in flodl (the web's only transport). */
+/** The `cpu-*` mode with the pacing of `mode` (what a bf16 wire or a page without cross-origin isolation may use instead). */
 export function cpuEquivalent(mode: ElCheMode): ElCheMode {
   return ElCheMode.fromParts(ElCheMode.split(mode)[0], "cpu");
 }
@@ -114,7 +114,7 @@ export interface ElCheFields {
 /**
  * A complete ElChe strategy (flodl `ElCheConfig`): mode plus cadence, guard and
  * consensus knobs. Fields are public and mutable; presets give the table of spec §2.3.
- * The default mode here is cpu-cadence (the web has no NCCL), not flodl's nccl-cadence.
+ * The default mode here is cpu-cadence (it runs on every page; nccl-* needs shared memory), not flodl's nccl-cadence.
  * @example
  * ```ts
  * import { ElCheConfig } from "./config.ts";
@@ -173,11 +173,11 @@ export class ElCheConfig implements ElCheFields {
   static cpuAsync(): ElCheConfig {
     return ElCheConfig.defaultFor("cpu-async");
   }
-  /** nccl-sync (rejected by `run()` on the web; use cpuSync). */
+  /** nccl-sync: anchor 1; ranks reduce among themselves through shared memory (reduce_nccl.ts). */
   static ncclSync(): ElCheConfig {
     return ElCheConfig.defaultFor("nccl-sync");
   }
-  /** nccl-cadence (rejected by `run()` on the web; use cpuCadence). */
+  /** nccl-cadence: ranks reduce among themselves through shared memory (reduce_nccl.ts). */
   static ncclCadence(): ElCheConfig {
     return ElCheConfig.defaultFor("nccl-cadence");
   }

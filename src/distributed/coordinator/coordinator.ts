@@ -27,7 +27,8 @@ import { type ReduceEvent, type RunEvents, type RunObserver, type RunSink, train
 import { OuterStepper } from "./outer.ts";
 import type { Persistence, ResumeSeed } from "./persistence.ts";
 import type { RankClient } from "./rank_client.ts";
-import { reduceCycle } from "./reduce_cycle.ts";
+import { reduceCycle, type ReduceInput } from "./reduce_cycle.ts";
+import { NcclGroup, reduceNccl } from "./reduce_nccl.ts";
 import { Wake } from "./wake.ts";
 import type { RunDefinition } from "./run_definition.ts";
 import { planSource, type WorkSource } from "./work_source.ts";
@@ -81,6 +82,8 @@ export class Coordinator<M extends Module> {
   /** Ranks the last dispatch pass offered work and the source told to hold (nothing for them this window). */
   #held = new Set<number>();
   #consensusBuffers: Float32Array | null = null;
+  /** The nccl-* ranks' shared-memory group (rebuilt over the survivors after a loss). */
+  #nccl = new NcclGroup();
 
   constructor(
     state: RunDefinition,
@@ -461,7 +464,7 @@ export class Coordinator<M extends Module> {
     const coverage = this.#coverage();
     const coverageEpoch = this.#frontier;
     try {
-      const out = await reduceCycle({
+      const input: ReduceInput = {
         round,
         exact,
         stallMs,
@@ -478,7 +481,11 @@ export class Coordinator<M extends Module> {
           this.#consensus = c.params;
           this.#consensusBuffers = c.buffers;
         },
-      });
+      };
+      // nccl-*: the ranks reduce among themselves through shared memory (reduce_nccl.ts).
+      const out = this.#cfg.backend === "nccl"
+        ? await reduceNccl({ ...input, steps: [...this.#n], group: this.#nccl })
+        : await reduceCycle(input);
       const ms = performance.now() - t0;
       this.#finishCycle(out.steps, out.acks, ms, out.consensus === null, { round, ...out });
       if (out.consensus) {

@@ -8,8 +8,9 @@ export const ApplyPolicy = { Sync: "sync", Cadence: "cadence", Async: "async" } 
 export type ApplyPolicy = (typeof ApplyPolicy)[keyof typeof ApplyPolicy];
 
 /**
- * HOW a reduce travels (spec §2.2). The web has no NCCL: `Nccl` exists so flodl configs
- * read the same, and `run()` rejects it naming the `cpu-*` equivalent.
+ * HOW a reduce travels (spec §2.2). `Cpu`: frames to the coordinator and back. `Nccl`: the
+ * ranks' collective in a SharedArrayBuffer slab (coordinator/reduce_nccl.ts), the web's
+ * stand-in for NCCL (spec §13).
  */
 export const AverageBackend = { Nccl: "nccl", Cpu: "cpu" } as const;
 export type AverageBackend = (typeof AverageBackend)[keyof typeof AverageBackend];

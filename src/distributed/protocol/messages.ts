@@ -5,6 +5,7 @@
  * sent to a worker before its listener exists is dropped, so the rank announces itself
  * first (the worker transport waits for it).
  */
+import type { Slab } from "./slab.ts";
 
 /** One tensor in the flat frame: parameters first, then buffers, in `namedParameters` order. */
 export interface LayoutEntry {
@@ -177,6 +178,43 @@ export interface SyncAck {
   postNorm: number;
 }
 
+/**
+ * One nccl-* reduce (spec §4.2, NCCL realization) as the coordinator asks each rank of the
+ * group for it: the coordinator decided the masses; the parameters travel through the
+ * slab only (protocol/slab.ts).
+ */
+export interface CollectiveCall {
+  round: number;
+  /** The group's shared memory; `slot` is this rank's number in it (spec §8.4: renumbered on rebuild). */
+  slab: Slab;
+  slot: number;
+  /** The group's barrier generation at which this reduce starts (it takes this one and the next). */
+  generation: number;
+  /** Parameter mass n^γ per slot (0 for ranks that did not move). */
+  masses: number[];
+  /** Buffer mass per slot: 1 for a rank that moved, else 0. */
+  movers: number[];
+  /** This rank's steps the consensus folds in (n_r; they leave its window). */
+  steps: number;
+  /** The consensus version the adoption installs, and the global step after this reduce. */
+  version: number;
+  globalStep: number;
+  resetInner: boolean;
+  /** A barrier waits at most this long (the coordinator aborts a stalled group first). */
+  waitMs: number;
+}
+
+/** A rank's answer to a {@link CollectiveCall}: counts only, never parameters. */
+export interface CollectiveAck {
+  rank: number;
+  /** "aborted": the group was aborted at a barrier; nothing changed on the rank. */
+  status: "done" | "aborted" | "timeout";
+  /** The rank's own step count at the reduce (the coordinator's masses came from its n_r). */
+  batches: number;
+  /** The divergence of the previous adoption (one reduce late, as `adopt`); when done. */
+  ack?: SyncAck;
+}
+
 /** Outcome of a rank-side eval. */
 export interface EvalOutcome {
   epoch: number;
@@ -209,6 +247,8 @@ export interface RankApi {
   snapshot(round: number, exact?: boolean): Promise<Frame>;
   /** Adopt a consensus, between batches. */
   adopt(a: Adoption): Promise<SyncAck>;
+  /** Take part in an nccl-* reduce through the group's slab, between batches, and adopt its consensus. */
+  collective(c: CollectiveCall): Promise<CollectiveAck>;
   /** Run the user's evalFn on the current model (eval mode around it). */
   evaluate(epoch: number): Promise<EvalOutcome>;
   /** Run the user's checkpointFn. */

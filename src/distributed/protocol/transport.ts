@@ -83,6 +83,7 @@ const CALLS: { [K in RankCallName]: true } = {
   train: true,
   snapshot: true,
   adopt: true,
+  collective: true,
   evaluate: true,
   checkpoint: true,
   finalState: true,

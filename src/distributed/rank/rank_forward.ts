@@ -16,6 +16,7 @@ export const FORWARDED_CALLS = [
   "train",
   "snapshot",
   "adopt",
+  "collective",
   "evaluate",
   "checkpoint",
   "finalState",

@@ -10,9 +10,12 @@ import { ChunkRun, type RankView } from "./chunk_run.ts";
 import { permutation } from "./permutation.ts";
 import { buildDataPlane, planeReporter } from "./rank_data.ts";
 import type { DataCounters, DataPlane } from "../../data/mod.ts";
+import { allReduce } from "./collective.ts";
 import type {
   Adoption,
   ChunkPlan,
+  CollectiveAck,
+  CollectiveCall,
   CoordinatorSink,
   EvalOutcome,
   Frame,
@@ -165,18 +168,51 @@ export class RankRuntime<M extends Module> implements RankApi {
    */
   adopt(a: Adoption): Promise<SyncAck> {
     return this.#controlled(async () => {
-      const measured = adoptConsensus(this.#device, this.#params.map((p) => p.data), this.#buffers, this.#layout, a);
-      measured.catch(() => {}); // a lost device surfaces at the next step
-      const ack = await this.#lastAck;
-      this.#lastAck = measured;
-      if (a.resetInner) this.#optim.resetState();
-      this.#version = a.version;
-      this.#globalStep = a.globalStep;
       // Steps taken after the snapshot (Async) belong to the next window.
-      this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - (this.#snapshotSteps.get(a.round) ?? this.#stepsSinceAvg));
+      const ack = await this.#adopt(a, this.#snapshotSteps.get(a.round) ?? this.#stepsSinceAvg);
       this.#snapshotSteps.clear();
-      return { ...ack, rank: this.#setup.rank };
+      return ack;
     });
+  }
+
+  /**
+   * An nccl-* reduce through the group's slab (rank/collective.ts). The consensus is already
+   * on this thread and always overwrites (no EASGD under Sync/Cadence), so it is written
+   * straight into the parameters and its divergence measured here, without the GPU blend
+   * and norm read-back `adopt` needs.
+   */
+  collective(c: CollectiveCall): Promise<CollectiveAck> {
+    return this.#controlled(async () => {
+      const rank = this.#setup.rank, batches = this.#stepsSinceAvg;
+      const out = await allReduce(this.#device, this.#params.map((p) => p.data), this.#buffers, c, rank);
+      if (out.status !== "done") return { rank, status: out.status, batches };
+      writeFlat(this.#device, this.#params.map((p) => p.data), this.#buffers, out.consensus);
+      this.#device.flush();
+      const ack = await this.#adopted(Promise.resolve(out.divergence), c, c.steps);
+      return { rank, status: "done", batches, ack };
+    });
+  }
+
+  /** Write the consensus (measuring its divergence on the GPU), answer with the previous one's. */
+  #adopt(a: Adoption, steps: number): Promise<SyncAck> {
+    const measured = adoptConsensus(this.#device, this.#params.map((p) => p.data), this.#buffers, this.#layout, a);
+    measured.catch(() => {}); // a lost device surfaces at the next step
+    return this.#adopted(measured, a, steps);
+  }
+
+  /** The bookkeeping of an adoption: the ack is the previous adoption's divergence (one reduce late); `steps` leave the window. */
+  async #adopted(
+    measured: Promise<Omit<SyncAck, "rank">>,
+    a: { version: number; globalStep: number; resetInner: boolean },
+    steps: number,
+  ): Promise<SyncAck> {
+    const ack = await this.#lastAck;
+    this.#lastAck = measured;
+    if (a.resetInner) this.#optim.resetState();
+    this.#version = a.version;
+    this.#globalStep = a.globalStep;
+    this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - steps);
+    return { ...ack, rank: this.#setup.rank };
   }
 
   evaluate(epoch: number): Promise<EvalOutcome> {

@@ -46,8 +46,8 @@ import type { Timeline } from "../../monitor/mod.ts";
 /**
  * Fluent builder returned by {@link Trainer.builder}: every method of flodl's `DdpBuilder`,
  * camelCased, with the same meaning and defaults (spec/flodl-ddp-semantics.md). One web
- * deviation: there is no NCCL, so the default backend is Cpu (mode cpu-cadence) and
- * Nccl is refused by `run()` naming the cpu-* equivalent.
+ * deviation: the default backend is Cpu (mode cpu-cadence), which runs on every page;
+ * Nccl is the ranks' shared-memory collective (a page needs cross-origin isolation).
  *
  * Rank-side callbacks (dataset, evalDataset, evalFn, checkpointFn, epochFn, transform,
  * scheduler) must be attached in the module that calls `Trainer.builder()`, at top level:
@@ -109,7 +109,10 @@ export class DdpBuilder<M extends Module> {
   policy(policy: ApplyPolicy): this {
     return this.#set("policy", (c) => (c.policy = policy));
   }
-  /** How to reduce: Cpu (default on the web). Nccl is refused by `run()`. */
+  /**
+   * How to reduce: Cpu (default on the web: through the coordinator) or Nccl (the ranks
+   * sum among themselves in a SharedArrayBuffer; pages need COOP/COEP headers).
+   */
   backend(backend: AverageBackend): this {
     return this.#set("backend", (c) => (c.backend = backend));
   }

@@ -19,6 +19,7 @@ import { setupFor } from "./rank_setup.ts";
 import { stallCeilingMs } from "../coordinator/max_failure.ts";
 import { checkRemote, openRemoteSlots, type RemoteSlots } from "./remote_slots.ts";
 import { layoutDigest, programId } from "../protocol/remote_hello.ts";
+import { assertSharedMemory } from "../protocol/slab.ts";
 
 import { runSingle } from "./single.ts";
 import { type DiskStage, prepareDiskStage } from "./disk_stage.ts";
@@ -98,6 +99,15 @@ export async function launch<M extends Module>(state: BuilderState<M>): Promise<
     resume: cfg.resumeFrom ? await loadResume(cfg.resumeFrom, cfg, W) : undefined,
     writer: cfg.savePath ? new BundleWriter(cfg.savePath) : undefined,
   };
+  if (W > 1 && cfg.backend === "nccl") {
+    assertSharedMemory(); // before any worker starts: a clear error on a page without isolation
+    if (W > local.ranks.length) {
+      throw new RangeError(
+        `backend(Nccl) with remoteRanks: the nccl-* collective shares memory between the ranks of one process, ` +
+          `which ranks on other machines cannot; use a cpu-* mode (Cpu backend) for a run with remote ranks`,
+      );
+    }
+  }
   const stage = await prepareDiskStage(cfg);
   try {
     if (W === 1) return await runSingle(state, cfg, observerOf(state), persistence, stage);

@@ -78,18 +78,12 @@ export function validateConfig(cfg: DdpRunConfig, ctx: ValidationContext = {}): 
   if (!["sync", "cadence", "async"].includes(cfg.policy)) fail("policy", "one of sync, cadence, async", cfg.policy);
   if (!["nccl", "cpu"].includes(cfg.backend)) fail("backend", "one of nccl, cpu", cfg.backend);
   const e = cfg.elche;
-  // Rules 1, 7, then the web rule: NCCL does not exist between Web Workers.
+  // Rules 1 and 7 (nccl-* is the shared-memory collective: no bf16 wire, as in flodl).
   const mode = ElCheMode.fromParts(cfg.policy, cfg.backend);
   if (e.bf16Wire && cfg.backend === "nccl") {
     throw new RangeError(
       `${PREFIX}bf16Wire applies to the CPU averaging plane only (cpu-sync, cpu-cadence, cpu-async); ` +
         `drop .bf16Wire(true) or use ${cpuEquivalent(mode)}, got ${mode}`,
-    );
-  }
-  if (cfg.backend === "nccl") {
-    throw new RangeError(
-      `${PREFIX}backend Nccl is not available on the web (no NCCL between workers); use ${cpuEquivalent(mode)} ` +
-        `(.backend(AverageBackend.Cpu) or the ElCheConfig cpu-* preset), got ${mode}`,
     );
   }
   validateElche(e, ctx.worldSize);

@@ -7,7 +7,6 @@ import {
   ApplyPolicy,
   ArrayDataSet,
   AverageBackend,
-  ElCheConfig,
   EpochCallbackPolicy,
   Trainer,
 } from "../../../src/index.ts";
@@ -26,8 +25,6 @@ const CASES: [string, () => ReturnType<typeof base>, typeof RangeError | typeof 
   ["missing numEpochs", () => Trainer.builder(never, never, never).dataset(data).batchSize(4), TypeError, ["numEpochs is required"]],
   ["bad batchSize", () => base().batchSize(0), RangeError, ["batchSize", "got 0"]],
   ["(Async, Nccl)", () => base().policy(ApplyPolicy.Async).backend(AverageBackend.Nccl), RangeError, ["async", "nccl"]],
-  ["Nccl backend", () => base().backend(AverageBackend.Nccl), RangeError, ["Nccl", "cpu-cadence"]],
-  ["nccl preset", () => base().elche(ElCheConfig.ncclSync()), RangeError, ["cpu-sync"]],
   ["bf16 on Nccl", () => base().backend(AverageBackend.Nccl).bf16Wire(true), RangeError, ["bf16Wire", "CPU averaging plane"]],
   ["empty partitionRatios", () => base().policy(ApplyPolicy.Sync).partitionRatios([]), RangeError, ["partitionRatios", "[]"]],
   ["non-positive ratio", () => base().policy(ApplyPolicy.Sync).partitionRatios([1.2, -0.2]), RangeError, ["partitionRatios", "-0.2"]],

@@ -16,6 +16,7 @@ const paramsMatch: { [K in ForwardedCall]: Same<Parameters<Forwarded[K]>, Parame
   train: true,
   snapshot: true,
   adopt: true,
+  collective: true,
   evaluate: true,
   checkpoint: true,
   finalState: true,

@@ -32,10 +32,10 @@ Deno.test("validateConfig accepts the defaults and requires batchSize and numEpo
   );
 });
 
-Deno.test("rule 1 and the web rule: Async+Nccl and any Nccl backend are rejected naming the cpu-* mode", () => {
+Deno.test("rule 1: Async+Nccl is rejected naming cpu-async; nccl-sync and nccl-cadence resolve (the shared-memory collective)", () => {
   bad(cfg({ policy: "async", backend: "nccl" }), "NCCL async was dropped", "cpu-async");
-  bad(cfg({ backend: "nccl" }), "backend Nccl is not available", "cpu-cadence", "got nccl-cadence");
-  bad(cfg({ policy: "sync", backend: "nccl" }), "cpu-sync", "got nccl-sync");
+  assertEquals(resolveConfig(cfg({ backend: "nccl" })).mode, "nccl-cadence");
+  assertEquals(resolveConfig(cfg({ policy: "sync", backend: "nccl" })).mode, "nccl-sync");
   bad(cfg({ policy: "fast" as never }), "policy", 'got "fast"');
 });
 

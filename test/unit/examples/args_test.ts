@@ -20,7 +20,7 @@ Deno.test("npm start flags: defaults, every flag, and a derived run name", () =>
 Deno.test("npm start flags: a bad value names the flag, what it takes and what it got", () => {
   assertThrows(() => parseTrainArgs(["--model", "resnet"]), RangeError, "--model", "logistic, mlp, lenet, conv-ae, char-rnn, gpt-nano", '"resnet"');
   assertThrows(() => parseTrainArgs(["--ranks", "0"]), RangeError, "--ranks", ">= 1", '"0"');
-  assertThrows(() => parseTrainArgs(["--mode", "nccl-sync"]), RangeError, "--mode", "cpu-cadence", '"nccl-sync"');
+  assertThrows(() => parseTrainArgs(["--mode", "nccl-async"]), RangeError, "--mode", "nccl-cadence", '"nccl-async"');
   assertThrows(() => parseTrainArgs(["--slowdown", "5:3"]), RangeError, "--slowdown", "< --ranks 2", "5");
   assertThrows(() => parseTrainArgs(["--slowdown", "1x3"]), RangeError, "--slowdown", '"1x3"');
   assertThrows(() => parseTrainArgs(["--frobnicate"]), RangeError, "unknown flag", "--frobnicate");

@@ -1,0 +1,121 @@
+/**
+ * The nccl-* modes end to end on the tiny program (test/fixtures/programs/tiny.ts): real
+ * rank workers reduce among themselves through a SharedArrayBuffer slab
+ * (coordinator/reduce_nccl.ts). nccl-sync computes what cpu-sync and one rank on the
+ * union batches compute; nccl-cadence follows ElChe as cpu-cadence does. Runs under deno
+ * test and in Chromium (the dev server sends the COOP/COEP headers shared memory needs).
+ */
+import {
+  ArrayDataSet,
+  crossEntropy,
+  DiLoCo,
+  ElCheConfig,
+  permutation,
+  setProgramArgs,
+  SGD,
+  type TrainedState,
+  Trainer,
+  Variable,
+} from "../../../src/index.ts";
+import { blobs, DIM, tiny, tiny320, TinyLinear, tinyOuter } from "../../fixtures/programs/tiny.ts";
+import { assert, assertEquals, assertRelClose } from "../../util/assert.ts";
+import { gpuTest } from "../../util/gpu.ts";
+
+function flat(s: TrainedState): Float32Array {
+  const parts = [...s.params.values()].map((p) => p.data);
+  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** The program pinned to a mode (every knob set, so runs do not leak into each other). */
+function configure(mode: "nccl-sync" | "cpu-sync" | "nccl-cadence" | "cpu-cadence", o: { batch: number; epochs: number; slowdown?: number[] }, program = tiny) {
+  setProgramArgs({});
+  const slowdown = o.slowdown ?? [1, 1];
+  return program.clone()
+    .elche(ElCheConfig.defaultFor(mode))
+    .bf16Wire(false)
+    .batchSize(o.batch)
+    .numEpochs(o.epochs)
+    .lrScaleRatio(0)
+    .cluster({ ranks: slowdown.map((s) => ({ slowdown: s })) });
+}
+
+gpuTest("nccl-sync with 2 ranks on half batches equals cpu-sync and 1 rank on whole batches (plain SGD, within 1e-5)", async () => {
+  const b = 8, steps = 20, P = 2 * b * steps;
+  // Single-rank dataset whose batch k is the union of the two ranks' batch k (as trainer_test.ts).
+  const two = blobs(P, 5);
+  const perm = permutation(42, 0, P);
+  const [xs, ys] = two.getBatch([...Array(P).keys()]);
+  const x = new Float32Array(P * DIM), y = new Int32Array(P);
+  for (let q = 0; q < P; q++) {
+    const k = Math.floor(q / (2 * b)), i = q % (2 * b);
+    const src = i < b ? perm[k * b + i] : perm[P / 2 + k * b + (i - b)];
+    x.set((xs.data as Float32Array).subarray(src * DIM, (src + 1) * DIM), perm[q] * DIM);
+    y[perm[q]] = (ys.data as Int32Array)[src];
+  }
+  const one = new ArrayDataSet([{ data: x, shape: [P, DIM] }, { data: y, shape: [P] }]);
+  const single = await Trainer.builder(
+    (device) => new TinyLinear(device),
+    (params) => new SGD(params, { lr: 0.05 }),
+    (model, [bx, by]) => crossEntropy(model.forward(new Variable(bx)), by),
+  ).dataset(one).batchSize(2 * b).numEpochs(1).cluster({ ranks: [{}] }).run();
+  const want = flat(await single.join());
+
+  const run = async (mode: "nccl-sync" | "cpu-sync") => {
+    // A static split keeps Sync at one step per rank per reduce, whatever the timing.
+    const h = await configure(mode, { batch: b, epochs: 1 }, tiny320).partitionRatios([0.5, 0.5]).run();
+    const got = flat(await h.join());
+    const m = h.history[0];
+    assertEquals(m.perRankSamples, [b * steps, b * steps], `${mode}: each rank trained its half`);
+    assertEquals(m.reduces, steps, `${mode}: one reduce per step`);
+    return { got, bytes: m.wireBytesPerReduce };
+  };
+  const nccl = await run("nccl-sync"), cpu = await run("cpu-sync");
+  assertRelClose(nccl.got, want, 1e-5, "nccl-sync vs single rank");
+  assertRelClose(nccl.got, cpu.got, 1e-5, "nccl-sync vs cpu-sync");
+  assert(cpu.bytes > 0, `cpu-sync ships frames through the coordinator (${cpu.bytes} bytes per reduce)`);
+  assertEquals(nccl.bytes, 0, "nccl-sync: no parameter byte through the coordinator");
+});
+
+gpuTest("nccl-cadence follows ElChe as cpu-cadence: with one rank 3x slower, the same fast/slow batch ratio (within 30%) and reduce counts (within 2x)", async () => {
+  const run = async (mode: "nccl-cadence" | "cpu-cadence") => {
+    const h = await configure(mode, { batch: 8, epochs: 3, slowdown: [1, 3] }).run();
+    await h.join();
+    return h.history;
+  };
+  const nccl = await run("nccl-cadence"), cpu = await run("cpu-cadence");
+  const reduces = (hs: typeof nccl) => hs.reduce((a, m) => a + m.reduces, 0);
+  const [rn, rc] = [reduces(nccl), reduces(cpu)];
+  assert(rn >= rc / 2 && rn <= rc * 2, `reduces: nccl-cadence ${rn}, cpu-cadence ${rc} (expected within 2x of each other)`);
+  // A reduce per batch would be 768 / 8 / 2 = 48 per epoch: ElChe's windows keep both far below it.
+  assert(rn < 3 * 48 / 2, `nccl-cadence ran ${rn} reduces in 3 epochs: ElChe's windows did not grow`);
+  // The fast rank's share over epochs 2-3 (after calibration) tracks the speed ratio in both
+  // modes; compared side by side, as machine load skews both alike.
+  const ratio = (hs: typeof nccl) => (hs[1].perRankSamples[0] + hs[2].perRankSamples[0]) / (hs[1].perRankSamples[1] + hs[2].perRankSamples[1]);
+  const [qn, qc] = [ratio(nccl), ratio(cpu)];
+  // NOTE: in Chromium every worker's WebGPU work runs in one GPU process, so step times are
+  // not independent there (see trainer_test.ts): only the direction is asserted.
+  if (typeof (globalThis as { Deno?: unknown }).Deno === "undefined") {
+    assert(qn > 1, `nccl-cadence fast/slow batches ${qn.toFixed(2)}, expected > 1`);
+    return;
+  }
+  assert(qn > 1.5, `nccl-cadence fast/slow batches over epochs 2-3: ${qn.toFixed(2)}, expected > 1.5 (the slow rank is 3x slower)`);
+  assert(Math.abs(qn / qc - 1) < 0.3, `fast/slow batches: nccl-cadence ${qn.toFixed(2)}, cpu-cadence ${qc.toFixed(2)} (expected within 30%)`);
+});
+
+gpuTest("nccl-sync with an outer optimizer (DiLoCo, stepped on the coordinator's copy of the slab's consensus) equals cpu-sync with it (within 1e-5)", async () => {
+  const run = async (mode: "nccl-sync" | "cpu-sync") => {
+    const h = await configure(mode, { batch: 16, epochs: 1 }, tinyOuter).partitionRatios([0.5, 0.5])
+      .outerOptimizer(() => new DiLoCo({ lr: 0.7, momentum: 0.5 })).run();
+    const got = flat(await h.join());
+    assertEquals(h.history[0].reduces, 768 / 16 / 2, `${mode}: one reduce per step`);
+    return got;
+  };
+  const nccl = await run("nccl-sync"), cpu = await run("cpu-sync");
+  assertRelClose(nccl, cpu, 1e-5, "nccl-sync + DiLoCo vs cpu-sync + DiLoCo");
+});
