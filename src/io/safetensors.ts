@@ -10,6 +10,10 @@
  * It lives in io/ (the lowest layer) so that nn/, optim/ and distributed/ all read and write
  * the same format: models, optimizer state and checkpoint bundles (STYLE.md practice 8, "a type
  * a lower layer needs moves down").
+ *
+ * Over ~400 lines on purpose: the writer, the reader and the header's validation (every
+ * offset, size and dtype checked before anything is allocated, also for streaming readers
+ * that parse the header alone) are one format's rules, kept where they can be read together.
  */
 
 /**

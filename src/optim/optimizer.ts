@@ -1,3 +1,11 @@
+/**
+ * The optimizer base: parameter groups, their learning rates, state save/load and the step
+ * that every optimizer shares, per tensor or over a packed group (`foreach`).
+ *
+ * Over ~400 lines on purpose: the per-tensor and the packed step share one group model
+ * (which tensors a group holds, when a packed group falls back to per-tensor, the state's
+ * layout in both), and the fallback rules read only next to both paths.
+ */
 import { Parameter } from "../autograd/mod.ts";
 import { fmt, sameShape, Tensor, zeros } from "../tensor/mod.ts";
 import { checkBoolean, checkNonNegative } from "./check.ts";

@@ -1,3 +1,13 @@
+/**
+ * The rank runtime: one rank's model replica, optimizer, data plane and frames, answering
+ * the coordinator's calls (`RankApi`, protocol/messages.ts) one method each: init, train a
+ * chunk, snapshot, adopt, the nccl-* collective, evaluate, checkpoint, final state.
+ *
+ * Over ~400 lines on purpose: the calls share one mutable state (the model's tensors, the
+ * optimizer, the pending divergence, the data plane) and its invariants (a call never runs
+ * while a chunk trains); the per-call work itself lives in chunk_run, frames, collective
+ * and rank_data.
+ */
 import type { Parameter } from "../../autograd/mod.ts";
 import { Device, DeviceLostError } from "../../gpu/mod.ts";
 import type { Module } from "../../nn/mod.ts";

@@ -1,3 +1,11 @@
+/**
+ * Matrix products: `matmul` with batching and broadcasting, its backward, the fused
+ * Linear (x·Wᵀ + b, with an optional ReLU epilogue) and the tiling plan the kernels use.
+ *
+ * Over ~400 lines on purpose: the forward, the two backward products and the fused entry
+ * all dispatch through one tiling plan (register blocks, batch strides, the ReLU mask) that
+ * must agree with shaders/matmul.wgsl; split apart, each would re-derive it.
+ */
 import { type Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import type { OpContext, OpDef } from "../op.ts";
 import { broadcastShapes, fmt, numel, type Shape, stridesOf } from "../shape.ts";
