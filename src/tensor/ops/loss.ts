@@ -261,7 +261,8 @@ export const nllLossOp: OpDef<NllLossOptions> = {
  * @example
  * ```ts
  * import { Device } from "../../gpu/mod.ts";
- *  * import { crossEntropy } from "./loss.ts";
+ * import { fromArray } from "../creation.ts";
+ * import { crossEntropy } from "./loss.ts";
  * await Device.request();
  * const loss = crossEntropy(fromArray([2, 0, 1, 0, 3, 1], [2, 3]), fromArray(new Int32Array([0, 1])));
  * console.log(await loss.item());
