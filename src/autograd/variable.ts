@@ -36,7 +36,7 @@ export function apply<A>(op: OpDef<A>, inputs: readonly Variable[], attrs: A): V
 /** A Variable, or a number that becomes a constant scalar on the other operand's device. */
 export type Operand = Variable | number;
 
-const NO_ATTRS = { alpha: 0, beta: 0 };
+const NO_ATTRS = {};
 
 /**
  * A tensor in the autograd graph: its data, its gradient (`grad`, accumulated by
@@ -139,19 +139,19 @@ export class Variable {
 
   // ---- arithmetic (broadcasting) ----
   add(o: Operand): Variable {
-    return typeof o === "number" ? this.#un(T.affineOp, { alpha: 1, beta: o }) : this.#bin(T.addOp, o);
+    return typeof o === "number" ? this.#un(T.affineOp, { scale: 1, shift: o }) : this.#bin(T.addOp, o);
   }
   sub(o: Operand): Variable {
-    return typeof o === "number" ? this.#un(T.affineOp, { alpha: 1, beta: -o }) : this.#bin(T.subOp, o);
+    return typeof o === "number" ? this.#un(T.affineOp, { scale: 1, shift: -o }) : this.#bin(T.subOp, o);
   }
   mul(o: Operand): Variable {
-    return typeof o === "number" ? this.#un(T.affineOp, { alpha: o, beta: 0 }) : this.#bin(T.mulOp, o);
+    return typeof o === "number" ? this.#un(T.affineOp, { scale: o }) : this.#bin(T.mulOp, o);
   }
   div(o: Operand): Variable {
-    return typeof o === "number" ? this.#un(T.affineOp, { alpha: 1 / o, beta: 0 }) : this.#bin(T.divOp, o);
+    return typeof o === "number" ? this.#un(T.affineOp, { scale: 1 / o }) : this.#bin(T.divOp, o);
   }
   pow(o: Operand): Variable {
-    return typeof o === "number" ? this.#un(T.powScalarOp, { alpha: o, beta: 0 }) : this.#bin(T.powOp, o);
+    return typeof o === "number" ? this.#un(T.powScalarOp, { exponent: o }) : this.#bin(T.powOp, o);
   }
   maximum(o: Operand): Variable {
     return this.#bin(T.maximumOp, o);
@@ -210,7 +210,7 @@ export class Variable {
   }
   /** Leaky ReLU with `negativeSlope` (PyTorch default 0.01). */
   leakyRelu(negativeSlope = 0.01): Variable {
-    return this.#un(T.leakyReluOp, { alpha: negativeSlope, beta: 0 });
+    return this.#un(T.leakyReluOp, { slope: negativeSlope });
   }
   /** GELU, exact (`"none"`, PyTorch's default) or tanh-approximate. */
   gelu(approximate: "none" | "tanh" = "none"): Variable {
@@ -220,11 +220,11 @@ export class Variable {
     return this.#un(T.siluOp, NO_ATTRS);
   }
   softplus(beta = 1, threshold = 20): Variable {
-    return this.#un(T.softplusOp, { alpha: beta, beta: threshold });
+    return this.#un(T.softplusOp, { beta, threshold });
   }
   clamp(min = -Infinity, max = Infinity): Variable {
     if (min > max) throw new RangeError(`clamp: min ${min} is greater than max ${max}`);
-    return this.#un(T.clampOp, { alpha: Math.max(min, -3.4e38), beta: Math.min(max, 3.4e38) });
+    return this.#un(T.clampOp, { lo: Math.max(min, -3.4e38), hi: Math.min(max, 3.4e38) });
   }
 
   // ---- reductions ----

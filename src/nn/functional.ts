@@ -10,23 +10,23 @@ const v = (x: Variable | Tensor): Variable => (x instanceof Variable ? x : new V
 
 /** ELU with `alpha` (PyTorch default 1). */
 export function elu(x: Variable, alpha = 1): Variable {
-  return apply(T.eluOp, [x], { alpha, beta: 0 });
+  return apply(T.eluOp, [x], { alpha });
 }
 /** SELU (fixed alpha and scale, as torch.nn.functional.selu). */
 export function selu(x: Variable): Variable {
-  return apply(T.seluOp, [x], { alpha: T.SELU_ALPHA, beta: T.SELU_SCALE });
+  return apply(T.seluOp, [x], { alpha: T.SELU_ALPHA, scale: T.SELU_SCALE });
 }
 /** Mish, x·tanh(softplus(x)). */
 export function mish(x: Variable): Variable {
-  return apply(T.mishOp, [x], { alpha: 0, beta: 0 });
+  return apply(T.mishOp, [x], {});
 }
 /** Hardswish, x·relu6(x + 3)/6. */
 export function hardswish(x: Variable): Variable {
-  return apply(T.hardswishOp, [x], { alpha: 0, beta: 0 });
+  return apply(T.hardswishOp, [x], {});
 }
 /** Hardsigmoid, relu6(x + 3)/6. */
 export function hardsigmoid(x: Variable): Variable {
-  return apply(T.hardsigmoidOp, [x], { alpha: 0, beta: 0 });
+  return apply(T.hardsigmoidOp, [x], {});
 }
 /** PReLU with a learned `weight` [C] on dim 1, or [1] shared (torch.nn.functional.prelu). */
 export function prelu(x: Variable, weight: Variable): Variable {

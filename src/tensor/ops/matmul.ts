@@ -412,7 +412,7 @@ export const linearReluOp: OpDef<undefined> = {
     const [x, w, y] = ctx.saved;
     const dz = maskedBy.get(dy) === y
       ? dy
-      : reluOp.backward!(dy, { shapes: [y.shape], needs: [true], saved: [y], output: y, attrs: { alpha: 0, beta: 0 } })[0]!;
+      : reluOp.backward!(dy, { shapes: [y.shape], needs: [true], saved: [y], output: y, attrs: {} })[0]!;
     return linearBackward(dz, x, w, ctx);
   },
 };

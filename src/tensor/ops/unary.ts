@@ -36,13 +36,11 @@ export const UNARY = kernel(UNARY_PARAMS, {
 export type UnaryScalar = "scale" | "shift" | "slope" | "beta" | "threshold" | "lo" | "hi" | "exponent" | "alpha";
 
 /**
- * The two scalars of a unary op, in the order its spec's `scalars` names them
- * (softplus: `alpha` is its beta, `beta` its threshold). The tape records these.
+ * The scalars of a unary op by the names of the uniforms they fill (`{ beta, threshold }`
+ * for softplus, `{ scale, shift }` for affine); a missing one is 0, a name the op does not
+ * take is an error. The tape records these.
  */
-export interface UnaryAttrs {
-  alpha: number;
-  beta: number;
-}
+export type UnaryAttrs = Partial<Record<UnaryScalar, number>>;
 
 /** Description of one unary op in shaders/unary.wgsl. */
 export interface UnarySpec {
@@ -52,7 +50,7 @@ export interface UnarySpec {
   kernel?: string;
   /** What the backward reads: the input x, the output y, or nothing. */
   saves: "input" | "output" | "none";
-  /** The uniforms the op's two attrs fill, in order (`["beta", "threshold"]` for softplus). */
+  /** The uniforms the op's attrs fill (`["beta", "threshold"]` for softplus). */
   scalars?: readonly [UnaryScalar, UnaryScalar?];
 }
 
@@ -63,9 +61,13 @@ function scalarsOf(
   attrs: UnaryAttrs,
 ): Partial<Record<keyof typeof UNARY_PARAMS.fields, number>> {
   const v: Partial<Record<keyof typeof UNARY_PARAMS.fields, number>> = { n };
-  const [first, second] = spec.scalars ?? [];
-  if (first) v[first] = attrs.alpha;
-  if (second) v[second] = attrs.beta;
+  const names: readonly (UnaryScalar | undefined)[] = spec.scalars ?? [];
+  for (const key of Object.keys(attrs)) {
+    if (!names.includes(key as UnaryScalar)) {
+      throw new TypeError(`${spec.name}: takes ${names.length ? names.join(", ") : "no scalars"}, got "${key}"`);
+    }
+  }
+  for (const name of names) if (name) v[name] = attrs[name] ?? 0;
   return v;
 }
 
@@ -106,7 +108,7 @@ export function defineUnary(spec: UnarySpec): OpDef<UnaryAttrs> {
 
 /** −x */
 export const negOp = defineUnary({ name: "neg", saves: "none" });
-/** alpha·x + beta */
+/** scale·x + shift */
 export const affineOp = defineUnary({ name: "affine", saves: "none", scalars: ["scale", "shift"] });
 /** |x|; gradient 0 at 0. */
 export const absOp = defineUnary({ name: "abs", saves: "input" });
@@ -124,7 +126,7 @@ export const tanhOp = defineUnary({ name: "tanh", saves: "output" });
 export const sigmoidOp = defineUnary({ name: "sigmoid", saves: "output" });
 /** max(x, 0); gradient 0 at 0 as in PyTorch. */
 export const reluOp = defineUnary({ name: "relu", saves: "output" });
-/** x for x > 0, slope·x otherwise (attrs.alpha is the slope). */
+/** x for x > 0, slope·x otherwise. */
 export const leakyReluOp = defineUnary({ name: "leakyRelu", kernel: "leaky_relu", saves: "input", scalars: ["slope"] });
 /** Exact GELU, x·Φ(x). */
 export const geluOp = defineUnary({ name: "gelu", saves: "input" });
@@ -132,11 +134,11 @@ export const geluOp = defineUnary({ name: "gelu", saves: "input" });
 export const geluTanhOp = defineUnary({ name: "geluTanh", kernel: "gelu_tanh", saves: "input" });
 /** x·σ(x) */
 export const siluOp = defineUnary({ name: "silu", saves: "input" });
-/** (1/β)·ln(1 + e^(βx)), linear past the threshold (attrs: β, then the threshold). */
+/** (1/β)·ln(1 + e^(βx)), linear past the threshold. */
 export const softplusOp = defineUnary({ name: "softplus", saves: "input", scalars: ["beta", "threshold"] });
-/** min(max(x, lo), hi) (attrs: lo, then hi) */
+/** min(max(x, lo), hi) */
 export const clampOp = defineUnary({ name: "clamp", saves: "input", scalars: ["lo", "hi"] });
-/** x^exponent for a scalar exponent (attrs.alpha). */
+/** x^exponent for a scalar exponent. */
 export const powScalarOp = defineUnary({
   name: "powScalar",
   kernel: "pow_scalar",
@@ -145,7 +147,7 @@ export const powScalarOp = defineUnary({
 });
 /** x for x > 0, alpha·(eˣ − 1) otherwise. */
 export const eluOp = defineUnary({ name: "elu", saves: "input", scalars: ["alpha"] });
-/** scale·ELU(x; alpha) with SELU's fixed constants (attrs: SELU_ALPHA, then SELU_SCALE). */
+/** scale·ELU(x; alpha) with SELU's fixed constants (attrs: SELU_ALPHA and SELU_SCALE). */
 export const seluOp = defineUnary({ name: "selu", saves: "input", scalars: ["alpha", "scale"] });
 /** x·tanh(softplus(x)) */
 export const mishOp = defineUnary({ name: "mish", saves: "input" });
@@ -211,13 +213,13 @@ export const preluOp: OpDef<undefined> = {
   },
 };
 
-const NONE: UnaryAttrs = { alpha: 0, beta: 0 };
+const NONE: UnaryAttrs = {};
 const fwd = (op: OpDef<UnaryAttrs>, x: Tensor, attrs = NONE) => op.forward([x], attrs).output;
 
 /** Elementwise −x. */
 export const neg = (x: Tensor): Tensor => fwd(negOp, x);
 /** Elementwise `scale·x + shift`. */
-export const affine = (x: Tensor, scale: number, shift = 0): Tensor => fwd(affineOp, x, { alpha: scale, beta: shift });
+export const affine = (x: Tensor, scale: number, shift = 0): Tensor => fwd(affineOp, x, { scale, shift });
 /** Elementwise |x|. */
 export const abs = (x: Tensor): Tensor => fwd(absOp, x);
 /** Elementwise eˣ. */
@@ -236,7 +238,7 @@ export const sigmoid = (x: Tensor): Tensor => fwd(sigmoidOp, x);
 export const relu = (x: Tensor): Tensor => fwd(reluOp, x);
 /** Leaky ReLU with `negativeSlope` (PyTorch default 0.01). */
 export const leakyRelu = (x: Tensor, negativeSlope = 0.01): Tensor =>
-  fwd(leakyReluOp, x, { alpha: negativeSlope, beta: 0 });
+  fwd(leakyReluOp, x, { slope: negativeSlope });
 /** GELU, exact (`approximate = "none"`) or tanh-approximate. */
 export const gelu = (x: Tensor, approximate: "none" | "tanh" = "none"): Tensor =>
   fwd(approximate === "tanh" ? geluTanhOp : geluOp, x);
@@ -244,18 +246,18 @@ export const gelu = (x: Tensor, approximate: "none" | "tanh" = "none"): Tensor =
 export const silu = (x: Tensor): Tensor => fwd(siluOp, x);
 /** Softplus with PyTorch's `beta` (1) and `threshold` (20). */
 export const softplus = (x: Tensor, beta = 1, threshold = 20): Tensor =>
-  fwd(softplusOp, x, { alpha: beta, beta: threshold });
+  fwd(softplusOp, x, { beta, threshold });
 /** Clamp into `[min, max]` (either bound may be ±Infinity). */
 export function clamp(x: Tensor, min = -Infinity, max = Infinity): Tensor {
   if (min > max) throw new RangeError(`clamp: min ${min} is greater than max ${max}`);
-  return fwd(clampOp, x, { alpha: Math.max(min, -3.4e38), beta: Math.min(max, 3.4e38) });
+  return fwd(clampOp, x, { lo: Math.max(min, -3.4e38), hi: Math.min(max, 3.4e38) });
 }
 /** x raised to a scalar power. */
-export const powScalar = (x: Tensor, exponent: number): Tensor => fwd(powScalarOp, x, { alpha: exponent, beta: 0 });
+export const powScalar = (x: Tensor, exponent: number): Tensor => fwd(powScalarOp, x, { exponent });
 /** ELU with PyTorch's `alpha` (1). */
-export const elu = (x: Tensor, alpha = 1): Tensor => fwd(eluOp, x, { alpha, beta: 0 });
+export const elu = (x: Tensor, alpha = 1): Tensor => fwd(eluOp, x, { alpha });
 /** SELU, scale·ELU(x; alpha) with the fixed constants {@link SELU_ALPHA} and {@link SELU_SCALE}. */
-export const selu = (x: Tensor): Tensor => fwd(seluOp, x, { alpha: SELU_ALPHA, beta: SELU_SCALE });
+export const selu = (x: Tensor): Tensor => fwd(seluOp, x, { alpha: SELU_ALPHA, scale: SELU_SCALE });
 /** Mish, x·tanh(softplus(x)). */
 export const mish = (x: Tensor): Tensor => fwd(mishOp, x);
 /** Hardswish, x·relu6(x + 3)/6. */

@@ -50,7 +50,7 @@ gpuTest("linearRelu matches f64 relu(linear) and the two ops apart bit for bit (
     if (bias) assertRelClose(await fused.grads[2]!.toArray(), ref.db, TOL, `${tag} db`);
     // The same through linear then relu.
     const z = linearOp.forward(inputs, undefined).output;
-    const y = reluOp.forward([z], { alpha: 0, beta: 0 }).output;
+    const y = reluOp.forward([z], {}).output;
     assertEquals(await bits(fused.output), await bits(y), `${tag} y bits vs linear → relu`);
   }
 });
@@ -104,7 +104,7 @@ for (const foreach of [false, true]) {
       for (const p of [w1, b1, w2, b2]) p.zeroGrad();
       const hv = new Variable(xs);
       const z1 = apply(linearOp, [hv, w1, b1], undefined);
-      const a1 = apply(reluOp, [z1], { alpha: 0, beta: 0 });
+      const a1 = apply(reluOp, [z1], {});
       const loss = crossEntropy(apply(linearOp, [a1, w2, b2], undefined), ts);
       loss.backward();
       assertRelClose(await loss.data.toArray(), ce.y, TOL, "loss");

@@ -8,31 +8,32 @@ import { count, mulberry32, randn, uniform } from "../../../util/random.ts";
 
 const SHAPES = [[7], [33, 7], [129], [257, 3], [1, 5]];
 
-const CASES: [string, U.UnaryAttrs, "normal" | "positive"][] = [
-  ["neg", { alpha: 0, beta: 0 }, "normal"],
-  ["affine", { alpha: -1.5, beta: 0.25 }, "normal"],
-  ["abs", { alpha: 0, beta: 0 }, "normal"],
-  ["exp", { alpha: 0, beta: 0 }, "normal"],
-  ["log", { alpha: 0, beta: 0 }, "positive"],
-  ["sqrt", { alpha: 0, beta: 0 }, "positive"],
-  ["rsqrt", { alpha: 0, beta: 0 }, "positive"],
-  ["tanh", { alpha: 0, beta: 0 }, "normal"],
-  ["sigmoid", { alpha: 0, beta: 0 }, "normal"],
-  ["relu", { alpha: 0, beta: 0 }, "normal"],
-  ["leakyRelu", { alpha: 0.1, beta: 0 }, "normal"],
-  ["gelu", { alpha: 0, beta: 0 }, "normal"],
-  ["geluTanh", { alpha: 0, beta: 0 }, "normal"],
-  ["silu", { alpha: 0, beta: 0 }, "normal"],
-  ["softplus", { alpha: 2, beta: 3 }, "normal"],
-  ["clamp", { alpha: -0.5, beta: 0.7 }, "normal"],
-  ["powScalar", { alpha: 3, beta: 0 }, "normal"],
-  ["powScalar", { alpha: 0.5, beta: 0 }, "positive"],
-  ["elu", { alpha: 1, beta: 0 }, "normal"],
-  ["elu", { alpha: 0.7, beta: 0 }, "normal"],
-  ["selu", { alpha: SELU_ALPHA, beta: SELU_SCALE }, "normal"],
-  ["mish", { alpha: 0, beta: 0 }, "normal"],
-  ["hardswish", { alpha: 0, beta: 0 }, "normal"],
-  ["hardsigmoid", { alpha: 0, beta: 0 }, "normal"],
+/** Each op's (a, b), positional as the f64 reference takes them. */
+const CASES: [string, [number, number], "normal" | "positive"][] = [
+  ["neg", [0, 0], "normal"],
+  ["affine", [-1.5, 0.25], "normal"],
+  ["abs", [0, 0], "normal"],
+  ["exp", [0, 0], "normal"],
+  ["log", [0, 0], "positive"],
+  ["sqrt", [0, 0], "positive"],
+  ["rsqrt", [0, 0], "positive"],
+  ["tanh", [0, 0], "normal"],
+  ["sigmoid", [0, 0], "normal"],
+  ["relu", [0, 0], "normal"],
+  ["leakyRelu", [0.1, 0], "normal"],
+  ["gelu", [0, 0], "normal"],
+  ["geluTanh", [0, 0], "normal"],
+  ["silu", [0, 0], "normal"],
+  ["softplus", [2, 3], "normal"],
+  ["clamp", [-0.5, 0.7], "normal"],
+  ["powScalar", [3, 0], "normal"],
+  ["powScalar", [0.5, 0], "positive"],
+  ["elu", [1, 0], "normal"],
+  ["elu", [0.7, 0], "normal"],
+  ["selu", [SELU_ALPHA, SELU_SCALE], "normal"],
+  ["mish", [0, 0], "normal"],
+  ["hardswish", [0, 0], "normal"],
+  ["hardsigmoid", [0, 0], "normal"],
 ];
 
 const OPS: Record<string, ReturnType<typeof U.defineUnary>> = {
@@ -42,14 +43,21 @@ const OPS: Record<string, ReturnType<typeof U.defineUnary>> = {
   elu: U.eluOp, selu: U.seluOp, mish: U.mishOp, hardswish: U.hardswishOp, hardsigmoid: U.hardsigmoidOp,
 };
 
-for (const [name, attrs, dist] of CASES) {
-  gpuTest(`unary ${name}(${attrs.alpha}, ${attrs.beta}) forward and backward match f64 reference on odd shapes`, async () => {
-    const rng = mulberry32(name.length * 31 + attrs.alpha * 7);
+/** The uniforms (a, b) fill, by op (the op's own names; ops without scalars take none). */
+const NAMES: Record<string, U.UnaryScalar[]> = {
+  affine: ["scale", "shift"], leakyRelu: ["slope"], softplus: ["beta", "threshold"], clamp: ["lo", "hi"],
+  powScalar: ["exponent"], elu: ["alpha"], selu: ["alpha", "scale"],
+};
+
+for (const [name, [a, b], dist] of CASES) {
+  const attrs: U.UnaryAttrs = Object.fromEntries((NAMES[name] ?? []).map((k, i) => [k, [a, b][i]]));
+  gpuTest(`unary ${name}(${a}, ${b}) forward and backward match f64 reference on odd shapes`, async () => {
+    const rng = mulberry32(name.length * 31 + a * 7);
     for (const shape of SHAPES) {
       const n = count(shape);
       const x = dist === "positive" ? uniform(n, rng, 0.05, 4) : randn(n, rng, 3);
       const dy = randn(n, rng);
-      const want = unaryRef(name, x, dy, attrs.alpha, attrs.beta);
+      const want = unaryRef(name, x, dy, a, b);
       const { output, grads } = forwardBackward(OPS[name], [fromArray(x, shape)], attrs, fromArray(dy, shape));
       assertRelClose(await output.toArray(), want.y, 1e-4, `${name} y ${shape}`);
       assertRelClose(await grads[0]!.toArray(), want.dx, 1e-4, `${name} dx ${shape}`);
@@ -68,7 +76,7 @@ gpuTest("mish keeps relative accuracy far in the negative tail, where softplus i
   const x = Float32Array.from([-18, -12, -9, -5, -1e-3, 0, 1e-3, 25]);
   const dy = new Float32Array(x.length).fill(1);
   const want = unaryRef("mish", x, dy);
-  const { output, grads } = forwardBackward(U.mishOp, [fromArray(x)], { alpha: 0, beta: 0 }, fromArray(dy));
+  const { output, grads } = forwardBackward(U.mishOp, [fromArray(x)], {}, fromArray(dy));
   // Each value against itself (no shared floor): the tail is where tanh(softplus) cancels.
   const got = await output.toArray(), dx = await grads[0]!.toArray();
   for (let i = 0; i < x.length; i++) {
@@ -99,7 +107,7 @@ gpuTest("exact gelu keeps relative accuracy far in the negative tail", async () 
   const x = Float32Array.from([-9, -7, -5.5, -4, -3, -1e-3, 0, 1e-3, 6]);
   const dy = new Float32Array(x.length).fill(1);
   const want = unaryRef("gelu", x, dy);
-  const { output, grads } = forwardBackward(U.geluOp, [fromArray(x)], { alpha: 0, beta: 0 }, fromArray(dy));
+  const { output, grads } = forwardBackward(U.geluOp, [fromArray(x)], {}, fromArray(dy));
   assertRelClose(await output.toArray(), want.y, 1e-4, "gelu tail y");
   assertRelClose(await grads[0]!.toArray(), want.dx, 1e-4, "gelu tail dx");
 });
@@ -107,9 +115,9 @@ gpuTest("exact gelu keeps relative accuracy far in the negative tail", async () 
 gpuTest("relu and abs have gradient 0 at 0; tanh and sigmoid stay finite for huge inputs", async () => {
   const x = fromArray([0, 0, 1e30, -1e30]);
   const dy = fromArray([1, 1, 1, 1]);
-  const relu = forwardBackward(U.reluOp, [x], { alpha: 0, beta: 0 }, dy);
+  const relu = forwardBackward(U.reluOp, [x], {}, dy);
   assertRelClose(await relu.grads[0]!.toArray(), [0, 0, 1, 0], 0, "relu'(0)");
-  const abs = forwardBackward(U.absOp, [x], { alpha: 0, beta: 0 }, dy);
+  const abs = forwardBackward(U.absOp, [x], {}, dy);
   assertRelClose(await abs.grads[0]!.toArray(), [0, 0, 1, -1], 0, "abs'(0)");
   assertRelClose(await U.tanh(x).toArray(), [0, 0, 1, -1], 0, "tanh saturates");
   assertRelClose(await U.sigmoid(x).toArray(), [0.5, 0.5, 1, 0], 0, "sigmoid saturates");
@@ -128,4 +136,10 @@ gpuTest("a NaN input never comes out finite", async () => {
 gpuTest("unary ops refuse integer tensors and clamp refuses min > max", () => {
   assertThrows(() => U.relu(fromArray(new Int32Array([1, 2])), ), TypeError, "relu", "i32");
   assertThrows(() => U.clamp(fromArray([1]), 2, 1), RangeError, "clamp", "min 2", "max 1");
+});
+
+gpuTest("a unary op refuses a scalar it does not take, naming the op, its scalars and the name", () => {
+  const x = fromArray([1, 2, 3]);
+  assertThrows(() => U.affineOp.forward([x], { alpha: 2 }), TypeError, "affine", "scale, shift", `"alpha"`);
+  assertThrows(() => U.reluOp.forward([x], { slope: 0.1 }), TypeError, "relu", "no scalars", `"slope"`);
 });
