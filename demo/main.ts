@@ -180,8 +180,9 @@ async function start(): Promise<void> {
       batch: (rank, samples) => progress.batch(rank, samples, performance.now()),
       eval: (epoch, value, s) => {
         demo.evals = [...s.evals];
-        const words = evalText(s, value);
-        $("accuracy").textContent = `After epoch ${epoch}: ${words}`;
+        $("accuracy").textContent = s.program.data.kind === "text"
+          ? `Validation CE after epoch ${epoch}: ${value.toFixed(3)}`
+          : `Test accuracy after epoch ${epoch}: ${pct(value)}`;
       },
       reduce: (_round, s) => (demo.reduces = s.reduces),
     });
