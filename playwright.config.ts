@@ -15,6 +15,11 @@ const WEBGPU_FLAGS = [
 ];
 const QUIET_FLAGS = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+/**
+ * The shared dev server's port; the demo test takes the next two (its own dev server and
+ * `vite preview`). PW_PORT moves all three, so two checkouts can run Playwright at once.
+ */
+export const PORT = Number(process.env.PW_PORT ?? 5173);
 
 export default defineConfig({
   testDir: "test/browser",
@@ -23,7 +28,7 @@ export default defineConfig({
   workers: 1,
   reporter: process.env.CI ? "list" : "line",
   use: {
-    baseURL: "http://127.0.0.1:5173",
+    baseURL: `http://127.0.0.1:${PORT}`,
     browserName: "chromium",
     launchOptions: {
       executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
@@ -31,8 +36,8 @@ export default defineConfig({
     },
   },
   webServer: {
-    command: "npx vite --logLevel warn",
-    url: "http://127.0.0.1:5173/test/browser/runner.html",
+    command: `npx vite --logLevel warn --port ${PORT} --strictPort`,
+    url: `http://127.0.0.1:${PORT}/test/browser/runner.html`,
     reuseExistingServer: !process.env.CI,
     timeout: 120_000,
   },

@@ -13,7 +13,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import config from "../../playwright.config.ts";
+import config, { PORT } from "../../playwright.config.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const outDir = join(root, "test-results", "demo");
@@ -23,12 +23,13 @@ const distDir = join(outDir, "dist");
 const shotsDir = process.env.UPDATE_SCREENSHOTS ? join(root, "docs", "screenshots") : join(root, "test-results", "screenshots");
 /**
  * A dev server of our own (the project's vite.config.ts) without file watching: the
- * shared one on 5173 reloads the page whenever someone edits a file under src/, which
+ * shared one (PORT) reloads the page whenever someone edits a file under src/, which
  * would end a minutes-long run halfway.
  */
-const DEV_PORT = 5174;
+const DEV_PORT = PORT + 1;
+const PREVIEW_PORT = PORT + 2;
 const DEV = `http://127.0.0.1:${DEV_PORT}`;
-const PREVIEW = "http://127.0.0.1:4173";
+const PREVIEW = `http://127.0.0.1:${PREVIEW_PORT}`;
 /** 600 training images per rank, 300 test images. */
 const QUERY = "?subset=1200&test=300";
 const PROGRAM = process.env.DEMO_PROGRAM ?? "mlp";
@@ -408,7 +409,7 @@ test.describe("production build", () => {
       cwd: root,
       stdio: "pipe",
     });
-    preview = spawn(process.execPath, [vite, "preview", "--outDir", distDir, "--logLevel", "warn"], { cwd: root, stdio: "pipe" });
+    preview = spawn(process.execPath, [vite, "preview", "--outDir", distDir, "--port", String(PREVIEW_PORT), "--strictPort", "--logLevel", "warn"], { cwd: root, stdio: "pipe" });
     let log = "";
     preview.stdout?.on("data", (d) => (log += d));
     preview.stderr?.on("data", (d) => (log += d));
