@@ -1,6 +1,9 @@
 /**
  * The GPU test modules of test/gpu/ (the ones `deno test` runs), run in Chromium with
- * WebGPU (SwiftShader without a GPU): one Playwright test per module.
+ * WebGPU (SwiftShader without a GPU). One Playwright test per folder, its modules in one page
+ * on one shared device, as `deno test` runs them in one process: a page per module compiled
+ * the same pipelines again on SwiftShader, and that was most of this spec's time. The
+ * trainer's modules (distributed/) start rank workers with devices of their own: a test each.
  */
 import { expect, test } from "@playwright/test";
 import { readdirSync, statSync } from "node:fs";
@@ -15,18 +18,25 @@ function walk(dir: string): string[] {
   });
 }
 
+const groups = new Map<string, string[]>();
 for (const mod of walk(root).sort()) {
-  test(`gpu/${mod}`, async ({ page }) => {
-    test.setTimeout(600_000);
+  const key = mod.startsWith("distributed/") ? mod : mod.slice(0, mod.lastIndexOf("/") + 1);
+  groups.set(key, [...(groups.get(key) ?? []), mod]);
+}
+
+for (const [key, mods] of groups) {
+  test(`gpu/${key}${mods.length > 1 ? ` (${mods.length} modules)` : ""}`, async ({ page }) => {
+    const timeout = 600_000 * Math.max(1, Math.ceil(mods.length / 6));
+    test.setTimeout(timeout);
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(String(e)));
-    await page.goto(`/test/browser/runner.html?module=${encodeURIComponent(mod)}`);
-    await page.waitForFunction(() => (globalThis as any).__gpuTests?.done === true, null, { timeout: 600_000 });
+    await page.goto(`/test/browser/runner.html?module=${mods.map(encodeURIComponent).join(",")}`);
+    await page.waitForFunction(() => (globalThis as any).__gpuTests?.done === true, null, { timeout });
     const state = await page.evaluate(() => (globalThis as any).__gpuTests);
     const failed = state.results.filter((r: { ok: boolean }) => !r.ok);
     for (const f of failed) console.log(`FAIL ${f.name}\n${f.error}`);
     expect(errors, "page errors").toEqual([]);
-    expect(state.results.length, "tests registered").toBeGreaterThan(0);
+    expect(state.results.length, "tests registered").toBeGreaterThanOrEqual(mods.length);
     expect(failed.map((f: { name: string }) => f.name), `failures on ${state.adapter}`).toEqual([]);
   });
 }
