@@ -29,7 +29,8 @@ import type {
 } from "../../src/distributed/protocol/messages.ts";
 import { RankClient } from "../../src/distributed/coordinator/rank_client.ts";
 import { RankLostError } from "../../src/distributed/protocol/errors.ts";
-import { resolveConfig } from "../../src/distributed/run/validate_config.ts";
+import { resolveConfig, type ResolvedRunConfig } from "../../src/distributed/run/validate_config.ts";
+import type { RankPlace, RunEvents } from "../../src/distributed/coordinator/observer.ts";
 import type { DdpBuilder } from "../../src/distributed/run/builder.ts";
 import type { Module } from "../../src/nn/mod.ts";
 
@@ -64,8 +65,11 @@ export interface FakeRankScript {
 export interface SimControl {
   clock: Timeline;
   ranks: FakeRank[];
-  /** A spare rank's join passed its checks: the coordinator admits it at the next epoch boundary. */
-  requestJoin(rank: number): void;
+  /**
+   * A spare rank's join passed its checks: the coordinator admits it at the next epoch
+   * boundary. Default place: host `fake-host-<rank>`, adapter "fake", remote.
+   */
+  requestJoin(rank: number, place?: RankPlace): void;
   /** Ranks waiting for the next boundary. */
   pendingJoins(): number[];
 }
@@ -269,12 +273,19 @@ export async function simulate<M extends Module>(
   builder: DdpBuilder<M>,
   scripts: FakeRankScript[],
   observer: RunObserver = {},
-  options: { realWaitMs?: number; microtaskJitter?: () => number; onStart?: (ctl: SimControl) => void } = {},
+  options: {
+    realWaitMs?: number;
+    microtaskJitter?: () => number;
+    onStart?: (ctl: SimControl) => void;
+    /** The run's monitor (RunEvents), made from the resolved config; closed when the run ends. */
+    events?: (cfg: ResolvedRunConfig, world: number) => RunEvents;
+  } = {},
 ): Promise<SimResult> {
   const state = builder.state;
   const W = scripts.length;
   const cfg = resolveConfig(state.config, { worldSize: W, datasetLen: state.spec.dataset!.len() });
   const clock = new Timeline();
+  const events = options.events?.(cfg, W);
   const ranks = scripts.map((s, r) => new FakeRank(r, clock, s));
   const spare = (s: FakeRankScript) => s.spare || s.joinAt !== undefined;
   const clients = ranks.map((f, r) => (f.client = spare(scripts[r]) ? RankClient.spare(f.rank, f) : new RankClient(f.rank, f)));
@@ -290,8 +301,9 @@ export async function simulate<M extends Module>(
   let begin!: (h: DdpHandle) => void;
   const started = new Promise<DdpHandle>((r) => (begin = r));
   const result = (async () => {
-    coordinator = new Coordinator(state, cfg, clients, FAKE_LAYOUT, await started, observer);
-    const requestJoin = (r: number) => coordinator.requestJoin(r, { host: `fake-host-${r}`, adapter: "fake", transport: "remote" });
+    coordinator = new Coordinator(state, cfg, clients, FAKE_LAYOUT, await started, observer, events);
+    const requestJoin = (r: number, place?: RankPlace) =>
+      coordinator.requestJoin(r, place ?? { host: `fake-host-${r}`, adapter: "fake", transport: "remote" });
     scripts.forEach((s, r) => s.joinAt !== undefined && clock.at(s.joinAt, () => requestJoin(r)));
     options.onStart?.({ clock, ranks, requestJoin, pendingJoins: () => coordinator.pendingJoins });
     return await coordinator.run();
@@ -331,6 +343,7 @@ export async function simulate<M extends Module>(
     console.warn = warn;
     performance.now = now;
     await Promise.all(clients.map((c) => c.close()));
+    await events?.close();
   }
   return { state: state$, error, handle, ranks, warnings, virtualMs: clock.now };
 }
