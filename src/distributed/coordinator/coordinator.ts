@@ -164,6 +164,7 @@ export class Coordinator<M extends Module> {
     const c = this.#ranks[rank];
     if (!c?.standby || c.cause) return;
     this.#joins.set(rank, place);
+    this.#observer.rankWaiting?.(rank, place);
   }
 
   /** Ranks waiting for the next epoch boundary to join. */

@@ -72,6 +72,8 @@ export interface RunObserver {
    * from `epoch` (0-based) on, from the consensus parameters.
    */
   rankJoined?(rank: number, epoch: number, place: RankPlace): void;
+  /** A spare slot's rank is ready (join checked, init done) and waits for the next epoch boundary. */
+  rankWaiting?(rank: number, place: RankPlace): void;
   /** A checkpoint bundle was written (after its files are in place). */
   saved?(reason: string, stem: string): void;
   wantsFrames?: boolean;
