@@ -211,7 +211,9 @@ async function launchRanks<M extends Module>(
     try {
       coordinator = new Coordinator(state, cfg, clients, hellos[0].layout, await started, observer, monitor, persistence);
       for (const t of remote?.spares ?? []) {
-        spareJoin(remote!, t, want!, clients[t.rank], hellos[0].layout, (h) => setupFor(state, cfg, h, W, undefined, 1), coordinator);
+        spareJoin(remote!, t, want!, clients[t.rank], hellos[0].layout, (h) => setupFor(state, cfg, h, W, undefined, 1), coordinator, (name) => {
+          adapters[t.rank] = name; // handle.devices() names the rank by its machine from now on
+        });
       }
       return await coordinator.run();
     } finally {
@@ -250,6 +252,7 @@ function spareJoin<M extends Module>(
   layout: LayoutTable,
   setup: (rank: number) => RankSetup,
   coordinator: Coordinator<M>,
+  named: (device: string) => void,
 ): void {
   (async () => {
     const hello = await remote.spareJoined(t, want);
@@ -258,6 +261,7 @@ function spareJoin<M extends Module>(
       await t.link.close(`its model layout differs from rank 0's`);
       throw new Error(`rank ${t.rank} built a model with other parameters than rank 0 (${h.layout.paramCount} vs ${layout.paramCount} values)`);
     }
+    named(`${hello.host || "remote"}: ${h.adapter}`);
     coordinator.requestJoin(t.rank, { host: hello.host, adapter: h.adapter, transport: "remote" });
   })().catch((e) => {
     console.warn(`flodl-webgpu: a rank joining spare slot ${t.rank} was refused: ${describeError(e)} (the run goes on)`);
