@@ -264,7 +264,7 @@ function spareJoin<M extends Module>(
     named(`${hello.host || "remote"}: ${h.adapter}`);
     coordinator.requestJoin(t.rank, { host: hello.host, adapter: h.adapter, transport: "remote" });
   })().catch((e) => {
-    console.warn(`flodl-webgpu: a rank joining spare slot ${t.rank} was refused: ${describeError(e)} (the run goes on)`);
+    console.warn(`flodl-webgpu: the rank joining spare slot ${t.rank} was not admitted: ${describeError(e)} (the run goes on)`);
   });
 }
 
