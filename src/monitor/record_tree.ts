@@ -98,6 +98,7 @@ export class RecordTree {
   readonly #now: () => number;
   readonly #hostOrder: string[];
   readonly #alive: boolean[];
+  readonly #vacant: boolean[];
   readonly #lastWork: number[];
 
   constructor(opts: RecordTreeOptions) {
@@ -124,6 +125,7 @@ export class RecordTree {
     // A vacant slot's placeholder host is no child of the root until a rank joins it.
     this.#hostOrder = [...new Set(hosts.filter((_, r) => !opts.vacant?.[r]))];
     this.#alive = hosts.map((_, r) => !opts.vacant?.[r]);
+    this.#vacant = hosts.map((_, r) => !!opts.vacant?.[r]);
     this.#lastWork = hosts.map(() => 0);
   }
 
@@ -154,7 +156,7 @@ export class RecordTree {
 
   /**
    * Rank rows (in the order given), then host rows, then the root row. Hosts none of
-   * whose ranks appear in `leaves` get no row.
+   * whose ranks appear in `leaves` get no row; nor do spare slots nobody joined yet.
    * @throws {RangeError} When a leaf's rank is outside [0, worldSize).
    */
   rows(row: TreeRow): NodeRecord[] {
@@ -178,6 +180,7 @@ export class RecordTree {
       if (!Number.isInteger(l.rank) || l.rank < 0 || l.rank >= this.worldSize) {
         throw new RangeError(`RecordTree.rows: rank must be in [0, ${this.worldSize}), got ${l.rank}`);
       }
+      if (this.#vacant[l.rank]) continue; // a spare slot nobody joined: not a node yet
       this.#lastWork[l.rank] = l.work;
       leaves.push({
         ...base(this.pathOf(l.rank), { ...l.metrics }, l.work),
@@ -282,6 +285,7 @@ export class RecordTree {
     this.#devices[rank] = place.device;
     this.#transports[rank] = place.transport;
     this.#alive[rank] = true;
+    this.#vacant[rank] = false;
     this.#lastWork[rank] = 0;
     return {
       v: 1,

@@ -41,6 +41,7 @@ Deno.test("monitor: an elastic run's record stream and dashboard show each rank'
     assertEquals([lost[0].epoch, lost[0].alive, lost[0].transport, lost[0].sev], [1, false, "remote", "critical"]);
     assert(/NATS connection closed/.test(lost[0].label!), `the reason: ${lost[0].label}`);
 
+    assertEquals(leaves.filter((r) => r.path.endsWith("/rank3") && !r.path.startsWith("root/laptop/")), [], "no row of the spare slot before it joined");
     const joined = leaves.filter((r) => r.label?.startsWith("rank_joined:"));
     assertEquals(joined.length, 1, "one rank_joined row");
     assertEquals(joined[0].path, "root/laptop/rank3");
@@ -77,7 +78,8 @@ Deno.test("monitor: an elastic run's record stream and dashboard show each rank'
 Deno.test("RecordTree.rankJoined: a vacant slot gets no rows until it joins, then rows under its host; a bad host or rank is refused", () => {
   const tree = new RecordTree({ worldSize: 3, hosts: ["local", "local", "remote"], vacant: [false, false, true], now: () => 0 });
   const leaves = [0, 1, 2].map((rank) => ({ rank, work: 1, metrics: { loss: 1 } }));
-  const before = tree.rows({ epoch: 0, leaves: leaves.slice(0, 2) });
+  const before = tree.rows({ epoch: 0, leaves }); // a sub-epoch report lists every rank: the vacant one gets no row
+  assertEquals(before.map((r) => r.path), ["root/local/rank0", "root/local/rank1", "root/local", "root"]);
   assertEquals(before.at(-1)!.path, "root");
   assertEquals((before.at(-1) as { alive: number }).alive, 1, "one alive host (the vacant slot's placeholder host is not)");
   const row = tree.rankJoined(2, 1, { host: "b.lab", device: "X", transport: "remote" });
