@@ -38,6 +38,8 @@ export interface TrainArgs {
   sample: number;
   /** Remote rank slots to wait for (0 = none): ranks on other machines, joining over NATS. */
   serve: number;
+  /** Spare remote slots (`--spare`): ranks that may join the running run at an epoch boundary. */
+  spare: number;
   /** Address the nats-server of `--serve` listens on. */
   natsHost: string;
   /** A join token: this process is a remote rank of another run. */
@@ -91,6 +93,10 @@ Usage: npm start -- [flags]
   --serve <n>                    also wait for n remote ranks (other processes or machines):
                                  starts a nats-server, prints one join command per rank,
                                  trains once all joined (--ranks local + n remote)
+  --spare <n>                    also open n spare remote slots (elastic membership): a rank
+                                 joining one while the run goes is admitted at the next epoch
+                                 boundary; their join commands are printed too (starts the
+                                 nats-server as --serve does, which may then be 0)
   --nats-host <addr>             address that nats-server listens on (default 127.0.0.1: this
                                  machine only; 0.0.0.0 for other machines, then use TLS: README)
   --join <token>                 be a remote rank of the run that printed this token (the
@@ -130,6 +136,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     maxAnchor: 0,
     sample: 100,
     serve: 0,
+    spare: 0,
     natsHost: "127.0.0.1",
     join: "",
     help: false,
@@ -216,6 +223,9 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
       case "--serve":
         a.serve = int("--serve", value(), 1);
         break;
+      case "--spare":
+        a.spare = int("--spare", value(), 1);
+        break;
       case "--nats-host": {
         const v = value();
         if (!v || !/^[\w.:-]+$/.test(v)) throw new RangeError(`--nats-host must be a host name or address, got ${JSON.stringify(v)}`);
@@ -240,7 +250,9 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     throw new RangeError(`--normalize does not apply to conv-ae: it reconstructs pixels in [0, 1] through a sigmoid (drop the flag)`);
   }
   if (a.slowRank >= a.ranks) throw new RangeError(`--slowdown rank must be < --ranks ${a.ranks}, got ${a.slowRank}`);
-  if (a.serve && a.join) throw new RangeError(`--serve and --join exclude each other: a process coordinates a run or joins one`);
-  a.name ||= `${a.model}-${a.mode}-${a.ranks}r` + (a.serve ? `+${a.serve}remote` : "");
+  if ((a.serve || a.spare) && a.join) {
+    throw new RangeError(`--serve/--spare and --join exclude each other: a process coordinates a run or joins one`);
+  }
+  a.name ||= `${a.model}-${a.mode}-${a.ranks}r` + (a.serve ? `+${a.serve}remote` : "") + (a.spare ? `+${a.spare}spare` : "");
   return a;
 }

@@ -10,7 +10,9 @@
  * coordinator-only.
  *
  * `--serve N` adds N remote ranks (a nats-server, one printed join command per rank);
- * `--join <token>` makes this process one of them (README "Ranks on other machines").
+ * `--spare N` N more slots that remote ranks may join while the run goes (elastic, admitted
+ * at the next epoch boundary); `--join <token>` makes this process one of them (README
+ * "Ranks on other machines").
  */
 import {
   createRunCredentials,
@@ -97,7 +99,7 @@ const EVAL_TEXT: Record<Metric, (v: number) => string> = {
 };
 
 if (!isRank()) {
-  const stopServer = args.serve ? await serve(args) : undefined;
+  const stopServer = args.serve || args.spare ? await serve(args) : undefined;
   try {
     await main(args);
   } finally {
@@ -107,11 +109,12 @@ if (!isRank()) {
 }
 
 /**
- * `--serve N`: a nats-server with this run's credentials, and N remote slots on the builder
- * whose join commands are printed. Returns the server's stop.
+ * `--serve N` (and `--spare S`): a nats-server with this run's credentials, and N awaited
+ * remote slots (plus S spare ones) on the builder whose join commands are printed. Returns
+ * the server's stop.
  */
 async function serve(a: TrainArgs): Promise<() => Promise<void>> {
-  const creds = await createRunCredentials(a.ranks + a.serve);
+  const creds = await createRunCredentials(a.ranks + a.serve + a.spare);
   const server = await startNatsServer({ host: a.natsHost, authorization: serverAuthorization(creds) });
   const port = new URL(server.wsUrl).port;
   const any = a.natsHost === "0.0.0.0" || a.natsHost === "::";
@@ -121,25 +124,35 @@ async function serve(a: TrainArgs): Promise<() => Promise<void>> {
   // The rank re-runs this program: the coordinator's flags follow the token, less the serving ones.
   const flags: string[] = [];
   for (let i = 0; i < Deno.args.length; i++) {
-    if (Deno.args[i] === "--serve" || Deno.args[i] === "--nats-host") i++;
+    if (Deno.args[i] === "--serve" || Deno.args[i] === "--spare" || Deno.args[i] === "--nats-host") i++;
     else flags.push(Deno.args[i]);
   }
-  console.log(`nats-server pid ${server.pid} on ${joinUrl}; waiting for ${a.serve} remote rank(s). Run each command once, on any machine:`);
+  console.log(
+    `nats-server pid ${server.pid} on ${joinUrl}; waiting for ${a.serve} remote rank(s)` +
+      (a.spare ? `, ${a.spare} spare slot(s) open while the run goes (joins are admitted at the next epoch boundary)` : "") +
+      `. Run each command once, on any machine:`,
+  );
+  const firstSpare = a.ranks + a.serve;
   builder.remoteRanks({
     slots: a.serve,
+    ...(a.spare ? { maxSlots: a.serve + a.spare } : {}),
     url,
     joinUrl,
     credentials: creds,
     onJoinToken: (rank, token) =>
-      console.log(`  rank ${rank}: deno run -A --no-check examples/train.ts --join ${token}${flags.length ? " " + flags.join(" ") : ""}`),
-    onJoined: (rank, h) => console.log(`rank ${rank} joined from ${h.host || "a remote host"} (${h.adapter})`),
+      console.log(
+        `  ${rank >= firstSpare ? "spare " : ""}rank ${rank}: deno run -A --no-check examples/train.ts --join ${token}` +
+          `${flags.length ? " " + flags.join(" ") : ""}`,
+      ),
+    onJoined: (rank, h) =>
+      console.log(`rank ${rank} joined from ${h.host || "a remote host"} (${h.adapter})${rank >= firstSpare ? "; it trains from the next epoch" : ""}`),
   });
   return () => server.stop();
 }
 
 /** The bf16 wire is a cpu-* plane knob: nccl-* ranks reduce f32 in shared memory, with nothing on a wire. */
 function bf16Wire(a: TrainArgs): boolean {
-  return a.bf16 && a.ranks + a.serve > 1 && !a.mode.startsWith("nccl");
+  return a.bf16 && a.ranks + a.serve + a.spare > 1 && !a.mode.startsWith("nccl");
 }
 
 async function main(a: TrainArgs): Promise<void> {
@@ -164,14 +177,19 @@ async function main(a: TrainArgs): Promise<void> {
     tty: Deno.stdout.isTerminal(),
     formatEval: EVAL_TEXT[recipe.metric],
   });
-  observe(builder.state, { batch: (e) => progress.batch(e), reduce: (e) => progress.reduce(e) });
+  observe(builder.state, {
+    batch: (e) => progress.batch(e),
+    reduce: (e) => progress.reduce(e),
+    rankJoined: (rank, epoch, p) => console.log(`rank ${rank} (${p.host || "remote"}) admitted: it trains from epoch ${epoch + 1} on`),
+  });
   builder.evalResultFn((epoch, acc) => progress.eval(epoch, acc));
 
   const data = recipe.data === "mnist"
     ? `MNIST (${train.len()} train / ${test.len()} test)`
     : `the Brown Corpus (${train.len()} train / ${test.len()} validation sequences of 128 characters, vocabulary ${vocabSize})`;
   console.log(
-    `flodl-webgpu: ${a.model} on ${data}, ${a.ranks} rank(s)` + (a.serve ? ` + ${a.serve} remote` : "") + `, ${a.mode}, ` +
+    `flodl-webgpu: ${a.model} on ${data}, ${a.ranks} rank(s)` + (a.serve ? ` + ${a.serve} remote` : "") +
+      (a.spare ? ` + ${a.spare} spare` : "") + `, ${a.mode}, ` +
       `bf16 wire ${bf16Wire(a) ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}, lr ${lr}` +
       (recipe.data === "mnist" && (a.normalize === false || a.model === "conv-ae") ? ", pixels in [0, 1]" : "") +
       (a.normalize ? "" : ", pixels not standardized") +

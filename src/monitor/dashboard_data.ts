@@ -67,6 +67,30 @@ export interface BatchPoint {
   n: number;
 }
 
+/** Where one rank runs (the "Ranks" table). A spare slot nobody filled has only its rank. */
+export interface RankRow {
+  rank: number;
+  /** Host name ("" or absent: the coordinator's host). */
+  host?: string;
+  adapter?: string;
+  /** "worker" (a Web Worker of the coordinator's process), "remote" (over NATS), "local" (the coordinator's thread). */
+  transport?: string;
+}
+
+/** A membership change: a rank joined (elastic, at an epoch boundary) or was lost (it left or died; the reason says). */
+export interface MembershipRow {
+  /** ms since the Unix epoch. */
+  ts: number;
+  rank: number;
+  kind: "joined" | "lost";
+  /** 0-based: the epoch a joined rank trains from, the frontier epoch when a rank was lost. */
+  epoch: number;
+  reason?: string;
+  host?: string;
+  adapter?: string;
+  transport?: string;
+}
+
 export interface EvalPoint {
   epoch: number;
   value: number;
@@ -82,6 +106,10 @@ export interface DashboardData {
   worldSize: number;
   /** Adapter name per rank. */
   devices?: string[];
+  /** Host, adapter and transport per rank (spare slots: the rank only, until one joins). */
+  ranks?: RankRow[];
+  /** Ranks joined and lost, in order. */
+  membership?: MembershipRow[];
   epochs: EpochRow[];
   reduces?: ReduceRow[];
   batches?: BatchPoint[];
@@ -101,6 +129,8 @@ export interface DashboardRecorderOptions {
   worldSize: number;
   title?: string;
   devices?: string[];
+  /** Host, adapter and transport per rank. */
+  ranks?: RankRow[];
   config?: DashboardData["config"];
   evalLabel?: string;
   /** Per rank: how many times slower it was made (its batches' last (s - 1)/s is throttle). */
@@ -137,6 +167,8 @@ export class DashboardRecorder {
   readonly #evals: EvalPoint[] = [];
   readonly #records: MonitorRecord[] = [];
   readonly #timeline: TimelineEntry[] = [];
+  readonly #ranks: RankRow[];
+  readonly #membership: MembershipRow[] = [];
   readonly startedAt: number;
   #finishedAt: number | undefined;
 
@@ -147,8 +179,16 @@ export class DashboardRecorder {
     this.#opts = opts;
     this.#now = opts.now ?? Date.now;
     this.#series = new BatchSeries(opts.maxBatchPoints ?? 2000);
+    this.#ranks = (opts.ranks ?? []).map((r) => ({ ...r }));
     this.startedAt = this.#now();
   }
+
+  /** A rank joined or was lost; a joined rank's place goes into the rank table. Stamped now when `ts` is absent. */
+  readonly membership = (m: Omit<MembershipRow, "ts"> & { ts?: number }): void => {
+    const row: MembershipRow = { ...m, ts: m.ts ?? this.#now() };
+    this.#membership.push(row);
+    if (row.kind === "joined") this.#ranks[row.rank] = { rank: row.rank, host: row.host, adapter: row.adapter, transport: row.transport };
+  };
 
   /** A batch (the observer's `batch`), stamped now: it covers the `ms` before on its rank's lane. */
   readonly batch = (e: BatchRow): void => {
@@ -202,6 +242,8 @@ export class DashboardRecorder {
       config: o.config,
       worldSize: o.worldSize,
       devices: o.devices,
+      ...(this.#ranks.length ? { ranks: this.#ranks.map((r) => ({ ...r })) } : {}),
+      ...(this.#membership.length ? { membership: [...this.#membership] } : {}),
       epochs: [...this.#epochs],
       reduces: [...this.#reduces],
       batches: this.#series.points(),

@@ -2,7 +2,7 @@
  * Types of dashboard_view.js (plain JavaScript so its text can be inlined into the saved
  * HTML; see that file and dashboard_assets.ts).
  */
-import type { BatchPoint, BatchRow, DashboardData, EpochRow, ReduceRow } from "./dashboard_data.ts";
+import type { BatchPoint, BatchRow, DashboardData, EpochRow, MembershipRow, ReduceRow } from "./dashboard_data.ts";
 import type { MonitorRecord } from "./record.ts";
 import type { TimelineEntry } from "./timeline.ts";
 
@@ -122,5 +122,7 @@ export class DashboardView {
   appendEval(epoch: number, value: number): void;
   appendEvent(entry: TimelineEntry): void;
   appendRecord(record: MonitorRecord): void;
+  /** A rank joined or was lost; a joined rank's place goes into the rank table. */
+  appendMembership(row: MembershipRow): void;
   destroy(): void;
 }

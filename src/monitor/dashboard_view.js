@@ -772,6 +772,21 @@ export class DashboardView {
     this.#schedule();
   }
 
+  /**
+   * A rank joined or was lost ({ ts, rank, kind: "joined" | "lost", epoch, reason?, host?,
+   * adapter?, transport? }); a joined rank's place goes into the rank table.
+   */
+  appendMembership(row) {
+    this.#data.membership = [...(this.#data.membership || []), row];
+    if (row.kind === "joined") {
+      const ranks = [...(this.#data.ranks || [])];
+      ranks[row.rank] = { rank: row.rank, host: row.host, adapter: row.adapter, transport: row.transport };
+      this.#data.ranks = ranks;
+    }
+    if (row.rank >= this.#data.worldSize) this.#data.worldSize = row.rank + 1;
+    this.#schedule();
+  }
+
   /** One monitor record (alerts are listed; the last epoch rows fill the record-tree table). */
   appendRecord(record) {
     this.#data.records.push(record);
@@ -854,6 +869,15 @@ export class DashboardView {
       el("h2", { id: "fd-h-data" }, "Data plane (latest epoch)"),
       el("div", { class: "fd-scroll" }, n.data),
     );
+    n.ranks = el("table", { id: "fd-ranks", "aria-labelledby": "fd-h-ranks" });
+    n.membership = el("table", { id: "fd-membership", "aria-label": "Ranks joined and lost" });
+    n.ranksSection = el(
+      "section",
+      { "aria-labelledby": "fd-h-ranks" },
+      el("h2", { id: "fd-h-ranks" }, "Ranks"),
+      el("div", { class: "fd-scroll" }, n.ranks),
+      el("div", { class: "fd-scroll" }, n.membership),
+    );
     n.alerts = el("table", { id: "fd-alerts", "aria-labelledby": "fd-h-alerts" });
     n.alertSection = el(
       "section",
@@ -868,7 +892,7 @@ export class DashboardView {
       el("h2", { id: "fd-h-config" }, "Configuration"),
       el("div", { class: "fd-scroll" }, n.config),
     );
-    this.#root.append(n.laneSection, n.treeSection, n.dataSection, n.alertSection, n.configSection);
+    this.#root.append(n.laneSection, n.ranksSection, n.treeSection, n.dataSection, n.alertSection, n.configSection);
   }
 
   #colors() {
@@ -1031,6 +1055,56 @@ export class DashboardView {
     );
   }
 
+  /**
+   * Where each rank runs (host, adapter, transport) and its membership: the epoch it joined
+   * (elastic) and the epoch it was lost, with the reason; then every change in order.
+   */
+  #renderRanks(d, head) {
+    const n = this.#nodes;
+    const events = d.membership || [];
+    const ranks = d.ranks || [];
+    n.ranksSection.hidden = ranks.length === 0 && events.length === 0;
+    if (n.ranksSection.hidden) return;
+    const world = Math.max(d.worldSize, ranks.length);
+    const status = (r) => {
+      const mine = events.filter((e) => e.rank === r);
+      const joined = mine.filter((e) => e.kind === "joined").map((e) => `joined for epoch ${e.epoch + 1}`);
+      const lost = mine.filter((e) => e.kind === "lost").map((e) => `lost in epoch ${e.epoch + 1}: ${e.reason || ""}`);
+      const vacant = !ranks[r]?.adapter && !mine.length;
+      return [...joined, ...lost].join("; ") || (vacant ? "spare slot, never joined" : "from the start");
+    };
+    n.ranks.replaceChildren(
+      head("rank", "host", "adapter", "transport", "membership"),
+      ...Array.from({ length: world }, (_, r) => {
+        const x = ranks[r] || {};
+        return el(
+          "tr",
+          { "data-rank": String(r), "data-transport": x.transport || "" },
+          el("th", { scope: "row" }, `rank ${r}`),
+          el("td", {}, x.host || (x.transport === "remote" ? "?" : x.adapter ? "this host" : "–")),
+          el("td", {}, x.adapter || "–"),
+          el("td", {}, x.transport || "–"),
+          el("td", {}, status(r)),
+        );
+      }),
+    );
+    n.membership.hidden = events.length === 0;
+    n.membership.replaceChildren(
+      head("time (UTC)", "rank", "event", "epoch", "detail"),
+      ...events.map((e) =>
+        el(
+          "tr",
+          { "data-kind": e.kind },
+          el("td", {}, fmtTime(e.ts)),
+          el("td", { class: "num" }, fmt(e.rank)),
+          el("td", {}, e.kind),
+          el("td", { class: "num" }, fmt(e.epoch + 1)),
+          el("td", {}, e.kind === "joined" ? `${e.host || "?"}: ${e.adapter || "?"} (${e.transport || "?"})` : e.reason || ""),
+        )
+      ),
+    );
+  }
+
   #renderTables(d) {
     const n = this.#nodes;
     const head = (...cols) => el("tr", {}, ...cols.map((c) => el("th", { scope: "col" }, c)));
@@ -1074,6 +1148,7 @@ export class DashboardView {
         ),
       );
     }
+    this.#renderRanks(d, head);
     const alerts = d.records.filter((r) => r.sev && r.sev !== "info");
     n.alerts.replaceChildren(
       head("time (UTC)", "severity", "path", "epoch", "what"),

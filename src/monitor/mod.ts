@@ -45,6 +45,8 @@ export {
   type DashboardRecorderOptions,
   type EpochRow,
   type EvalPoint,
+  type MembershipRow,
+  type RankRow,
   type ReduceRow,
 } from "./dashboard_data.ts";
 export { type DashboardAssets, dashboardAssets } from "./dashboard_assets.ts";

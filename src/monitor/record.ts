@@ -53,6 +53,8 @@ export interface LeafRecord extends NodeRecordBase {
   /** Device (adapter) index or name of the rank. */
   device: number | string;
   alive: boolean;
+  /** How the coordinator reaches the rank: "worker" (its own process), "remote" (NATS), "local" (this thread). */
+  transport?: string;
 }
 
 /** A host or the root. */

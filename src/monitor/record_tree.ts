@@ -55,6 +55,13 @@ export interface RecordTreeOptions {
   hosts?: readonly string[];
   /** Device index or adapter name per rank (default the rank). */
   devices?: readonly (number | string)[];
+  /** How the coordinator reaches each rank ("worker", "remote", "local"); put on rank rows when given. */
+  transports?: readonly (string | undefined)[];
+  /**
+   * Spare slots of an elastic run (spec §8.4): not alive (no rows, not counted) until
+   * {@link RecordTree.rankJoined}; their host is a placeholder until then.
+   */
+  vacant?: readonly boolean[];
   /** User-key declarations (`scalarReduction`); core keys cannot be changed. */
   reductions?: Readonly<Record<string, Reduction>>;
   /** Clock, ms since the Unix epoch (default `Date.now`). */
@@ -62,6 +69,12 @@ export interface RecordTreeOptions {
 }
 
 const UNSAFE_HOST = /[/\\]/;
+
+function checkHost(h: string): void {
+  if (typeof h !== "string" || h === "" || h === "." || h === ".." || UNSAFE_HOST.test(h)) {
+    throw new RangeError(`RecordTree: host name must be a non-empty name without "/", got ${JSON.stringify(h)}`);
+  }
+}
 
 /**
  * The record tree of one run.
@@ -78,12 +91,14 @@ const UNSAFE_HOST = /[/\\]/;
  */
 export class RecordTree {
   readonly worldSize: number;
-  readonly hosts: readonly string[];
   readonly reductions: Readonly<Record<string, Reduction>>;
-  readonly #devices: readonly (number | string)[];
+  readonly #hosts: string[];
+  readonly #devices: (number | string)[];
+  readonly #transports: (string | undefined)[];
   readonly #now: () => number;
   readonly #hostOrder: string[];
   readonly #alive: boolean[];
+  readonly #vacant: boolean[];
   readonly #lastWork: number[];
 
   constructor(opts: RecordTreeOptions) {
@@ -91,11 +106,7 @@ export class RecordTree {
     if (!Number.isInteger(W) || W < 1) throw new RangeError(`RecordTree: worldSize must be an integer >= 1, got ${W}`);
     const hosts = opts.hosts ?? Array.from({ length: W }, () => "local");
     if (hosts.length !== W) throw new RangeError(`RecordTree: hosts must list ${W} ranks, got ${hosts.length}`);
-    for (const h of hosts) {
-      if (typeof h !== "string" || h === "" || h === "." || h === ".." || UNSAFE_HOST.test(h)) {
-        throw new RangeError(`RecordTree: host name must be a non-empty name without "/", got ${JSON.stringify(h)}`);
-      }
-    }
+    for (const h of hosts) checkHost(h);
     for (const [key, red] of Object.entries(opts.reductions ?? {})) {
       if (!REDUCTIONS.includes(red)) {
         throw new RangeError(`RecordTree: reduction of "${key}" must be one of ${REDUCTIONS.join(", ")}, got ${red}`);
@@ -106,18 +117,26 @@ export class RecordTree {
       }
     }
     this.worldSize = W;
-    this.hosts = [...hosts];
+    this.#hosts = [...hosts];
     this.reductions = { ...opts.reductions, ...CORE_REDUCTIONS };
     this.#devices = opts.devices ? [...opts.devices] : hosts.map((_, r) => r);
+    this.#transports = hosts.map((_, r) => opts.transports?.[r]);
     this.#now = opts.now ?? Date.now;
-    this.#hostOrder = [...new Set(hosts)];
-    this.#alive = hosts.map(() => true);
+    // A vacant slot's placeholder host is no child of the root until a rank joins it.
+    this.#hostOrder = [...new Set(hosts.filter((_, r) => !opts.vacant?.[r]))];
+    this.#alive = hosts.map((_, r) => !opts.vacant?.[r]);
+    this.#vacant = hosts.map((_, r) => !!opts.vacant?.[r]);
     this.#lastWork = hosts.map(() => 0);
+  }
+
+  /** Host name per rank (a spare slot's changes when a rank joins it). */
+  get hosts(): readonly string[] {
+    return this.#hosts;
   }
 
   /** `root/<host>/rank<k>`. */
   pathOf(rank: number): string {
-    return `root/${this.hosts[rank]}/rank${rank}`;
+    return `root/${this.#hosts[rank]}/rank${rank}`;
   }
 
   /** The stream's `meta` record carrying the roll-up declarations. */
@@ -137,7 +156,7 @@ export class RecordTree {
 
   /**
    * Rank rows (in the order given), then host rows, then the root row. Hosts none of
-   * whose ranks appear in `leaves` get no row.
+   * whose ranks appear in `leaves` get no row; nor do spare slots nobody joined yet.
    * @throws {RangeError} When a leaf's rank is outside [0, worldSize).
    */
   rows(row: TreeRow): NodeRecord[] {
@@ -161,14 +180,16 @@ export class RecordTree {
       if (!Number.isInteger(l.rank) || l.rank < 0 || l.rank >= this.worldSize) {
         throw new RangeError(`RecordTree.rows: rank must be in [0, ${this.worldSize}), got ${l.rank}`);
       }
+      if (this.#vacant[l.rank]) continue; // a spare slot nobody joined: not a node yet
       this.#lastWork[l.rank] = l.work;
       leaves.push({
         ...base(this.pathOf(l.rank), { ...l.metrics }, l.work),
         ...(l.res ? { res: { ...l.res } } : {}),
         device: this.#devices[l.rank],
         alive: this.#alive[l.rank],
+        ...(this.#transports[l.rank] ? { transport: this.#transports[l.rank] } : {}),
       });
-      const host = this.hosts[l.rank];
+      const host = this.#hosts[l.rank];
       const list = byHost.get(host) ?? [];
       list.push({ work: l.work, values: l.metrics, res: l.res });
       byHost.set(host, list);
@@ -177,7 +198,7 @@ export class RecordTree {
     for (const host of this.#hostOrder) {
       const kids = byHost.get(host);
       if (!kids) continue;
-      const ranks = this.hosts.flatMap((h, r) => (h === host ? [r] : []));
+      const ranks = this.#hosts.flatMap((h, r) => (h === host ? [r] : []));
       hostRows.push(this.#interior(base(`root/${host}`, rollUp(kids, this.reductions), sum(kids)), kids, {
         children: ranks.length,
         alive: ranks.filter((r) => this.#alive[r]).length,
@@ -189,7 +210,7 @@ export class RecordTree {
       kids,
       {
         children: this.#hostOrder.length,
-        alive: this.#hostOrder.filter((h) => this.hosts.some((hh, r) => hh === h && this.#alive[r])).length,
+        alive: this.#hostOrder.filter((h) => this.#hosts.some((hh, r) => hh === h && this.#alive[r])).length,
       },
     );
     return [...leaves, ...hostRows, root];
@@ -244,12 +265,47 @@ export class RecordTree {
       work: this.#lastWork[rank],
       device: this.#devices[rank],
       alive: false,
+      ...(this.#transports[rank] ? { transport: this.#transports[rank] } : {}),
+    };
+  }
+
+  /**
+   * A rank joined (elastic membership, spec §8.4) at the boundary before `epoch`: it is
+   * alive from here on, under its host (`root/<host>/rank<k>`). Returns its info row
+   * (label `rank_joined: <host> (<device>, <transport>)`).
+   * @throws {RangeError} For a rank out of range or a host name with "/".
+   */
+  rankJoined(rank: number, epoch: number, place: { host: string; device: number | string; transport?: string }): LeafRecord {
+    if (!Number.isInteger(rank) || rank < 0 || rank >= this.worldSize) {
+      throw new RangeError(`RecordTree.rankJoined: rank must be in [0, ${this.worldSize}), got ${rank}`);
+    }
+    checkHost(place.host);
+    this.#hosts[rank] = place.host;
+    if (!this.#hostOrder.includes(place.host)) this.#hostOrder.push(place.host);
+    this.#devices[rank] = place.device;
+    this.#transports[rank] = place.transport;
+    this.#alive[rank] = true;
+    this.#vacant[rank] = false;
+    this.#lastWork[rank] = 0;
+    return {
+      v: 1,
+      ts: this.#now(),
+      sev: "info",
+      path: this.pathOf(rank),
+      kind: "node",
+      epoch,
+      label: `rank_joined: ${place.host} (${place.device}${place.transport ? `, ${place.transport}` : ""})`,
+      metrics: {},
+      work: 0,
+      device: place.device,
+      alive: true,
+      ...(place.transport ? { transport: place.transport } : {}),
     };
   }
 
   /** A warn row at the root (drift: the guard's NudgeDown), carrying the values given (d_raw, factor, round). */
   drift(epoch: number, metrics: Record<string, number>, label = "drift: nudge down"): InteriorRecord {
-    const aliveHosts = this.#hostOrder.filter((h) => this.hosts.some((hh, r) => hh === h && this.#alive[r]));
+    const aliveHosts = this.#hostOrder.filter((h) => this.#hosts.some((hh, r) => hh === h && this.#alive[r]));
     return {
       v: 1,
       ts: this.#now(),

@@ -29,7 +29,8 @@ import type {
 } from "../../src/distributed/protocol/messages.ts";
 import { RankClient } from "../../src/distributed/coordinator/rank_client.ts";
 import { RankLostError } from "../../src/distributed/protocol/errors.ts";
-import { resolveConfig } from "../../src/distributed/run/validate_config.ts";
+import { resolveConfig, type ResolvedRunConfig } from "../../src/distributed/run/validate_config.ts";
+import type { RankPlace, RunEvents } from "../../src/distributed/coordinator/observer.ts";
 import type { DdpBuilder } from "../../src/distributed/run/builder.ts";
 import type { Module } from "../../src/nn/mod.ts";
 
@@ -51,6 +52,26 @@ export interface FakeRankScript {
   dieAfterBatches?: number;
   /** A control call that never answers (the rank stays alive), by name. */
   hangOn?: string;
+  /**
+   * A spare slot of an elastic run (spec §8.4): the rank starts standby, and asks to join at
+   * this virtual ms (the coordinator admits it at the next epoch boundary). With
+   * `spare: true` and no `joinAt`, the test asks through `SimControl.requestJoin`.
+   */
+  joinAt?: number;
+  spare?: boolean;
+}
+
+/** What a test may do to a simulated run while it goes (elastic joins, deaths at chosen moments). */
+export interface SimControl {
+  clock: Timeline;
+  ranks: FakeRank[];
+  /**
+   * A spare rank's join passed its checks: the coordinator admits it at the next epoch
+   * boundary. Default place: host `fake-host-<rank>`, adapter "fake", remote.
+   */
+  requestJoin(rank: number, place?: RankPlace): void;
+  /** Ranks waiting for the next boundary. */
+  pendingJoins(): number[];
 }
 
 interface Event {
@@ -102,8 +123,10 @@ export class FakeRank implements RankApi {
   initialState(): Promise<Frame> {
     return Promise.resolve(this.#frame(0, 0));
   }
-  load(): Promise<void> {
-    return Promise.resolve();
+  /** The consensus a joining rank loads (elastic membership). */
+  loaded?: Frame;
+  load(frame: Frame): Promise<void> {
+    return this.#control("load", () => void (this.loaded = frame));
   }
 
   train(plan: ChunkPlan): Promise<ChunkReport> {
@@ -250,14 +273,22 @@ export async function simulate<M extends Module>(
   builder: DdpBuilder<M>,
   scripts: FakeRankScript[],
   observer: RunObserver = {},
-  options: { realWaitMs?: number; microtaskJitter?: () => number } = {},
+  options: {
+    realWaitMs?: number;
+    microtaskJitter?: () => number;
+    onStart?: (ctl: SimControl) => void;
+    /** The run's monitor (RunEvents), made from the resolved config; closed when the run ends. */
+    events?: (cfg: ResolvedRunConfig, world: number) => RunEvents;
+  } = {},
 ): Promise<SimResult> {
   const state = builder.state;
   const W = scripts.length;
   const cfg = resolveConfig(state.config, { worldSize: W, datasetLen: state.spec.dataset!.len() });
   const clock = new Timeline();
+  const events = options.events?.(cfg, W);
   const ranks = scripts.map((s, r) => new FakeRank(r, clock, s));
-  const clients = ranks.map((f) => (f.client = new RankClient(f.rank, f)));
+  const spare = (s: FakeRankScript) => s.spare || s.joinAt !== undefined;
+  const clients = ranks.map((f, r) => (f.client = spare(scripts[r]) ? RankClient.spare(f.rank, f) : new RankClient(f.rank, f)));
   await Promise.all(clients.map((c) => c.call("init", (api) => api.init({ rank: c.rank, batchSize: cfg.batchSize } as RankSetup))));
   const warnings: string[] = [];
   const warn = console.warn, now = performance.now;
@@ -270,7 +301,11 @@ export async function simulate<M extends Module>(
   let begin!: (h: DdpHandle) => void;
   const started = new Promise<DdpHandle>((r) => (begin = r));
   const result = (async () => {
-    coordinator = new Coordinator(state, cfg, clients, FAKE_LAYOUT, await started, observer);
+    coordinator = new Coordinator(state, cfg, clients, FAKE_LAYOUT, await started, observer, events);
+    const requestJoin = (r: number, place?: RankPlace) =>
+      coordinator.requestJoin(r, place ?? { host: `fake-host-${r}`, adapter: "fake", transport: "remote" });
+    scripts.forEach((s, r) => s.joinAt !== undefined && clock.at(s.joinAt, () => requestJoin(r)));
+    options.onStart?.({ clock, ranks, requestJoin, pendingJoins: () => coordinator.pendingJoins });
     return await coordinator.run();
   })();
   const handle = new DdpHandle(W, ranks.map(() => "fake"), result, () => coordinator?.shutdown());
@@ -308,6 +343,7 @@ export async function simulate<M extends Module>(
     console.warn = warn;
     performance.now = now;
     await Promise.all(clients.map((c) => c.close()));
+    await events?.close();
   }
   return { state: state$, error, handle, ranks, warnings, virtualMs: clock.now };
 }

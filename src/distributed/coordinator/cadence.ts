@@ -136,6 +136,12 @@ export class Cadence {
     this.#win[rank] = emptyWindow();
   }
 
+  /** A rank admitted at an epoch boundary: into ElChe, which learns its speed from its windows. */
+  joined(rank: number): void {
+    this.elche.markJoined(rank);
+    this.#win[rank] = emptyWindow();
+  }
+
   /**
    * Window quotas c[r]: ElChe's counts, except under Sync with partitionRatios, where the
    * static split disables throughput rebalancing (spec §3.10): every rank gets A per window.

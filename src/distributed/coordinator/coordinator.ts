@@ -13,7 +13,8 @@
  * frontier, version); what does not read them has been moved out (see above).
  */
 import type { Module } from "../../nn/mod.ts";
-import type { BatchEvent, ChunkReport, LayoutTable, SyncAck } from "../protocol/messages.ts";
+import type { BatchEvent, ChunkReport, Frame, LayoutTable, SyncAck } from "../protocol/messages.ts";
+import { RankLostError } from "../protocol/errors.ts";
 import type { RankView } from "../protocol/transport.ts";
 import { boundedCall, quietly } from "./callbacks.ts";
 import { Cadence } from "./cadence.ts";
@@ -23,7 +24,15 @@ import { EvalCadence, type ResolvedRunConfig } from "./config.ts";
 import { EpochReports } from "./epoch_report.ts";
 import { EpochRole } from "./epoch_role.ts";
 import { type SaveReason, stallCeilingMs, unrecoverableReason } from "./max_failure.ts";
-import { type ReduceEvent, type RunEvents, type RunObserver, type RunSink, trainedState, type TrainedState } from "./observer.ts";
+import {
+  type RankPlace,
+  type ReduceEvent,
+  type RunEvents,
+  type RunObserver,
+  type RunSink,
+  trainedState,
+  type TrainedState,
+} from "./observer.ts";
 import { OuterStepper } from "./outer.ts";
 import type { Persistence, ResumeSeed } from "./persistence.ts";
 import type { RankClient } from "./rank_client.ts";
@@ -33,7 +42,7 @@ import { Wake } from "./wake.ts";
 import type { RunDefinition } from "./run_definition.ts";
 import { planSource, type WorkSource } from "./work_source.ts";
 
-export type { ReduceEvent, RunObserver };
+export type { RankPlace, ReduceEvent, RunObserver };
 
 interface Flight {
   chunk: Chunk;
@@ -79,6 +88,10 @@ export class Coordinator<M extends Module> {
   #ckptEpoch = 0;
   #stopReason?: { reason: SaveReason; cause: Error };
   #dead = 0;
+  /** Ranks that were members at some point: the start's, then each one admitted (maxFailure's W). */
+  #members = 0;
+  /** Standby slots whose join passed its checks and init, waiting for the next epoch boundary. */
+  #joins = new Map<number, RankPlace>();
   /** Ranks the last dispatch pass offered work and the source told to hold (nothing for them this window). */
   #held = new Set<number>();
   #consensusBuffers: Float32Array | null = null;
@@ -132,7 +145,31 @@ export class Coordinator<M extends Module> {
     for (const r of ranks) {
       r.onBatch = (ev) => this.#onBatch(ev);
       r.onDown = (err, fatal) => (fatal ? this.#fail(err) : this.#rankLost(r.rank, err));
+      if (r.standby) {
+        // A spare slot (elastic membership): out of ElChe and every plan until admitted.
+        this.#cadence.dead(r.rank);
+        r.onStandbyDown = (err) => {
+          if (this.#joins.delete(r.rank)) console.warn(`flodl-webgpu: ${err.message} (it was waiting to join; the run goes on)`);
+        };
+      } else this.#members++;
     }
+  }
+
+  /**
+   * A standby slot's rank is ready (its join was checked and its `init` answered): admit it
+   * at the next epoch boundary (spec §8.4), where it gets the consensus and trains from the
+   * next epoch on. Ignored for a slot that is not standby.
+   */
+  requestJoin(rank: number, place: RankPlace): void {
+    const c = this.#ranks[rank];
+    if (!c?.standby || c.cause) return;
+    this.#joins.set(rank, place);
+    this.#observer.rankWaiting?.(rank, place);
+  }
+
+  /** Ranks waiting for the next epoch boundary to join. */
+  get pendingJoins(): number[] {
+    return [...this.#joins.keys()];
   }
 
   /** Cooperative cancel: no new chunks; in-flight ones finish; a final reduce; then done. */
@@ -354,7 +391,9 @@ export class Coordinator<M extends Module> {
     const now = performance.now(), counts = this.#counts();
     const ranks = this.#ranks.map((c) => {
       const f = this.#flight[c.rank];
-      const state = !c.alive
+      const state = c.standby
+        ? (this.#joins.has(c.rank) ? "waiting to join" : "vacant")
+        : !c.alive
         ? "lost"
         : f
         ? `training epoch ${f.chunk.epoch + 1} samples ${f.chunk.offset}+${f.chunk.size} for ${((now - f.since) / 1000).toFixed(0)} s`
@@ -377,7 +416,7 @@ export class Coordinator<M extends Module> {
     console.warn(`flodl-webgpu: ${reason}; continuing on ${this.#alive().length} rank(s)`);
     this.#events?.rankLost(r, this.#frontier, reason);
     this.#observer.rankLost?.(r, reason);
-    const why = unrecoverableReason(this.#dead, this.W, "cpu", this.#cfg.maxFailure);
+    const why = unrecoverableReason(this.#dead, this.#members, "cpu", this.#cfg.maxFailure);
     if (why) this.#stopReason ??= { reason: why, cause: err };
     this.#poke();
   }
@@ -387,8 +426,8 @@ export class Coordinator<M extends Module> {
     const where = await this.#checkpoints.onAbort(reason, this.#consensus ? () => this.#bundleSource() : null, this.#observer);
     const alive = this.#alive().length;
     const err = new Error(
-      `Training stopped (${reason}): ${this.#dead} of ${this.W} rank(s) lost, ${alive} alive` +
-        `${this.#cfg.maxFailure ? ` (maxFailure limit ${this.#cfg.maxFailure.limit(this.W)})` : ""}; last: ${cause.message}${where}`,
+      `Training stopped (${reason}): ${this.#dead} of ${this.#members} rank(s) lost, ${alive} alive` +
+        `${this.#cfg.maxFailure ? ` (maxFailure limit ${this.#cfg.maxFailure.limit(this.#members)})` : ""}; last: ${cause.message}${where}`,
       { cause },
     );
     (err as Error & { saveReason?: string }).saveReason = reason;
@@ -445,8 +484,46 @@ export class Coordinator<M extends Module> {
       if (EvalCadence.due(this.#cfg.evalEvery, k)) await this.#role.evaluate(k);
       const every = this.#cfg.checkpointEvery;
       if (every && this.#state.spec.checkpointFn && k % every === 0) await this.#role.checkpointFn(k);
+      await this.#admit(k);
     }
     return true;
+  }
+
+  /**
+   * Admit the ranks waiting to join (spec §8.4), at the boundary before epoch `epoch`: each
+   * loads the consensus (parameters and buffers, f32; its optimizer is fresh from its
+   * factory, as a rank's at the start), becomes a member, and ElChe sizes it as an
+   * uncalibrated rank until its own windows report. The next epoch's work is planned over
+   * the new membership when its source is made (under Async an epoch already streaming
+   * keeps its members; the new rank starts with the one after). With no consensus yet
+   * (Async before its first reduce) the joins wait for the next boundary.
+   */
+  async #admit(epoch: number): Promise<void> {
+    if (this.#joins.size === 0 || this.#stop || this.#stopReason || this.#failure || this.#consensus === null) return;
+    for (const [r, place] of [...this.#joins]) {
+      this.#joins.delete(r);
+      const client = this.#ranks[r];
+      const frame: Frame = {
+        rank: r,
+        round: this.#round,
+        batches: 0,
+        dtype: "f32",
+        params: this.#consensus.slice(),
+        buffers: this.#consensusBuffers!.slice(),
+      };
+      const ceiling = stallCeilingMs(this.#cfg.heartbeatTimeoutSecs);
+      const loaded = await boundedCall(client, "load", (api) => api.load(frame), ceiling, (err) => {
+        client.fail(new RankLostError(r, `rank ${r} did not load the consensus to join: ${err.message}`), false);
+      }).then(() => true, () => false); // a failed join ends the slot (onStandbyDown said why)
+      if (!loaded || !client.admit()) continue;
+      this.#members++;
+      this.#n[r] = 0;
+      this.#flight[r] = null;
+      this.#cadence.joined(r);
+      this.#events?.rankJoined(r, epoch, place);
+      this.#observer.rankJoined?.(r, epoch, place);
+    }
+    this.#poke();
   }
 
   /** A rank call bounded by the stall ceiling (callbacks.ts); a stall stops the run with `reduce_stall`. */

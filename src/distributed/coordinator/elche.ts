@@ -352,6 +352,20 @@ export class ElChe {
     this.#recompute();
   }
 
+  /**
+   * Admit rank r (elastic membership, spec §8.4): alive again with an empty trust window,
+   * so it is sized like an uncalibrated rank (c[r] = A) until its own windows report; the
+   * anchor rank stays as elected (a rank without timing cannot be elected).
+   */
+  markJoined(r: number): void {
+    this.#checkRank("markJoined", r);
+    this.#alive[r] = true;
+    this.#win[r] = [];
+    this.#invalid[r] = 0;
+    this.#c[r] = this.#A;
+    this.#recompute();
+  }
+
   /** Per-rank share of the last <= 10 windows' counts (equal shares over alive ranks when empty). */
   recentBatchShare(): number[] {
     const W = this.worldSize;

@@ -47,6 +47,16 @@ export interface ReduceEvent {
   zeroMass: boolean;
 }
 
+/** Where a rank runs, for the monitor and the join/leave events. */
+export interface RankPlace {
+  /** Host name ("" when the rank did not say; worker ranks run on the coordinator's host). */
+  host: string;
+  /** Adapter description. */
+  adapter: string;
+  /** How the coordinator reaches it: a Web Worker of its own process, a remote process or tab over NATS, or this thread. */
+  transport: "worker" | "remote" | "local";
+}
+
 /** Coordinator-side observers beyond the handle (live dashboards, the monitor). */
 export interface RunObserver {
   batch?(e: BatchEvent): void;
@@ -57,6 +67,13 @@ export interface RunObserver {
   chunk?(epoch: number, rank: number, offset: number, size: number): void;
   /** A rank was lost and the run continues without it. */
   rankLost?(rank: number, reason: string): void;
+  /**
+   * A rank was admitted at an epoch boundary (elastic membership, spec §8.4): it trains
+   * from `epoch` (0-based) on, from the consensus parameters.
+   */
+  rankJoined?(rank: number, epoch: number, place: RankPlace): void;
+  /** A spare slot's rank is ready (join checked, init done) and waits for the next epoch boundary. */
+  rankWaiting?(rank: number, place: RankPlace): void;
   /** A checkpoint bundle was written (after its files are in place). */
   saved?(reason: string, stem: string): void;
   wantsFrames?: boolean;
@@ -70,6 +87,8 @@ export interface RunEvents {
   reduce(e: ReduceEvent, extra: ReduceExtra): void;
   evaluated(epoch: number, value: number): void;
   rankLost(rank: number, epoch: number, reason: string): void;
+  /** A rank was admitted at the boundary before `epoch` (elastic membership). */
+  rankJoined(rank: number, epoch: number, place: RankPlace): void;
   /** Write the outputs (record log flush, dashboard file). */
   close(): Promise<void>;
 }

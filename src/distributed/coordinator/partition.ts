@@ -48,7 +48,11 @@ export function planPartitions(p: PartitionInput): Range[] {
     }
     sizes = byWeights(p.total, p.partitionRatios.map((r, i) => (alive[i] ? r : 0)), "largest");
   } else if (p.policy !== "sync" && p.msPerBatch && p.msPerBatch.some((m, i) => alive[i] && m > 0)) {
-    sizes = byWeights(p.total, p.msPerBatch.map((m, i) => (alive[i] ? 1 / Math.max(m, 0.001) : 0)), "fastest");
+    // A rank not measured yet (one admitted at this boundary, spec §8.4) is sized as the
+    // slowest measured one, as ElChe gives it the anchor's count: never 1/0.
+    const ms = p.msPerBatch;
+    const slowest = Math.max(...ms.filter((m, i) => alive[i] && m > 0));
+    sizes = byWeights(p.total, ms.map((m, i) => (alive[i] ? 1 / Math.max(m > 0 ? m : slowest, 0.001) : 0)), "fastest");
   } else {
     sizes = byWeights(p.total, alive.map((a) => (a ? 1 : 0)), "first");
   }

@@ -56,6 +56,15 @@ export class RankClient {
   /** The rank's calls, by name, over the transport. */
   readonly api: RankView;
   alive = true;
+  /**
+   * A spare slot of an elastic run (spec §8.4): not a member yet. Its calls go through
+   * (the join's `init` and `load`), but the coordinator counts it in nothing until it is
+   * admitted at an epoch boundary ({@link admit}); a failure meanwhile ends the slot
+   * without a death (`onStandbyDown`).
+   */
+  standby = false;
+  /** A standby slot went down before it was admitted (its join ended; the run never counted it). */
+  onStandbyDown?: (err: RankLostError) => void;
   /** performance.now() of the last message from the rank. */
   lastSeen = performance.now();
   /** Set when the rank said it compiles pipelines (blocked, silent); cleared by its next message. */
@@ -91,6 +100,14 @@ export class RankClient {
       event: (e) => this.#event(e),
       down: (reason) => this.fail(new RankLostError(rank, reason), false),
     });
+  }
+
+  /** A spare slot of an elastic run over `link`: standby, not alive, until {@link admit}. */
+  static spare(rank: number, link: RankTransport | RankApi): RankClient {
+    const c = new RankClient(rank, link);
+    c.alive = false;
+    c.standby = true;
+    return c;
   }
 
   /** Something arrived from the rank unasked: it is alive. */
@@ -134,8 +151,28 @@ export class RankClient {
     return this.#cause;
   }
 
+  /**
+   * Make a standby slot a member (the coordinator, at an epoch boundary). False when the
+   * slot is not standby or went down meanwhile.
+   */
+  admit(): boolean {
+    if (!this.standby || this.#cause) return false;
+    this.standby = false;
+    this.alive = true;
+    this.lastSeen = performance.now();
+    return true;
+  }
+
   /** Declare the rank down: every pending and later call rejects with `err`. */
   fail(err: RankLostError, fatal: boolean): void {
+    if (this.standby) {
+      if (this.#cause) return;
+      this.#cause = err;
+      for (const reject of this.#inFlight) reject(err);
+      this.#inFlight.clear();
+      this.onStandbyDown?.(err);
+      return;
+    }
     if (!this.alive) return;
     this.alive = false;
     this.#cause = err;
@@ -146,7 +183,7 @@ export class RankClient {
 
   /** Call the rank; a failure names the rank, the call and the cause; a lost rank rejects at once. */
   async call<T>(what: string, fn: (api: RankView) => Promise<T>): Promise<T> {
-    if (!this.alive) throw this.#cause ?? new RankLostError(this.rank, `rank ${this.rank} is lost`);
+    if (!this.alive && !(this.standby && !this.#cause)) throw this.#cause ?? new RankLostError(this.rank, `rank ${this.rank} is lost`);
     let reject!: (e: Error) => void;
     const failed = new Promise<never>((_, r) => this.#inFlight.add(reject = r));
     try {
@@ -174,7 +211,7 @@ export class RankClient {
 
   /** Stop the rank (bounded wait) and close its transport. */
   async close(): Promise<void> {
-    if (this.alive) {
+    if (this.alive || (this.standby && !this.#cause)) {
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         this.transport.request("stop").catch(() => {}),
@@ -183,6 +220,7 @@ export class RankClient {
       clearTimeout(timer);
     }
     this.alive = false;
+    this.standby = false;
     await this.transport.close();
   }
 }

@@ -14,7 +14,7 @@ export interface WorkSource {
   /** The rank's next chunk, or null when it must hold (or has nothing left). */
   next(rank: number, ctx: NextChunkContext): Chunk | null;
   complete(rank: number, id: number): void;
-  /** True when this rank can take nothing more from this epoch. */
+  /** True when this rank can take nothing more from this epoch (or is no member of it). */
   exhaustedFor(rank: number): boolean;
   /** Every batch completed. */
   isComplete(): boolean;
@@ -51,14 +51,15 @@ export class PoolSource implements WorkSource {
   complete(rank: number, id: number): void {
     this.pool.complete(rank, id);
   }
-  exhaustedFor(_rank: number): boolean {
-    return this.pool.isDrained();
+  exhaustedFor(rank: number): boolean {
+    // A rank admitted after this pool was planned (elastic, async streaming ahead) is no member of it.
+    return this.pool.isDrained() || !this.pool.isAlive(rank);
   }
   isComplete(): boolean {
     return this.pool.isComplete();
   }
   forfeit(rank: number): void {
-    this.pool.forfeit(rank);
+    if (this.pool.isAlive(rank)) this.pool.forfeit(rank);
   }
   beginWindow(): void {
     this.pool.beginWindow();

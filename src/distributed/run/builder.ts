@@ -361,10 +361,17 @@ export class DdpBuilder<M extends Module> {
    * `deno run -A <program> --join <token>` in examples/train.ts). They come after the
    * `.cluster(...)` ranks; `run()` resolves once every slot joined and passed the join checks
    * (program, model layout, dataset size, wire dtype), and rejects naming the rank otherwise.
+   * With `maxSlots` the slots past `slots` are spare (elastic membership, flodl 0.7 §8.4): a
+   * rank joining one while the run goes is checked the same way (refused: the run goes on)
+   * and admitted at the next epoch boundary.
    */
   remoteRanks(spec: RemoteRanksSpec): this {
-    if (!spec || !Number.isInteger(spec.slots) || spec.slots < 1) {
-      throw new RangeError(`remoteRanks: slots must be an integer >= 1, got ${spec?.slots}`);
+    const elastic = spec?.maxSlots !== undefined;
+    if (!spec || !Number.isInteger(spec.slots) || spec.slots < (elastic ? 0 : 1)) {
+      throw new RangeError(`remoteRanks: slots must be an integer >= ${elastic ? "0 (with maxSlots)" : 1}, got ${spec?.slots}`);
+    }
+    if (elastic && !(Number.isInteger(spec.maxSlots) && spec.maxSlots! >= Math.max(1, spec.slots))) {
+      throw new RangeError(`remoteRanks: maxSlots must be an integer >= slots (${spec.slots}) and >= 1, got ${spec.maxSlots}`);
     }
     if (typeof spec.url !== "string" || !/^wss?:\/\//.test(spec.url)) {
       throw new TypeError(`remoteRanks: url must be a ws:// or wss:// NATS WebSocket URL, got ${JSON.stringify(spec.url)}`);

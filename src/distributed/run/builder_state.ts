@@ -54,8 +54,15 @@ export interface ClusterSpec {
  * ones L..L+slots-1.
  */
 export interface RemoteRanksSpec {
-  /** How many remote ranks the run waits for before it trains (>= 1). */
+  /** How many remote ranks the run waits for before it trains (>= 1; >= 0 with `maxSlots`). */
   slots: number;
+  /**
+   * Elastic membership (spec §8.4): remote slots in all, `slots` of them awaited before the
+   * run starts, the rest spare: a rank may join a spare slot while the run goes, and is
+   * admitted at the next epoch boundary with the consensus parameters (and a fresh
+   * optimizer). Default `slots` (no spare). Credentials need a slot per rank: L + maxSlots.
+   */
+  maxSlots?: number;
   /** The NATS WebSocket URL the coordinator connects to (`ws://127.0.0.1:port` for a server it runs). */
   url: string;
   /**
@@ -67,7 +74,10 @@ export interface RemoteRanksSpec {
   joinUrl?: string;
   /** Each slot's join token, once the slot is open: print the join command here. */
   onJoinToken?: (rank: number, token: string) => void;
-  /** Each remote rank that joined and passed the checks, with its hello. */
+  /**
+   * Each remote rank that joined and passed the checks, with its hello (a spare slot's: when
+   * its hello passed; it trains from the next epoch boundary on).
+   */
   onJoined?: (rank: number, hello: RemoteHello) => void;
   /** Seconds to wait for every slot to join (default 600). */
   joinTimeoutSecs?: number;

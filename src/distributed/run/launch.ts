@@ -8,7 +8,10 @@ import type { BuilderState, ClusterSpec } from "./builder_state.ts";
 import { Coordinator, type RunObserver } from "../coordinator/coordinator.ts";
 import { describeError, RankLostError } from "../protocol/errors.ts";
 import { DdpHandle } from "./handle.ts";
-import type { LayoutTable, RankHello } from "../protocol/messages.ts";
+import type { LayoutTable, RankHello, RankSetup } from "../protocol/messages.ts";
+import type { RankPlace } from "../coordinator/observer.ts";
+import type { NatsTransport } from "../coordinator/transport_nats.ts";
+import type { JoinExpectation } from "../protocol/remote_hello.ts";
 import { awaitHello, WorkerTransport } from "../coordinator/transport_worker.ts";
 import { RankClient } from "../coordinator/rank_client.ts";
 import { programArgs, type RankRole } from "./reentry.ts";
@@ -75,7 +78,8 @@ export async function launch<M extends Module>(state: BuilderState<M>): Promise<
   // Everything that needs no GPU is checked before any adapter is touched or rank started.
   const datasetLen = state.spec.dataset.len();
   if (state.cluster) checkCluster(state.cluster);
-  const remote = state.remote?.slots ?? 0;
+  // Remote slots in all: the awaited ones and the spare ones (elastic membership).
+  const remote = state.remote ? state.remote.maxSlots ?? state.remote.slots : 0;
   if (state.remote && state.cluster) checkRemote(state.remote, state.cluster.ranks.length);
   resolveConfig(state.config, { worldSize: state.cluster ? state.cluster.ranks.length + remote : undefined, datasetLen });
   const local = state.cluster ?? await distinctAdapters();
@@ -138,6 +142,10 @@ async function launchRanks<M extends Module>(
   };
   await loadCollector(); // RankClient collects every MESSAGES_PER_COLLECT messages (Deno only)
   let hellos: RankHello[];
+  /** Where each rank runs (the monitor); undefined for a spare slot until a rank joins it. */
+  const places: (RankPlace | undefined)[] = [];
+  const host = hostName();
+  let want: JoinExpectation | undefined;
   try {
     // Tokens go out first: remote processes start while the local workers load.
     if (state.remote) remote = await openRemoteSlots(state.remote, locals, state.site, programArgs());
@@ -154,16 +162,19 @@ async function launchRanks<M extends Module>(
     hellos = await Promise.all(
       clients.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W, stage.dir, locals)))),
     );
+    for (const h of hellos) places.push({ host, adapter: h.adapter, transport: "worker" });
     if (remote) {
-      const joined = await remote.joined({
+      want = {
         program: programId(state.site),
         layout: layoutDigest(hellos[0].layout),
         datasetLen: state.spec.dataset!.len(),
         wire: cfg.elche.bf16Wire ? "bf16" : "f32",
-      });
+      };
+      const joined = await remote.joined(want);
       const far = remote.transports.map((t) => new RankClient(t.rank, t));
       clients.push(...far);
       const farHellos = await Promise.all(far.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W, undefined, 1)))));
+      farHellos.forEach((h, i) => places.push({ host: joined[i].host, adapter: h.adapter, transport: "remote" }));
       // The dashboard names a remote rank by its machine.
       hellos.push(...farHellos.map((h, i) => ({ ...h, adapter: `${joined[i].host || "remote"}: ${h.adapter}` })));
     }
@@ -172,12 +183,15 @@ async function launchRanks<M extends Module>(
     await Promise.all(clients.slice(1).map((c) =>
       c.call("load", (api) => api.load({ ...init, params: init.params.slice(), buffers: init.buffers.slice() }))
     ));
+    // Spare slots (elastic): standby clients, admitted by the coordinator at an epoch boundary.
+    for (const t of remote?.spares ?? []) clients.push(RankClient.spare(t.rank, t));
   } catch (e) {
     await close();
     throw e instanceof RankLostError ? e : new Error(`Trainer.run: starting ${W} ranks failed: ${describeError(e)}`, { cause: e });
   }
   const observer = observerOf(state);
-  const monitor = runMonitor(state, cfg, W, hellos.map((h) => h.adapter));
+  const adapters = [...hellos.map((h) => h.adapter), ...(remote?.spares ?? []).map(() => "(spare slot)")];
+  const monitor = runMonitor(state, cfg, W, adapters, places);
   let coordinator: Coordinator<M> | undefined;
   const watchdog = setInterval(() => {
     const limit = cfg.heartbeatTimeoutSecs * 1000, compileLimit = stallCeilingMs(cfg.heartbeatTimeoutSecs);
@@ -196,6 +210,11 @@ async function launchRanks<M extends Module>(
   const result = (async () => {
     try {
       coordinator = new Coordinator(state, cfg, clients, hellos[0].layout, await started, observer, monitor, persistence);
+      for (const t of remote?.spares ?? []) {
+        spareJoin(remote!, t, want!, clients[t.rank], hellos[0].layout, (h) => setupFor(state, cfg, h, W, undefined, 1), coordinator, (name) => {
+          adapters[t.rank] = name; // handle.devices() names the rank by its machine from now on
+        });
+      }
       return await coordinator.run();
     } finally {
       clearInterval(watchdog);
@@ -206,13 +225,52 @@ async function launchRanks<M extends Module>(
     }
   })();
   const memory = () => Promise.all(clients.map((c) => (c.alive ? c.call("memory", (api) => api.memory()).catch(() => null) : null)));
-  const handle = new DdpHandle(W, hellos.map((h) => h.adapter), result, () => coordinator?.shutdown(), memory);
+  const handle = new DdpHandle(W, adapters, result, () => coordinator?.shutdown(), memory);
   begin(handle);
   return handle;
 }
 
+/** This machine's name (Deno), or "" (a browser: the coordinator's own host). */
+function hostName(): string {
+  try {
+    return (globalThis as { Deno?: { hostname?: () => string } }).Deno?.hostname?.() ?? "";
+  } catch {
+    return ""; // no --allow-sys
+  }
+}
+
+/**
+ * A spare slot's join, in the background of a running run (elastic membership): the hello
+ * checked, `init`, the layout compared with rank 0's, then the coordinator admits the rank
+ * at its next epoch boundary. A refused or failed join is a warning; the run goes on.
+ */
+function spareJoin<M extends Module>(
+  remote: RemoteSlots,
+  t: NatsTransport,
+  want: JoinExpectation,
+  client: RankClient,
+  layout: LayoutTable,
+  setup: (rank: number) => RankSetup,
+  coordinator: Coordinator<M>,
+  named: (device: string) => void,
+): void {
+  (async () => {
+    const hello = await remote.spareJoined(t, want);
+    const h = await client.call("init", (api) => api.init(setup(t.rank)));
+    if (key(h.layout) !== key(layout)) {
+      await t.link.close(`its model layout differs from rank 0's`);
+      throw new Error(`rank ${t.rank} built a model with other parameters than rank 0 (${h.layout.paramCount} vs ${layout.paramCount} values)`);
+    }
+    named(`${hello.host || "remote"}: ${h.adapter}`);
+    coordinator.requestJoin(t.rank, { host: hello.host, adapter: h.adapter, transport: "remote" });
+  })().catch((e) => {
+    console.warn(`flodl-webgpu: the rank joining spare slot ${t.rank} was not admitted: ${describeError(e)} (the run goes on)`);
+  });
+}
+
+const key = (l: LayoutTable) => JSON.stringify([l.params.map((e) => [e.name, e.shape]), l.buffers.map((e) => [e.name, e.shape])]);
+
 function checkLayouts(hellos: RankHello[]): void {
-  const key = (l: LayoutTable) => JSON.stringify([l.params.map((e) => [e.name, e.shape]), l.buffers.map((e) => [e.name, e.shape])]);
   const want = key(hellos[0].layout);
   for (const h of hellos.slice(1)) {
     if (key(h.layout) !== want) {

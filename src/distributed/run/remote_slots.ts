@@ -14,20 +14,28 @@ import type { CallSite } from "./reentry.ts";
 
 /** The open remote slots of a run. */
 export interface RemoteSlots {
-  /** One transport per remote rank, ranks `first`..`first + slots - 1`. */
+  /** One transport per awaited remote rank, ranks `first`..`first + slots - 1`. */
   transports: NatsTransport[];
-  /** Wait for every slot's hello and check it; resolves with the hellos, rejects naming the rank. */
+  /** The spare slots' transports (elastic membership), ranks after those. */
+  spares: NatsTransport[];
+  /** Wait for every awaited slot's hello and check it; resolves with the hellos, rejects naming the rank. */
   joined(want: JoinExpectation): Promise<RemoteHello[]>;
+  /**
+   * A spare slot's hello, once a rank joins it, checked like the others; resolves with it.
+   * A refused rank is told why (its link says bye) and this rejects naming it; the run goes on.
+   */
+  spareJoined(t: NatsTransport, want: JoinExpectation): Promise<RemoteHello>;
   /** Close the links and the coordinator's NATS connection. Idempotent. */
   close(): Promise<void>;
 }
 
 /** Check `.remoteRanks(...)` against the world (before anything starts). */
 export function checkRemote(spec: RemoteRanksSpec, localRanks: number): void {
-  const world = localRanks + spec.slots;
+  const remote = spec.maxSlots ?? spec.slots;
+  const world = localRanks + remote;
   if (!spec.credentials || spec.credentials.ranks.length < world) {
     throw new RangeError(
-      `Trainer.run: remoteRanks credentials must have a slot per rank (${localRanks} local + ${spec.slots} remote = ${world}), ` +
+      `Trainer.run: remoteRanks credentials must have a slot per rank (${localRanks} local + ${remote} remote = ${world}), ` +
         `got ${spec.credentials?.ranks.length}; make them with createRunCredentials(${world})`,
     );
   }
@@ -37,7 +45,8 @@ export function checkRemote(spec: RemoteRanksSpec, localRanks: number): void {
 }
 
 /**
- * Open the remote slots `first`..`first + spec.slots - 1` and hand out their tokens.
+ * Open the remote slots `first`..`first + (spec.maxSlots ?? spec.slots) - 1` and hand out
+ * their tokens (the spare slots' too: a rank may join them while the run goes).
  * @param site The builder's call site (its line:col go in the tokens).
  * @param args The coordinator's program arguments (they go in the tokens).
  */
@@ -57,6 +66,7 @@ export async function openRemoteSlots(
     throw e;
   }
   const transports: NatsTransport[] = [];
+  const total = spec.maxSlots ?? spec.slots;
   let closed = false;
   const close = async () => {
     if (closed) return;
@@ -65,7 +75,7 @@ export async function openRemoteSlots(
     await coordinator.close().catch(() => {});
   };
   try {
-    for (let rank = first; rank < first + spec.slots; rank++) {
+    for (let rank = first; rank < first + total; rank++) {
       transports.push(await NatsTransport.open(coordinator, rank));
       spec.onJoinToken?.(rank, joinTokenFor(spec.joinUrl ?? spec.url, creds.ranks[rank], site, args));
     }
@@ -74,13 +84,27 @@ export async function openRemoteSlots(
     throw e;
   }
   const timeoutMs = (spec.joinTimeoutSecs ?? 600) * 1000;
+  const awaited = transports.slice(0, spec.slots);
+  /** A slot's hello checked against the run: refused (told why, rejects naming the rank) or passed. */
+  const check = async (t: NatsTransport, want: JoinExpectation) => {
+    const hello = await t.link.ready;
+    const why = checkRemoteHello(t.rank, hello, want);
+    if (why) {
+      await t.link.close(why);
+      throw new Error(why);
+    }
+    spec.onJoined?.(t.rank, hello as RemoteHello);
+    return hello as RemoteHello;
+  };
 
   return {
-    transports,
+    transports: awaited,
+    spares: transports.slice(spec.slots),
     close,
+    spareJoined: check,
     async joined(want) {
       let timer: ReturnType<typeof setTimeout> | undefined;
-      const waiting = new Set(transports.map((t) => t.rank));
+      const waiting = new Set(awaited.map((t) => t.rank));
       const late = new Promise<never>((_, reject) =>
         timer = setTimeout(() => {
           reject(new Error(`remote rank(s) ${[...waiting].join(", ")} did not join within ${timeoutMs / 1000} s (remoteRanks joinTimeoutSecs)`));
@@ -89,16 +113,10 @@ export async function openRemoteSlots(
       try {
         return await Promise.race([
           late,
-          Promise.all(transports.map(async (t) => {
-            const hello = await t.link.ready;
+          Promise.all(awaited.map(async (t) => {
+            await t.link.ready;
             waiting.delete(t.rank);
-            const why = checkRemoteHello(t.rank, hello, want);
-            if (why) {
-              await t.link.close(why);
-              throw new Error(why);
-            }
-            spec.onJoined?.(t.rank, hello as RemoteHello);
-            return hello as RemoteHello;
+            return check(t, want);
           })),
         ]);
       } finally {

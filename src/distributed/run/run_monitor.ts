@@ -17,7 +17,7 @@ import {
 import type { Module } from "../../nn/mod.ts";
 import { DATA_COUNTERS, DATA_GAUGES } from "../../data/mod.ts";
 import type { BuilderState } from "./builder_state.ts";
-import type { ReduceEvent, ReduceExtra, RunEvents } from "../coordinator/observer.ts";
+import type { RankPlace, ReduceEvent, ReduceExtra, RunEvents } from "../coordinator/observer.ts";
 
 export type { ReduceExtra, RunEvents };
 import type { RunEpochMetrics } from "../coordinator/metrics.ts";
@@ -49,12 +49,28 @@ function configSummary(cfg: ResolvedRunConfig): Record<string, string | number |
   };
 }
 
-/** The monitor of one run; `undefined` when no monitor knob is set. */
+/**
+ * The record tree's host name of a rank: "local" for the coordinator's own ranks (worker
+ * or this thread), the machine's name for a remote one ("/" and "\\" made "_", "remote"
+ * when it did not say).
+ */
+export function hostOf(place: RankPlace | undefined): string {
+  if (!place || place.transport !== "remote") return place ? "local" : "remote";
+  const h = place.host.replace(/[/\\]/g, "_");
+  return h === "" || h === "." || h === ".." ? "remote" : h;
+}
+
+/**
+ * The monitor of one run; `undefined` when no monitor knob is set.
+ * @param places Where each rank runs; `undefined` for a spare slot nobody filled yet
+ *   (elastic membership: it appears when a rank joins it).
+ */
 export function runMonitor<M extends Module>(
   state: BuilderState<M>,
   cfg: ResolvedRunConfig,
   world: number,
   devices: string[],
+  places?: (RankPlace | undefined)[],
 ): RunMonitor | undefined {
   const wanted = state.timeline || cfg.recordLog || cfg.dashboardPath || cfg.reportsPerEpoch > 0;
   if (!wanted) return undefined;
@@ -64,6 +80,7 @@ export function runMonitor<M extends Module>(
     // A named evalFn says what it measures (`accuracy`); an anonymous one does not.
     evalLabel: evalName || undefined,
     slowdown: state.cluster?.ranks.map((r) => r.slowdown ?? 1),
+    places,
   });
 }
 
@@ -90,14 +107,26 @@ export class RunMonitor implements RunEvents {
     cfg: ResolvedRunConfig,
     world: number,
     devices: string[],
-    show: { title?: string; evalLabel?: string; slowdown?: number[] } = {},
+    show: { title?: string; evalLabel?: string; slowdown?: number[]; places?: (RankPlace | undefined)[] } = {},
   ) {
     this.#timeline = timeline;
     this.#cfg = cfg;
     // The data plane's keys add up across ranks (hits, reads, bytes held); a user's own
     // declarations still win for their keys.
     const data = Object.fromEntries([...DATA_COUNTERS, ...DATA_GAUGES].map((k) => [k, "sum" as const]));
-    this.#tree = new RecordTree({ worldSize: world, devices, reductions: { ...data, ...cfg.scalarReductions } });
+    const places = show.places;
+    this.#tree = new RecordTree({
+      worldSize: world,
+      devices,
+      reductions: { ...data, ...cfg.scalarReductions },
+      ...(places
+        ? {
+          hosts: Array.from({ length: world }, (_, r) => hostOf(places[r])),
+          transports: Array.from({ length: world }, (_, r) => places[r]?.transport),
+          vacant: Array.from({ length: world }, (_, r) => !places[r]),
+        }
+        : {}),
+    });
     if (cfg.recordLog) {
       const { storage, path } = resolveStorage(cfg.recordLog.dir);
       this.#log = new RecordLog(storage, path, cfg.recordLog.maxBytes);
@@ -110,6 +139,7 @@ export class RunMonitor implements RunEvents {
       title: show.title ?? runTitle("", cfg.mode, world),
       evalLabel: show.evalLabel,
       slowdown: show.slowdown,
+      ranks: places?.map((p, rank) => (p ? { rank, ...p } : { rank })),
     });
     if (cfg.reportsPerEpoch > 0) this.#schedule = new ReportSchedule(1, cfg.reportsPerEpoch);
   }
@@ -199,6 +229,14 @@ export class RunMonitor implements RunEvents {
   rankLost(rank: number, epoch: number, reason: string): void {
     this.#records([this.#tree.rankLost(rank, epoch, reason)]);
     this.#event({ kind: "Custom", label: `rank ${rank} lost: ${reason}`, rank, epoch });
+    this.#recorder.membership({ rank, kind: "lost", epoch, reason });
+  }
+
+  rankJoined(rank: number, epoch: number, place: RankPlace): void {
+    this.#records([this.#tree.rankJoined(rank, epoch, { host: hostOf(place), device: place.adapter, transport: place.transport })]);
+    const from = `${place.host || "this host"}, ${place.adapter}, ${place.transport}`;
+    this.#event({ kind: "Custom", label: `rank ${rank} joined (${from}) for epoch ${epoch + 1}`, rank, epoch });
+    this.#recorder.membership({ rank, kind: "joined", epoch, host: place.host, adapter: place.adapter, transport: place.transport });
   }
 
   async close(): Promise<void> {

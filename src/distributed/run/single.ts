@@ -48,7 +48,7 @@ export async function runSingle<M extends Module>(
     heartbeat: () => {},
     compiling: () => {},
   });
-  const monitor = events.monitor = runMonitor(state, cfg, 1, [hello.adapter]);
+  const monitor = events.monitor = runMonitor(state, cfg, 1, [hello.adapter], [{ host: "", adapter: hello.adapter, transport: "local" }]);
   let stop = false;
   let begin!: (h: DdpHandle) => void;
   const started = new Promise<DdpHandle>((r) => (begin = r));

@@ -10,7 +10,11 @@
  *   exact, the dead rank reported;
  * - a remote rank whose model has another shape is refused at join, naming the rank;
  * - `npm start --serve 1` end to end: the printed join command (examples/train.ts --join)
- *   joins the coordinator process and the run ends.
+ *   joins the coordinator process and the run ends;
+ * - elastic membership: a remote rank killed in epoch 1, a new remote rank process joining a
+ *   spare slot (`maxSlots`) of the running run: admitted at the epoch boundary, it trains
+ *   epoch 2; each epoch covers every sample once; the record stream and the dashboard say
+ *   who was lost and who joined, from which host.
  */
 import { startNatsServer } from "../../../scripts/nats_server.ts";
 import { createRunCredentials, ElCheConfig, permutation, serverAuthorization } from "../../../src/index.ts";
@@ -22,16 +26,24 @@ import { gpuTest } from "../../util/gpu.ts";
 const SEED = 42;
 const RANK_SCRIPT = new URL("../../fixtures/remote_rank.ts", import.meta.url).pathname;
 
-/** Counts per sample of epoch 0, from the coordinator's completed chunks. */
+/** Counts per epoch and sample, from the coordinator's completed chunks; the ranks of each epoch's chunks. */
 class Ledger {
-  counts = new Uint8Array(TRAIN);
-  chunk = (epoch: number, _rank: number, offset: number, size: number) => {
+  counts: Uint8Array[];
+  ranks: Set<number>[];
+  constructor(epochs = 1) {
+    this.counts = Array.from({ length: epochs }, () => new Uint8Array(TRAIN));
+    this.ranks = Array.from({ length: epochs }, () => new Set());
+  }
+  chunk = (epoch: number, rank: number, offset: number, size: number) => {
     const perm = permutation(SEED, epoch, TRAIN);
-    for (let i = offset; i < offset + size; i++) this.counts[perm[i]]++;
+    for (let i = offset; i < offset + size; i++) this.counts[epoch][perm[i]]++;
+    this.ranks[epoch].add(rank);
   };
   exactlyOnce(label: string): void {
-    const bad = [...this.counts.keys()].filter((i) => this.counts[i] !== 1);
-    assert(bad.length === 0, `${label}: ${bad.length} samples not trained exactly once (e.g. #${bad[0]} ×${this.counts[bad[0]]})`);
+    this.counts.forEach((c, e) => {
+      const bad = [...c.keys()].filter((i) => c[i] !== 1);
+      assert(bad.length === 0, `${label}: epoch ${e + 1}: ${bad.length} samples not trained exactly once (e.g. #${bad[0]} ×${c[bad[0]]})`);
+    });
   }
 }
 
@@ -211,6 +223,93 @@ gpuTest("npm start --serve 1 prints a join command; that command (examples/train
     try {
       rank?.kill("SIGKILL");
     } catch { /* exited */ }
+    await Deno.remove(out, { recursive: true });
+  }
+});
+
+gpuTest("elastic: a remote rank killed in epoch 1 and a new remote process joining a spare slot mid-run: admitted at the boundary, trains epoch 2, each sample once per epoch, shown in the records and the dashboard", async () => {
+  const creds = await createRunCredentials(3);
+  const server = await startNatsServer({ authorization: serverAuthorization(creds) });
+  const out = await Deno.makeTempDir({ prefix: "flodl-elastic-" });
+  const procs: RankProcess[] = [];
+  const ledger = new Ledger(2);
+  const lost: string[] = [];
+  const joined: { rank: number; epoch: number; host: string; transport: string }[] = [];
+  const tokens = new Map<number, string>();
+  let killed = false, batches = 0;
+  // The coordinator's own events synchronise the test: the join request (init done, hello
+  // checked) releases the metricsFn of epoch 1, which the coordinator awaits before it
+  // admits at that boundary. No sleep anywhere.
+  let waiting!: () => void;
+  const requested = new Promise<void>((r) => (waiting = r));
+  const b = program(16).numEpochs(2).cluster({ ranks: [{}] })
+    .recordLog(`${out}/records`, 0).saveDashboard(`${out}/dashboard.html`)
+    .metricsFn(async (m) => {
+      if (m.epoch === 0) await requested;
+    })
+    .remoteRanks({
+      slots: 1,
+      maxSlots: 2,
+      url: server.wsUrl,
+      credentials: creds,
+      joinTimeoutSecs: 120,
+      onJoinToken: (rank, token) => {
+        tokens.set(rank, token);
+        if (rank === 1) procs.push(spawnRank(token));
+      },
+    });
+  observe(b.state, {
+    chunk: ledger.chunk,
+    rankLost: (r, why) => lost.push(`${r}: ${why}`),
+    rankWaiting: (r) => r === 2 && waiting(),
+    rankJoined: (rank, epoch, place) => joined.push({ rank, epoch, host: place.host, transport: place.transport }),
+    batch: (e) => {
+      // Rank 1 dies once it trained some batches of epoch 1 (past the slow first ones, whose
+      // length would let it stay silent up to the stall ceiling: RankClient.overdueMs); then
+      // the newcomer starts.
+      if (e.rank === 1 && e.epoch === 0 && ++batches === 12 && !killed) {
+        killed = true;
+        procs[0].child.kill("SIGKILL");
+        procs.push(spawnRank(tokens.get(2)!));
+      }
+    },
+  });
+  try {
+    const h = await b.run();
+    assertEquals(h.devices().length, 3, "three slots: local, remote, spare");
+    await h.join();
+    assert(killed, "rank 1 was killed mid-epoch");
+    ledger.exactlyOnce("rank 1 killed, rank 2 joined");
+    assertEquals(lost.length, 1, `one rank lost (${lost.join("; ")})`);
+    assert(lost[0].startsWith("1: "), `the lost rank is 1: ${lost[0]}`);
+    assertEquals(joined, [{ rank: 2, epoch: 1, host: Deno.hostname(), transport: "remote" }], "rank 2 admitted for epoch 2");
+    assert(!ledger.ranks[0].has(2), "rank 2 trained nothing of epoch 1");
+    assert(ledger.ranks[1].has(2) && !ledger.ranks[1].has(1), `epoch 2's ranks: ${[...ledger.ranks[1]]}`);
+
+    const host = Deno.hostname().replace(/[/\\]/g, "_");
+    const records = (await Deno.readTextFile(`${out}/records/root/${host}/rank2.log`)).trim().split("\n").map((l) => JSON.parse(l));
+    const join = records.find((r) => r.label?.startsWith("rank_joined:"));
+    assert(join && join.epoch === 1 && join.transport === "remote", `rank 2's log has its join: ${JSON.stringify(records[0])}`);
+    assert(records.some((r) => r.epoch_complete && r.epoch === 1 && r.work > 0), "and its epoch-2 row with work");
+    const dash = await Deno.readTextFile(`${out}/dashboard.html`);
+    assert(/"kind":"joined"/.test(dash) && /"kind":"lost"/.test(dash), "the dashboard embeds both membership events");
+    const newcomer = procs[1];
+    const code = (await newcomer.child.status).code;
+    const log = await newcomer.output;
+    assert(/joined run/.test(log) && /coordinator ended the run/.test(log), `the newcomer's log:\n${log}`);
+    assertEquals(code, 0, `newcomer exit code (log:\n${log})`);
+  } finally {
+    for (const p of procs) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([p.child.status, new Promise((r) => (timer = setTimeout(r, 15_000)))]);
+      clearTimeout(timer);
+      try {
+        p.child.kill("SIGKILL");
+      } catch { /* exited */ }
+      await p.child.status;
+      await p.output;
+    }
+    await server.stop();
     await Deno.remove(out, { recursive: true });
   }
 });

@@ -10,7 +10,7 @@ import {
   EpochCallbackPolicy,
   Trainer,
 } from "../../../src/index.ts";
-import { assertRejects } from "../../util/assert.ts";
+import { assertRejects, assertThrows } from "../../util/assert.ts";
 
 const data = new ArrayDataSet([{ data: new Float32Array(40), shape: [20, 2] }, { data: new Int32Array(20), shape: [20] }]);
 const never = () => {
@@ -95,4 +95,18 @@ Deno.test("DdpBuilder has every public method of flodl's, camelCased, and each s
   if (missing.length) throw new Error(`missing builder methods: ${missing.join(", ")}`);
   const chained = base().anchor(3).gamma(0.5).bf16Wire(true).metaController(false).maxGradNorm(1).augment(2);
   if (!(chained instanceof Object) || chained.state.config.elche.gamma !== 0.5) throw new Error("setters chain and store");
+});
+
+Deno.test("remoteRanks: maxSlots (elastic spare slots) must be an integer >= slots and >= 1; slots may be 0 only with maxSlots; credentials cover every slot", async () => {
+  const { createRunCredentials } = await import("../../../src/index.ts");
+  const url = "ws://127.0.0.1:1";
+  const creds = await createRunCredentials(3);
+  const spec = (o: object) => ({ slots: 1, url, credentials: creds, ...o });
+  assertThrows(() => base().remoteRanks(spec({ maxSlots: 0 })), RangeError, "maxSlots", ">= slots", "got 0");
+  assertThrows(() => base().remoteRanks(spec({ slots: 2, maxSlots: 1 })), RangeError, "maxSlots", "(2)", "got 1");
+  assertThrows(() => base().remoteRanks(spec({ maxSlots: 1.5 })), RangeError, "maxSlots", "got 1.5");
+  assertThrows(() => base().remoteRanks(spec({ slots: 0 })), RangeError, "slots", ">= 1", "got 0");
+  base().remoteRanks(spec({ slots: 0, maxSlots: 1 })); // elastic: nobody awaited, one spare slot
+  // 2 local + 1 awaited + 1 spare = 4 ranks: 3 credentials are too few (checked before anything starts).
+  await assertRejects(() => base().remoteRanks(spec({ maxSlots: 2 })).run(), RangeError, "credentials", "2 local + 2 remote = 4", "got 3");
 });

@@ -288,3 +288,17 @@ Deno.test("ElChe rejects bad construction and bad report lengths", () => {
   const e = new ElChe({ worldSize: 2, policy: "cadence", anchor: 10 });
   assertThrows(() => e.reportTiming([1], [1, 1], 0), RangeError, "expected 2 entries, got 1");
 });
+
+Deno.test("ElChe markJoined: a rank admitted at a boundary gets the anchor's count until its own windows report, then its speed ratio", () => {
+  const e = new ElChe({ worldSize: 3, policy: "cadence", anchor: 10 });
+  e.markDead(2); // a spare slot: out from the start
+  feed(e, [10, 5, 0], 0, 3); // rank 0 twice as slow as rank 1
+  assertEquals(e.batchCounts, [10, 20, 0]);
+  e.markJoined(2);
+  assert(e.isAlive(2), "alive");
+  assertEquals(e.batchCounts, [10, 20, 10], "uncalibrated newcomer: c = A (the anchor rank's count)");
+  assertEquals(e.anchorRank, 0, "the anchor rank stays");
+  feed(e, [10, 5, 2.5], 0, 1); // its first window: 4x the anchor's speed
+  assertEquals(e.batchCounts, [10, 20, 40]);
+  assertThrows(() => e.markJoined(3), RangeError, "markJoined", "[0, 3)", "got 3");
+});

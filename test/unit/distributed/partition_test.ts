@@ -29,13 +29,14 @@ Deno.test("planPartitions with partitionRatios: floor(ratio·total), remainder +
   );
 });
 
-Deno.test("planPartitions Cadence/Async with timing: proportional to 1 / max(m, 0.001), remainder to the fastest", () => {
+Deno.test("planPartitions Cadence/Async with timing: proportional to 1 / m (an untimed rank as the slowest), remainder to the fastest", () => {
   // weights 1/10, 1/5, 1/20 → shares 2/7, 4/7, 1/7 of 100 = 28.57, 57.14, 14.29 → 28, 57, 14 (+1 to rank 1).
   const p = planPartitions({ policy: "cadence", worldSize: 3, total: 100, msPerBatch: [10, 5, 20] });
   assertEquals(sizes(p), [28, 58, 14]);
-  // m = 0 is floored at 0.001: the untimed rank looks fastest.
-  const q = planPartitions({ policy: "async", worldSize: 2, total: 10, msPerBatch: [0, 1] });
-  assertEquals(sizes(q), [Math.floor(10 * 1000 / 1001) + 1, 0]);
+  // An untimed rank (m = 0: admitted at this boundary) is sized as the slowest timed one,
+  // never as 1/0.001 (it took nearly the whole epoch): weights 1/2, 1, 1/2 → 2.5, 5, 2.5.
+  const q = planPartitions({ policy: "async", worldSize: 3, total: 10, msPerBatch: [0, 1, 2] });
+  assertEquals(sizes(q), [2, 6, 2]);
   assertEquals(sizes(planPartitions({ policy: "async", worldSize: 2, total: 9 })), [5, 4]); // no timing: equal
   // partitionRatios are ignored outside Sync.
   assertEquals(sizes(planPartitions({ policy: "cadence", worldSize: 2, total: 10, partitionRatios: [0.9, 0.1] })), [

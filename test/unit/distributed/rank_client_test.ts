@@ -64,3 +64,24 @@ Deno.test("RankClient collects every MESSAGES_PER_COLLECT messages from worker r
   }
   assertEquals(messageCollections() - before, 2, `collections over ${2 * MESSAGES_PER_COLLECT} worker messages`);
 });
+
+Deno.test("RankClient.spare: a standby slot takes calls but is no member; its failure ends the slot without a death; admit makes it one", async () => {
+  const api = { load: () => Promise.resolve(), snapshot: () => new Promise(() => {}) } as unknown as RankApi;
+  const a = RankClient.spare(4, api);
+  assertEquals([a.alive, a.standby], [false, true]);
+  await a.call("load", (x) => x.load({} as never)); // the join's init/load go through
+  assert(a.admit(), "admitted");
+  assertEquals([a.alive, a.standby], [true, false]);
+  assert(!a.admit(), "a member cannot be admitted again");
+
+  const b = RankClient.spare(5, api);
+  let died: RankLostError | undefined, ended: RankLostError | undefined;
+  b.onDown = (e) => (died = e);
+  b.onStandbyDown = (e) => (ended = e);
+  const pending = b.call("snapshot", (x) => x.snapshot(1, false));
+  b.fail(new RankLostError(5, "rank 5: its link closed"), false);
+  await assertRejects(() => pending, RankLostError, "its link closed");
+  assertEquals([died, ended?.message], [undefined, "rank 5: its link closed"], "onStandbyDown, not onDown");
+  assert(!b.admit(), "a slot that went down is never admitted");
+  await assertRejects(() => b.call("load", (x) => x.load({} as never)), RankLostError, "its link closed");
+});

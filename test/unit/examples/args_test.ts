@@ -37,3 +37,13 @@ Deno.test("npm start flags: --serve, --nats-host and --join; --serve with --join
   assertThrows(() => parseTrainArgs(["--join", "a b"]), RangeError, "--join", "join token", '"a b"');
   assertThrows(() => parseTrainArgs(["--serve", "1", "--join", "abc"]), RangeError, "--serve", "--join");
 });
+
+Deno.test("npm start flags: --spare opens spare remote slots (elastic), with or without --serve; not with --join", () => {
+  const s = parseTrainArgs(["--ranks", "1", "--serve", "1", "--spare", "2"]);
+  assertEquals([s.serve, s.spare, s.name], [1, 2, "mlp-cpu-cadence-1r+1remote+2spare"]);
+  const o = parseTrainArgs(["--ranks", "2", "--spare", "1"]);
+  assertEquals([o.serve, o.spare, o.name], [0, 1, "mlp-cpu-cadence-2r+1spare"]);
+  assertEquals(parseTrainArgs([]).spare, 0);
+  assertThrows(() => parseTrainArgs(["--spare", "0"]), RangeError, "--spare", ">= 1", '"0"');
+  assertThrows(() => parseTrainArgs(["--spare", "1", "--join", "abc"]), RangeError, "--spare", "--join");
+});
