@@ -126,3 +126,34 @@ export async function oursMlp(device: Device, mode: W2Mode): Promise<W2Result> {
     device.endStep();
   }
 }
+
+/**
+ * W2's samples/s over `steps` timed steps (after W2.warmup), with the loss of step k awaited
+ * once step k + lag is submitted: lag 0 awaits it before the next step, lag -1 reads only the
+ * last step's loss, lag 2 or 3 keeps that many steps in flight (bench/loss_lag.ts). Returns
+ * the last loss too, so callers can check every mode trained the same.
+ */
+export async function oursMlpLagged(device: Device, steps: number, lag: number): Promise<{ sps: number; last: number }> {
+  const m = buildMlp(device);
+  try {
+    for (let i = 0; i < W2.warmup; i++) {
+      const r = m.record().toArray();
+      device.endStep();
+      await r;
+    }
+    const pending: Promise<ArrayLike<number>>[] = [];
+    let last = NaN;
+    const t0 = performance.now();
+    for (let i = 0; i < steps; i++) {
+      const loss = m.record();
+      if (lag >= 0 || i === steps - 1) pending.push(loss.toArray());
+      device.endStep();
+      while (pending.length > Math.max(lag, 0) || (i === steps - 1 && pending.length > 0)) last = (await pending.shift()!)[0];
+    }
+    const ms = performance.now() - t0;
+    return { sps: (steps * W2.batch * 1000) / ms, last };
+  } finally {
+    m.dispose();
+    device.endStep();
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * The native anchor (issue 13): our engine against native code on the same CPU, in one
+ * sitting, rounds interleaved (ours, then native, R times) so machine load hits both alike.
+ *
+ * - matmul n×n (W1's seeded operands, n = 1024): ours = `matmul` + `device.sync()` (the
+ *   kernel) and + `toArray()` (W1's definition, C read back); native = numpy `a @ b` (f32,
+ *   through the BLAS numpy loaded: OpenBLAS once `libopenblas0-pthread` is installed) and
+ *   torch `a @ b`.
+ * - W2, the MLP 784-256-10 + Adam, batch 64 (bench/ours.ts): samples/s with the loss read at
+ *   the end, every step awaited, and every step read two steps late (bench/loss_lag.ts);
+ *   native = PyTorch CPU, at the end and every step (`loss.item()`, synchronous anyway).
+ *   Every contender's loss at step 1 and 55 must match the float64 reference.
+ *
+ *   deno run -A --no-check bench/native_anchor.ts [--rounds 3] [--n 1024] [--python /usr/bin/python3]
+ *
+ * The native side (bench/native_anchor.py) runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+ * removed from its environment (the machine sets them for other tools; they would pin
+ * OpenBLAS to a smaller kernel), and reports the BLAS library its process mapped.
+ */
+import { Device, ops } from "../src/index.ts";
+import { oursMlp, oursMlpLagged } from "./ours.ts";
+import { checkMatmul, lossOk, matmulFlops, median, W2, w1Data, w2Data } from "./workloads.ts";
+
+const arg = (name: string, dflt: string) => {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 ? Deno.args[i + 1] : dflt;
+};
+const rounds = Number(arg("rounds", "3")), n = Number(arg("n", "1024")), python = arg("python", "/usr/bin/python3");
+if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`bench/native_anchor: --rounds must be a positive integer, got ${arg("rounds", "")}`);
+if (!Number.isInteger(n) || n < 4) throw new RangeError(`bench/native_anchor: --n must be an integer ≥ 4, got ${arg("n", "")}`);
+
+// The operands, written once for the native side.
+const dir = await Deno.makeTempDir({ prefix: "native_anchor_" });
+const w1 = w1Data(n), w2 = w2Data();
+const files: [string, ArrayBufferView][] = [
+  ["w1_a.f32", w1.a],
+  ["w1_b.f32", w1.b],
+  ["w2_x.f32", w2.x],
+  ["w2_y.i32", w2.y],
+  ["w2_w1.f32", w2.w1],
+  ["w2_w2.f32", w2.w2],
+];
+for (const [name, v] of files) await Deno.writeFile(`${dir}/${name}`, new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+
+interface Native {
+  numpy: string;
+  torch: string;
+  torchThreads: number;
+  blas: string[];
+  matmul: { numpyGflops: number; torchGflops: number; row0MaxAbsErr: number };
+  mlp: Record<"lossAtEnd" | "lossEveryStep", { samplesPerS: number; firstLoss: number; lastLoss: number }>;
+}
+
+async function native(): Promise<Native> {
+  const env = Deno.env.toObject();
+  delete env.OPENBLAS_CORETYPE;
+  delete env.OPENBLAS_L2_SIZE;
+  const script = new URL("./native_anchor.py", import.meta.url).pathname;
+  const out = await new Deno.Command(python, { args: [script, dir, "--n", String(n)], env, clearEnv: true, stderr: "inherit" }).output();
+  const text = new TextDecoder().decode(out.stdout).trim();
+  if (!out.success) throw new Error(`bench/native_anchor: ${python} ${script} exited with ${out.code}: ${text}`);
+  const r = JSON.parse(text.split("\n").at(-1)!) as Native;
+  if (!(r.matmul.row0MaxAbsErr < 1e-3)) throw new Error(`bench/native_anchor: numpy's matmul row 0 is off by ${r.matmul.row0MaxAbsErr} (want < 1e-3)`);
+  for (const [mode, m] of Object.entries(r.mlp)) {
+    if (!lossOk(m.firstLoss, m.lastLoss)) {
+      throw new Error(`bench/native_anchor: PyTorch ${mode} losses ${m.firstLoss} → ${m.lastLoss}, reference ${W2.refFirst} → ${W2.refLast}`);
+    }
+  }
+  return r;
+}
+
+const device = await Device.request({ label: "native_anchor" });
+Device.setDefault(device);
+const a = ops.fromArray(w1.a, [n, n], { device }).keep(), b = ops.fromArray(w1.b, [n, n], { device }).keep();
+
+/** Our matmul GFLOP/s, median of 7 after 2 warm-ups; `readback` adds reading C back. */
+async function oursMatmul(readback: boolean): Promise<number> {
+  const runs: number[] = [];
+  let c: ArrayLike<number> = [];
+  for (let i = 0; i < 9; i++) {
+    const t0 = performance.now();
+    const out = ops.matmul(a, b);
+    if (readback) c = await out.toArray();
+    else await device.sync();
+    const ms = performance.now() - t0;
+    device.endStep();
+    if (i >= 2) runs.push(ms);
+  }
+  if (readback) {
+    const chk = checkMatmul(n, w1.a, w1.b, c);
+    if (!chk.ok) throw new Error(`bench/native_anchor: our matmul ${n} is off by ${chk.maxErr} of Σ|a·b|`);
+  }
+  return matmulFlops(n) / median(runs) / 1e6;
+}
+
+const rows = {
+  mm: [] as number[],
+  mmRead: [] as number[],
+  np: [] as number[],
+  tmm: [] as number[],
+  end: [] as number[],
+  every: [] as number[],
+  lag2: [] as number[],
+  tEnd: [] as number[],
+  tEvery: [] as number[],
+};
+let info: Native | undefined;
+const load0 = Deno.loadavg();
+const t0 = performance.now();
+for (let r = 0; r < rounds; r++) {
+  rows.mm.push(await oursMatmul(false));
+  rows.mmRead.push(await oursMatmul(true));
+  for (const [mode, key] of [["loss-at-end", "end"], ["loss-every-step", "every"]] as const) {
+    const res = await oursMlp(device, mode);
+    if (!res.ok) throw new Error(`bench/native_anchor: our ${mode} losses ${res.firstLoss} → ${res.lastLoss}, reference ${W2.refFirst} → ${W2.refLast}`);
+    rows[key].push(res.samplesPerS);
+  }
+  rows.lag2.push((await oursMlpLagged(device, W2.steps, 2)).sps);
+  info = await native();
+  rows.np.push(info.matmul.numpyGflops);
+  rows.tmm.push(info.matmul.torchGflops);
+  rows.tEnd.push(info.mlp.lossAtEnd.samplesPerS);
+  rows.tEvery.push(info.mlp.lossEveryStep.samplesPerS);
+  console.log(`round ${r + 1}/${rounds}: ours mm ${rows.mm[r].toFixed(2)} GFLOP/s, numpy ${rows.np[r]}; ours W2 ${rows.end[r]}/${rows.every[r]}, torch ${rows.tEnd[r]}/${rows.tEvery[r]} samples/s`);
+}
+a.dispose();
+b.dispose();
+await Deno.remove(dir, { recursive: true });
+
+const m = (xs: number[]) => median(xs);
+const f = (x: number, d = 2) => x.toFixed(d);
+const all = (xs: number[], d = 1) => xs.map((x) => x.toFixed(d)).join(", ");
+const adapter = `${device.info.vendor}|${device.info.architecture}|${device.info.description}`;
+console.log(
+  `\nbench/native_anchor: deno ${Deno.version.deno} on ${adapter}, tiling ${JSON.stringify(device.matmul)}; ` +
+    `numpy ${info!.numpy}, torch ${info!.torch} (${info!.torchThreads} threads), BLAS mapped: ${info!.blas.join(", ") || "none found"}; ` +
+    `${rounds} rounds interleaved, ${((performance.now() - t0) / 1000).toFixed(0)} s, load ${f(load0[0])} → ${f(Deno.loadavg()[0])}`,
+);
+console.log("\n| workload | ours (median) | native (median) | ours / native | runs ours / native |\n|---|---|---|---|---|");
+const line = (w: string, o: number[], nat: number[], d = 2) =>
+  console.log(`| ${w} | ${f(m(o), d)} | ${f(m(nat), d)} | ${f(m(o) / m(nat))}× | ${all(o, d)} / ${all(nat, d)} |`);
+line(`matmul ${n} GFLOP/s, ours dispatch + sync vs numpy`, rows.mm, rows.np);
+line(`matmul ${n} GFLOP/s, ours incl. readback vs numpy`, rows.mmRead, rows.np);
+line(`matmul ${n} GFLOP/s, ours dispatch + sync vs torch`, rows.mm, rows.tmm);
+line("MLP b64 samples/s, loss at end, ours vs PyTorch", rows.end, rows.tEnd, 0);
+line("MLP b64 samples/s, loss every step (awaited), ours vs PyTorch", rows.every, rows.tEvery, 0);
+line("MLP b64 samples/s, loss every step read 2 steps late, ours vs PyTorch every step", rows.lag2, rows.tEvery, 0);
+device.destroy();
