@@ -129,7 +129,7 @@ const CLASS_CANDIDATES: Record<"cpu" | "gpu", Record<string, MatmulTiling>> = {
     "32×32 wg 8×1": MATMUL_CPU,
     "32×16 wg 8×1": { tm: 32, tn: 16, wgx: 8, wgy: 1, bk: 0 },
     "16×32 wg 8×1": { tm: 16, tn: 32, wgx: 8, wgy: 1, bk: 0 },
-    "32×32 wg 4×1": { tm: 32, tn: 32, wgx: 4, wgy: 1, bk: 0 },
+    "32×32 wg 16×1": { tm: 32, tn: 32, wgx: 16, wgy: 1, bk: 0 },
     "16×16 wg 8×1": { tm: 16, tn: 16, wgx: 8, wgy: 1, bk: 0 },
   },
   gpu: {
@@ -144,24 +144,29 @@ const CLASS_CANDIDATES: Record<"cpu" | "gpu", Record<string, MatmulTiling>> = {
 
 /**
  * Kernel ms of one product, without the submit floor: `reps` dispatches in one submit minus
- * one dispatch in one submit, over reps − 1 (both awaited with `device.sync()`).
+ * one dispatch in one submit, over reps − 1 (both awaited with `device.sync()`); in wall ms
+ * and in CPU ms of this process (every lavapipe thread: on a CPU adapter the kernel's cost
+ * even while other processes take the cores, so the ranking survives a loaded machine).
  */
-async function kernelMs(device: Device, s: Shape, reps: number, a: Tensor, b: Tensor): Promise<number> {
+async function kernelMs(device: Device, s: Shape, reps: number, a: Tensor, b: Tensor): Promise<{ wall: number; cpu: number }> {
   const run = async (k: number) => {
+    const u0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < k; i++) matmul(a, b, { transA: s.transA, transB: s.transB });
     await device.sync();
     device.endStep();
-    return performance.now() - t0;
+    const u = process.cpuUsage(u0);
+    return { wall: performance.now() - t0, cpu: (u.user + u.system) / 1000 };
   };
   const one = await run(1);
-  return (await run(reps) - one) / (reps - 1);
+  const many = await run(reps);
+  return { wall: (many.wall - one.wall) / (reps - 1), cpu: (many.cpu - one.cpu) / (reps - 1) };
 }
 
 /**
  * Every candidate on every class shape, candidates interleaved within each round (so load
  * moves them alike); per class the candidate with the least median Σ kernel ms over the
- * class's shapes wins. Prints the table and the MATMUL_CLASS_TILINGS row for this adapter.
+ * class's shapes wins (CPU ms on CPU adapters, wall ms on GPUs). Prints the table and the MATMUL_CLASS_TILINGS row for this adapter.
  */
 async function sweepClasses(rounds: number): Promise<void> {
   const probe = await Device.request({ label: "sweep probe" });
@@ -172,7 +177,10 @@ async function sweepClasses(rounds: number): Promise<void> {
   const devices = new Map<string, Device>();
   for (const [name, t] of Object.entries(cands)) devices.set(name, await Device.request({ label: `sweep ${name}`, matmul: t }));
   const shapes = Object.entries(CLASS_SHAPES).flatMap(([cls, ss]) => ss.map((s) => ({ cls: cls as MatmulClass, s })));
-  const ms = new Map<string, number[]>(); // `${candidate}|${shape}` → per-round kernel ms
+  const ms = new Map<string, number[]>(); // `${candidate}|${shape}` → per-round kernel ms (the ranking metric)
+  const wall = new Map<string, number[]>();
+  // CPU adapters rank by CPU ms (robust to other load); GPUs by wall ms.
+  const metric = kind === "gpu" ? "wall" : "cpu";
   const operands = new Map<string, [Tensor, Tensor]>();
   for (const [name, device] of devices) {
     for (const { s } of shapes) {
@@ -188,7 +196,9 @@ async function sweepClasses(rounds: number): Promise<void> {
       for (const [name, device] of devices) {
         const [a, b] = operands.get(`${name}|${s.name}`)!;
         const key = `${name}|${s.name}`;
-        ms.set(key, [...(ms.get(key) ?? []), await kernelMs(device, s, reps, a, b)]);
+        const t = await kernelMs(device, s, reps, a, b);
+        ms.set(key, [...(ms.get(key) ?? []), t[metric]]);
+        wall.set(key, [...(wall.get(key) ?? []), t.wall]);
       }
     }
     console.log(`round ${r + 1}/${rounds} done, load ${Deno.loadavg()[0].toFixed(1)}`);
@@ -200,16 +210,16 @@ async function sweepClasses(rounds: number): Promise<void> {
     const total = (name: string) => CLASS_SHAPES[cls].reduce((acc, s) => acc + median(ms.get(`${name}|${s.name}`)!), 0);
     for (const s of CLASS_SHAPES[cls]) {
       for (const name of devices.keys()) {
-        const m = median(ms.get(`${name}|${s.name}`)!);
-        rows.push([cls, s.name, name, m.toFixed(3), (s.flops / m / 1e6).toFixed(1)]);
+        const m = median(ms.get(`${name}|${s.name}`)!), w = median(wall.get(`${name}|${s.name}`)!);
+        rows.push([cls, s.name, name, m.toFixed(3), (s.flops / m / 1e6).toFixed(1), w.toFixed(3)]);
       }
     }
     const best = [...devices.keys()].reduce((x, y) => total(y) < total(x) ? y : x);
-    for (const name of devices.keys()) rows.push([cls, "Σ class", name, total(name).toFixed(3), name === best ? "← best" : ""]);
+    for (const name of devices.keys()) rows.push([cls, "Σ class", name, total(name).toFixed(3), name === best ? "← best" : "", ""]);
     if (best !== defaultName) winners[cls] = cands[best];
   }
   for (const device of devices.values()) device.destroy();
-  const header = ["class", "shape (m×k×n)", "tiling", "kernel ms (median)", "GFLOP/s"];
+  const header = ["class", "shape (m×k×n)", "tiling", `kernel ${metric} ms (median)`, `GFLOP/${metric === "cpu" ? "CPU-" : ""}s`, "wall ms"];
   const width = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(width[i])).join(" | ")} |`;
   console.log(`\nadapter kind ${kind}, ${rounds} rounds interleaved, ${reps} dispatches per submit, load ${Deno.loadavg()[0].toFixed(1)}`);

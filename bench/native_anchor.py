@@ -1,7 +1,7 @@
 """The native side of bench/native_anchor.ts: the same W1 and W2 workloads on this CPU in native
 code, numpy (f32 matmul through whatever BLAS numpy loaded) and PyTorch CPU (the MLP).
 
-    /usr/bin/python3 bench/native_anchor.py DIR [--n 1024] [--threads CORES]
+    /usr/bin/python3 bench/native_anchor.py DIR [--n 1024] [--threads CORES] [--profile]
 
 DIR holds the operands bench/native_anchor.ts wrote (raw little-endian): w1_a.f32, w1_b.f32
 (n×n, W1's seeded A and B), w2_x.f32 [64,784], w2_y.i32 [64], w2_w1.f32 [784,256] and
@@ -72,6 +72,31 @@ def mlp_run(d, every_step):
     return {"samplesPerS": round(STEPS * B / s, 1), "firstLoss": round(first, 4), "lastLoss": round(last, 4)}
 
 
+def mlp_profile(d, steps=20):
+    """PyTorch's own ops of one MLP step (loss read every step), self CPU ms per step, largest first."""
+    x = torch.from_numpy(load(d, "w2_x.f32", np.float32, (B, D)).copy())
+    y = torch.from_numpy(load(d, "w2_y.i32", np.int32, (B,)).astype(np.int64))
+    model = nn.Sequential(nn.Linear(D, H), nn.ReLU(), nn.Linear(H, C))
+    opt = torch.optim.Adam(model.parameters(), lr=LR, betas=BETAS, eps=EPS)
+
+    def step():
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=False)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    for _ in range(WARMUP):
+        step()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    rows = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+    total = sum(e.self_cpu_time_total for e in rows) / steps / 1e3
+    top = [{"op": e.key, "calls": e.count // steps, "ms": round(e.self_cpu_time_total / steps / 1e3, 3)} for e in rows[:12]]
+    return {"stepSelfMs": round(total, 3), "ops": top}
+
+
 def blas_libraries():
     libs = set()
     with open("/proc/self/maps") as f:
@@ -87,6 +112,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("--n", type=int, default=1024)
+    ap.add_argument("--profile", action="store_true", help="also PyTorch's ops of one MLP step (torch.profiler)")
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     args = ap.parse_args()
     # Every core, as lavapipe uses: this torch build's OpenMP starts with 1 thread here.
@@ -112,6 +138,8 @@ def main():
                    "torchGflops": round(torch_gflops, 2), "row0MaxAbsErr": err},
         "mlp": {"lossAtEnd": mlp_run(d, False), "lossEveryStep": mlp_run(d, True)},
     }
+    if args.profile:
+        out["profile"] = mlp_profile(d)
     print(json.dumps(out))
 
 

@@ -10,6 +10,8 @@
  *   the end, every step awaited, and every step read two steps late (bench/loss_lag.ts);
  *   native = PyTorch CPU, at the end and every step (`loss.item()`, synchronous anyway).
  *   Every contender's loss at step 1 and 55 must match the float64 reference.
+ * - Kernel by kernel: our step's profile (bench/profile.ts) beside PyTorch's own ops of the
+ *   same step (torch.profiler, self CPU ms), from the last round.
  *
  *   deno run -A --no-check bench/native_anchor.ts [--rounds 3] [--n 1024] [--python /usr/bin/python3]
  *
@@ -19,6 +21,8 @@
  */
 import { Device, ops } from "../src/index.ts";
 import { oursMlp, oursMlpLagged } from "./ours.ts";
+import { profileOurs } from "./profile.ts";
+import { profileLines } from "./report.ts";
 import { checkMatmul, lossOk, matmulFlops, median, W2, w1Data, w2Data } from "./workloads.ts";
 
 const arg = (name: string, dflt: string) => {
@@ -43,6 +47,7 @@ const files: [string, ArrayBufferView][] = [
 for (const [name, v] of files) await Deno.writeFile(`${dir}/${name}`, new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
 
 interface Native {
+  profile?: { stepSelfMs: number; ops: { op: string; calls: number; ms: number }[] };
   numpy: string;
   torch: string;
   torchThreads: number;
@@ -51,12 +56,12 @@ interface Native {
   mlp: Record<"lossAtEnd" | "lossEveryStep", { samplesPerS: number; firstLoss: number; lastLoss: number }>;
 }
 
-async function native(): Promise<Native> {
+async function native(profile = false): Promise<Native> {
   const env = Deno.env.toObject();
   delete env.OPENBLAS_CORETYPE;
   delete env.OPENBLAS_L2_SIZE;
   const script = new URL("./native_anchor.py", import.meta.url).pathname;
-  const out = await new Deno.Command(python, { args: [script, dir, "--n", String(n)], env, clearEnv: true, stderr: "inherit" }).output();
+  const out = await new Deno.Command(python, { args: [script, dir, "--n", String(n), ...(profile ? ["--profile"] : [])], env, clearEnv: true, stderr: "inherit" }).output();
   const text = new TextDecoder().decode(out.stdout).trim();
   if (!out.success) throw new Error(`bench/native_anchor: ${python} ${script} exited with ${out.code}: ${text}`);
   const r = JSON.parse(text.split("\n").at(-1)!) as Native;
@@ -116,7 +121,7 @@ for (let r = 0; r < rounds; r++) {
     rows[key].push(res.samplesPerS);
   }
   rows.lag2.push((await oursMlpLagged(device, W2.steps, 2)).sps);
-  info = await native();
+  info = await native(r === rounds - 1);
   rows.np.push(info.matmul.numpyGflops);
   rows.tmm.push(info.matmul.torchGflops);
   rows.tEnd.push(info.mlp.lossAtEnd.samplesPerS);
@@ -126,6 +131,8 @@ for (let r = 0; r < rounds; r++) {
 a.dispose();
 b.dispose();
 await Deno.remove(dir, { recursive: true });
+// Kernel by kernel: where our step's time goes, beside PyTorch's own ops of the same step.
+const prof = await profileOurs(device);
 
 const m = (xs: number[]) => median(xs);
 const f = (x: number, d = 2) => x.toFixed(d);
@@ -145,4 +152,9 @@ line(`matmul ${n} GFLOP/s, ours dispatch + sync vs torch`, rows.mm, rows.tmm);
 line("MLP b64 samples/s, loss at end, ours vs PyTorch", rows.end, rows.tEnd, 0);
 line("MLP b64 samples/s, loss every step (awaited), ours vs PyTorch", rows.every, rows.tEvery, 0);
 line("MLP b64 samples/s, loss every step read 2 steps late, ours vs PyTorch every step", rows.lag2, rows.tEvery, 0);
+console.log("\n" + profileLines(prof).join("\n"));
+const tp = info!.profile!;
+console.log(`\nPyTorch's MLP step, ${info!.torchThreads} threads (torch.profiler, self CPU ms per step; Σ ${f(tp.stepSelfMs, 3)} ms):`);
+console.log("\n| op | calls per step | self CPU ms |\n|---|---|---|");
+for (const o of tp.ops) console.log(`| ${o.op} | ${o.calls} | ${f(o.ms, 3)} |`);
 device.destroy();
