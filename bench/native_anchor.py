@@ -6,8 +6,8 @@ code, numpy (f32 matmul through whatever BLAS numpy loaded) and PyTorch CPU (the
 DIR holds the operands bench/native_anchor.ts wrote (raw little-endian): w1_a.f32, w1_b.f32
 (n×n, W1's seeded A and B), w2_x.f32 [64,784], w2_y.i32 [64], w2_w1.f32 [784,256] and
 w2_w2.f32 [256,10] (in×out, as bench/workloads.ts defines them). Prints one JSON line:
-GFLOP/s of numpy's and torch's n×n matmul (median of 7 after 2 warm-ups), W2 samples/s with
-the loss read at the end and every step (5 warm-up steps, 50 timed, Adam 1e-3), the losses
+GFLOP/s of numpy's and torch's n×n matmul (median of 7 after 2 warm-ups), W2 samples/s (and per
+CPU-second) with the loss read at the end and every step, with every core and with one thread (5 warm-up steps, 50 timed, Adam 1e-3), the losses
 at step 1 and 55, and which BLAS library the process mapped (from /proc/self/maps).
 """
 import argparse
@@ -32,14 +32,17 @@ def load(d, name, dtype, shape):
 
 
 def time_matmul(f, n):
+    """GFLOP/s of the median run, GFLOP per CPU-second of this process (all threads), runs ms."""
     for _ in range(2):
         f()
-    runs = []
+    runs, cpu = [], []
     for _ in range(7):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         f()
         runs.append(time.perf_counter() - t0)
-    return 2 * n**3 / statistics.median(runs) / 1e9, [round(r * 1e3, 2) for r in runs]
+        cpu.append(time.process_time() - c0)
+    flop = 2 * n**3
+    return flop / statistics.median(runs) / 1e9, flop / statistics.median(cpu) / 1e9, [round(r * 1e3, 2) for r in runs]
 
 
 def mlp_run(d, every_step):
@@ -63,17 +66,20 @@ def mlp_run(d, every_step):
     first = step().item()
     for _ in range(WARMUP - 1):
         step().item()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     for i in range(STEPS):
         loss = step()
         if every_step or i == STEPS - 1:
             last = loss.item()
-    s = time.perf_counter() - t0
-    return {"samplesPerS": round(STEPS * B / s, 1), "firstLoss": round(first, 4), "lastLoss": round(last, 4)}
+    s, c = time.perf_counter() - t0, time.process_time() - c0
+    return {"samplesPerS": round(STEPS * B / s, 1), "samplesPerCpuS": round(STEPS * B / c, 1),
+            "firstLoss": round(first, 4), "lastLoss": round(last, 4)}
 
 
 def mlp_profile(d, steps=20):
-    """PyTorch's own ops of one MLP step (loss read every step), self CPU ms per step, largest first."""
+    """PyTorch's own ops of one MLP step (loss read every step, one thread: no OpenMP stalls on a
+    shared machine), self CPU ms per step, largest first."""
+    torch.set_num_threads(1)
     x = torch.from_numpy(load(d, "w2_x.f32", np.float32, (B, D)).copy())
     y = torch.from_numpy(load(d, "w2_y.i32", np.int32, (B,)).astype(np.int64))
     model = nn.Sequential(nn.Linear(D, H), nn.ReLU(), nn.Linear(H, C))
@@ -121,9 +127,9 @@ def main():
     n = args.n
     a = load(d, "w1_a.f32", np.float32, (n, n))
     b = load(d, "w1_b.f32", np.float32, (n, n))
-    np_gflops, np_runs = time_matmul(lambda: a @ b, n)
+    np_gflops, np_per_cpu, np_runs = time_matmul(lambda: a @ b, n)
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-    torch_gflops, _ = time_matmul(lambda: ta @ tb, n)
+    torch_gflops, _, _ = time_matmul(lambda: ta @ tb, n)
     # The same 64 sampled entries check as bench/workloads.ts would be redundant: numpy is the
     # BLAS under test, so one row against float64 guards only against a broken install.
     row = (a[:1].astype(np.float64) @ b.astype(np.float64))[0]
@@ -134,10 +140,15 @@ def main():
         "torchThreads": torch.get_num_threads(),
         "blas": blas_libraries(),
         "openblasEnv": {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS")},
-        "matmul": {"n": n, "numpyGflops": round(np_gflops, 2), "numpyRunsMs": np_runs,
+        "matmul": {"n": n, "numpyGflops": round(np_gflops, 2), "numpyGflopsPerCpuS": round(np_per_cpu, 2), "numpyRunsMs": np_runs,
                    "torchGflops": round(torch_gflops, 2), "row0MaxAbsErr": err},
         "mlp": {"lossAtEnd": mlp_run(d, False), "lossEveryStep": mlp_run(d, True)},
     }
+    # One thread too: on a shared machine OpenMP's barriers stall when another process holds a
+    # core, so the better of the two is the anchor (bench/native_anchor.ts takes the max).
+    torch.set_num_threads(1)
+    out["mlp1"] = {"lossAtEnd": mlp_run(d, False), "lossEveryStep": mlp_run(d, True)}
+    torch.set_num_threads(args.threads)
     if args.profile:
         out["profile"] = mlp_profile(d)
     print(json.dumps(out))

@@ -10,6 +10,7 @@
  *
  * Used for the before/after tables of bench/README.md and by bench/gpu.sh.
  */
+import process from "node:process";
 import { Adam, crossEntropy, Device, fromArray, ops, rand, Variable } from "../src/index.ts";
 import { lenet, mlp } from "../examples/models.ts";
 import { labelsI32, median, uniformF32 } from "./workloads.ts";
@@ -29,7 +30,7 @@ const device = await Device.request({ label: "steps" });
 Device.setDefault(device);
 
 /** samples/s of `steps` steps after 3 warm-ups; `every`: await each step's loss. */
-async function trainSteps(name: Name, every: boolean): Promise<{ sps: number; last: number }> {
+async function trainSteps(name: Name, every: boolean): Promise<{ sps: number; last: number; spCpuS: number }> {
   const { build, input } = MODELS[name];
   const model = build(device);
   const opt = new Adam(model.parameters(), { lr: 1e-3, foreach: true });
@@ -50,6 +51,7 @@ async function trainSteps(name: Name, every: boolean): Promise<{ sps: number; la
       await r;
     }
     let last = NaN;
+    const u0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < steps; i++) {
       const loss = step();
@@ -58,8 +60,9 @@ async function trainSteps(name: Name, every: boolean): Promise<{ sps: number; la
       if (read) last = (await read)[0];
     }
     const ms = performance.now() - t0;
+    const u = process.cpuUsage(u0);
     if (!Number.isFinite(last)) throw new Error(`bench/steps: ${name} ended at loss ${last}`);
-    return { sps: (steps * input[0] * 1000) / ms, last };
+    return { sps: (steps * input[0] * 1000) / ms, last, spCpuS: (steps * input[0] * 1e6) / (u.user + u.system) };
   } finally {
     opt.resetState();
     for (const p of model.parameters()) {
@@ -73,25 +76,28 @@ async function trainSteps(name: Name, every: boolean): Promise<{ sps: number; la
 }
 
 /** Kernel GFLOP/s of n×n matmul: `reps` dispatches in one submit minus one, median of 5. */
-async function matmulKernel(n: number): Promise<number> {
+async function matmulKernel(n: number): Promise<{ wall: number; cpu: number }> {
   const a = rand([n, n], { device, seed: 1 }).keep(), b = rand([n, n], { device, seed: 2 }).keep();
   const run = async (k: number) => {
+    const u0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < k; i++) ops.matmul(a, b);
     await device.sync();
     device.endStep();
-    return performance.now() - t0;
+    const u = process.cpuUsage(u0);
+    return { wall: performance.now() - t0, cpu: (u.user + u.system) / 1000 };
   };
   await run(2);
   const reps = device.isFallback ? 4 : Math.max(8, Math.round(2 * 4096 ** 3 / n ** 3));
-  const xs: number[] = [];
+  const xs: number[] = [], cs: number[] = [];
   for (let i = 0; i < 5; i++) {
-    const one = await run(1);
-    xs.push((await run(reps + 1) - one) / reps);
+    const one = await run(1), many = await run(reps + 1);
+    xs.push((many.wall - one.wall) / reps);
+    cs.push((many.cpu - one.cpu) / reps);
   }
   a.dispose();
   b.dispose();
-  return (2 * n ** 3) / median(xs) / 1e6;
+  return { wall: (2 * n ** 3) / median(xs) / 1e6, cpu: (2 * n ** 3) / median(cs) / 1e6 };
 }
 
 const i = device.info;
@@ -102,9 +108,15 @@ console.log(
 const res = new Map<string, number[]>();
 const push = (k: string, v: number) => res.set(k, [...(res.get(k) ?? []), v]);
 for (let r = 0; r < rounds; r++) {
-  for (const n of sizes) push(`matmul ${n} kernel GFLOP/s`, await matmulKernel(n));
+  for (const n of sizes) {
+    const k = await matmulKernel(n);
+    push(`matmul ${n} kernel GFLOP/s`, k.wall);
+    push(`matmul ${n} kernel GFLOP per CPU-s`, k.cpu);
+  }
   for (const name of names) {
-    push(`${name} b64 samples/s, loss at end`, (await trainSteps(name, false)).sps);
+    const end = await trainSteps(name, false);
+    push(`${name} b64 samples/s, loss at end`, end.sps);
+    push(`${name} b64 samples per CPU-s, loss at end`, end.spCpuS);
     const every = await trainSteps(name, true);
     push(`${name} b64 step ms, loss awaited every step`, (64 * 1000) / every.sps);
   }
