@@ -99,10 +99,10 @@ export type AdapterKind = "lavapipe" | "swiftshader" | "gpu";
 
 /**
  * Per-class tilings chosen by `bench/matmul_sweep.ts --classes` on each adapter (the
- * winner of that run's interleaved medians; the run's table is in the sweep's header and in
- * bench/README.md "Native anchor, product-class tilings"). Empty where the default tiling won or the adapter has
- * not been swept: SwiftShader needs the sweep run in Chromium, a GPU needs a GPU
- * (bench/gpu.sh prints the candidates there).
+ * winner of that run's interleaved medians; the lavapipe run's table is in bench/README.md,
+ * "Native anchor, product-class tilings"). Empty where the default tiling won or the
+ * adapter has not been swept: SwiftShader needs the sweep run in Chromium, a GPU needs a
+ * GPU (bench/gpu.sh runs the sweep there and prints the row to paste).
  */
 export const MATMUL_CLASS_TILINGS: Record<AdapterKind, MatmulClassTilings> = {
   lavapipe: {},
