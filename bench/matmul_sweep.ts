@@ -6,6 +6,11 @@
  * n×n also prints the peers' W1 figure, which includes reading C back (`toArray`).
  *
  *   XDG_RUNTIME_DIR=/tmp/xdg npx deno run -A bench/matmul_sweep.ts [--quick]
+ *   deno run -A --no-check bench/matmul_sweep.ts --classes [--rounds 5]
+ *
+ * --classes instead sweeps a tiling per product class (skinny m ≤ 64, the weight gradient
+ * Aᵀ·B; tuning.ts `MatmulClass`) on the MLP and LeNet products, kernel time without the
+ * submit floor, and prints the MATMUL_CLASS_TILINGS row for this adapter (see sweepClasses).
  *
  * --quick runs only the default tiling. Expect ±10–30% between runs on a shared machine;
  * compare tilings within one run. "GFLOP/CPU-s" divides by the CPU time of this process
