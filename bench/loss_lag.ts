@@ -9,8 +9,8 @@
  *   deno run -A bench/loss_lag.ts [--steps 50] [--rounds 3]
  */
 import { Device } from "../src/index.ts";
-import { buildMlp } from "./ours.ts";
-import { median, W2 } from "./workloads.ts";
+import { oursMlpLagged } from "./ours.ts";
+import { median } from "./workloads.ts";
 
 const arg = (name: string, dflt: number) => {
   const i = Deno.args.indexOf(`--${name}`);
@@ -20,35 +20,6 @@ const steps = arg("steps", 50), rounds = arg("rounds", 3);
 const device = await Device.request({ label: "loss_lag" });
 Device.setDefault(device);
 
-/**
- * samples/s of `steps` steps; the loss of step k is awaited once step k + lag is submitted
- * (lag 0: awaited before the next step; -1: only the last step's loss is read).
- */
-async function run(lag: number): Promise<{ sps: number; last: number }> {
-  const m = buildMlp(device);
-  try {
-    for (let i = 0; i < W2.warmup; i++) {
-      const r = m.record().toArray();
-      device.endStep();
-      await r;
-    }
-    const pending: Promise<ArrayLike<number>>[] = [];
-    let last = NaN;
-    const t0 = performance.now();
-    for (let i = 0; i < steps; i++) {
-      const loss = m.record();
-      if (lag >= 0 || i === steps - 1) pending.push(loss.toArray());
-      device.endStep();
-      while (pending.length > Math.max(lag, 0) || (i === steps - 1 && pending.length > 0)) last = (await pending.shift()!)[0];
-    }
-    const ms = performance.now() - t0;
-    return { sps: (steps * W2.batch * 1000) / ms, last };
-  } finally {
-    m.dispose();
-    device.endStep();
-  }
-}
-
 const modes: [string, number][] = [["at end", -1], ["every step, awaited", 0], ["every step, step k read at k + 2", 2], [
   "every step, step k read at k + 3",
   3,
@@ -57,7 +28,7 @@ const results = new Map<string, number[]>(modes.map(([l]) => [l, []]));
 let ref = NaN;
 for (let r = 0; r < rounds; r++) {
   for (const [label, lag] of modes) {
-    const { sps, last } = await run(lag);
+    const { sps, last } = await oursMlpLagged(device, steps, lag);
     if (Number.isNaN(ref)) ref = last;
     if (last !== ref) throw new Error(`bench/loss_lag: ${label} ended at loss ${last}, the at-end run at ${ref}`);
     results.get(label)!.push(sps);

@@ -7,6 +7,7 @@
  * NOTE: our Linear stores W as [out, in] (PyTorch's layout); the shared initial weights are
  * [in, out], so they are transposed on upload. The math is the same workload.
  */
+import process from "node:process";
 import { Adam, crossEntropy, Device, fromArray, type Module, ops, type Tensor, Variable } from "../src/index.ts";
 import { mlp } from "../examples/models.ts";
 import { checkMatmul, timeMatmul, W2, w1Data, w2Data, type W1Result, type W2Mode, type W2Result, w2Result } from "./workloads.ts";
@@ -121,6 +122,45 @@ export async function oursMlp(device: Device, mode: W2Mode): Promise<W2Result> {
     }
     const ms = performance.now() - t0;
     return w2Result(mode, ms, firstLoss, last);
+  } finally {
+    m.dispose();
+    device.endStep();
+  }
+}
+
+/**
+ * W2's samples/s over `steps` timed steps (after W2.warmup), with the loss of step k awaited
+ * once step k + lag is submitted: lag 0 awaits it before the next step, lag -1 reads only the
+ * last step's loss, lag 2 or 3 keeps that many steps in flight (bench/loss_lag.ts). Returns
+ * the last loss too, so callers can check every mode trained the same, and samples per
+ * CPU-second of this process.
+ */
+export async function oursMlpLagged(
+  device: Device,
+  steps: number,
+  lag: number,
+): Promise<{ sps: number; last: number; spCpuS: number }> {
+  const m = buildMlp(device);
+  try {
+    for (let i = 0; i < W2.warmup; i++) {
+      const r = m.record().toArray();
+      device.endStep();
+      await r;
+    }
+    const pending: Promise<ArrayLike<number>>[] = [];
+    let last = NaN;
+    const u0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let i = 0; i < steps; i++) {
+      const loss = m.record();
+      if (lag >= 0 || i === steps - 1) pending.push(loss.toArray());
+      device.endStep();
+      while (pending.length > Math.max(lag, 0) || (i === steps - 1 && pending.length > 0)) last = (await pending.shift()!)[0];
+    }
+    const ms = performance.now() - t0;
+    const u = process.cpuUsage(u0);
+    // Samples per CPU-second of this process (every lavapipe thread too): robust to other load.
+    return { sps: (steps * W2.batch * 1000) / ms, last, spCpuS: (steps * W2.batch * 1e6) / (u.user + u.system) };
   } finally {
     m.dispose();
     device.endStep();

@@ -16,8 +16,11 @@ import { explainWgslLines, shaderSource } from "./shaders.ts";
 import {
   BIND_GROUP_CACHE,
   ELEMENTWISE_WG,
+  type AdapterKind,
+  MATMUL_CLASS_TILINGS,
   MATMUL_CPU,
   MATMUL_GPU,
+  type MatmulClassTilings,
   type MatmulTiling,
   MAX_DISPATCHES_PER_SUBMIT,
   MAX_GROUPS_PER_DIM,
@@ -36,6 +39,12 @@ export interface DeviceOptions {
   label?: string;
   /** Matmul tiling; default chosen from the adapter (register blocking on CPU adapters). */
   matmul?: MatmulTiling;
+  /**
+   * Tilings of the product classes (tuning.ts `MatmulClass`: skinny products, the weight
+   * gradient Aᵀ·B). Default: the adapter's swept table (`MATMUL_CLASS_TILINGS`), or none
+   * when `matmul` is given, so a chosen tiling runs every product.
+   */
+  matmulClasses?: MatmulClassTilings;
 }
 
 /** One kernel launch: the pipeline, its uniform params (binding 0), its buffers by binding, the grid. */
@@ -108,6 +117,10 @@ export class Device {
   readonly features: ReadonlySet<string>;
   /** Matmul tiling in use. */
   readonly matmul: MatmulTiling;
+  /** Tilings of the product classes that do not use {@link matmul}. */
+  readonly matmulClasses: Readonly<MatmulClassTilings>;
+  /** Which row of the per-adapter tuning tables this adapter reads. */
+  readonly adapterKind: AdapterKind;
   /** True when the adapter is a software fallback (lavapipe, SwiftShader). */
   readonly isFallback: boolean;
 
@@ -137,14 +150,20 @@ export class Device {
   #submits = 0;
   #destroyed = false;
 
-  private constructor(gpu: GPUDevice, adapter: GPUAdapter, label: string, matmul?: MatmulTiling) {
+  private constructor(gpu: GPUDevice, adapter: GPUAdapter, label: string, matmul?: MatmulTiling, classes?: MatmulClassTilings) {
     this.gpu = gpu;
     this.info = adapter.info;
     this.label = label;
     this.features = new Set([...gpu.features] as string[]);
     this.isFallback = (adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean }).isFallbackAdapter === true ||
       adapter.info.architecture === "swiftshader" || /llvmpipe|lavapipe|swiftshader/i.test(adapter.info.description);
+    this.adapterKind = !this.isFallback
+      ? "gpu"
+      : adapter.info.architecture === "swiftshader" || /swiftshader/i.test(adapter.info.description)
+      ? "swiftshader"
+      : "lavapipe";
     this.matmul = matmul ?? (this.isFallback ? MATMUL_CPU : MATMUL_GPU);
+    this.matmulClasses = { ...(classes ?? (matmul ? {} : MATMUL_CLASS_TILINGS[this.adapterKind])) };
     this.#pool = new BufferPool((bytes) => gpu.createBuffer({ label: `${label}/pool/${bytes}`, size: bytes, usage: STORAGE_USAGE }));
     this.#slot = Math.max(UNIFORM_SLOT_BYTES, gpu.limits.minUniformBufferOffsetAlignment);
     this.#arena = gpu.createBuffer({
@@ -205,7 +224,7 @@ export class Device {
       },
     });
     await loadCollector();
-    const device = new Device(gpuDevice, adapter, options.label ?? "gpu", options.matmul);
+    const device = new Device(gpuDevice, adapter, options.label ?? "gpu", options.matmul, options.matmulClasses);
     deviceGlobal[DEFAULT_KEY] ??= device;
     return device;
   }

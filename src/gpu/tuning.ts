@@ -78,6 +78,39 @@ export const MATMUL_UNALIGNED = { tm: 16, tn: 8 };
 export const MATMUL_GPU: MatmulTiling = { tm: 4, tn: 4, wgx: 16, wgy: 16, bk: 16 };
 
 /**
+ * Product classes that may get their own tiling (src/tensor/ops/matmul.ts `matmulClass`):
+ * - `wgrad`: Aᵀ·B, the weight gradient of a Linear (dW = dyᵀ·x: k is the batch, m·n the
+ *   whole weight), and matmul's dB; many output blocks, few k-steps each.
+ * - `skinny`: m ≤ {@link MATMUL_SKINNY_M} (a batch of rows times a weight: Linear's forward
+ *   and dX), few output blocks, many k-steps each.
+ * Every other product uses the device's `matmul` tiling.
+ */
+export type MatmulClass = "wgrad" | "skinny";
+/** Largest m of a `skinny` product: the batch sizes a training step multiplies by a weight. */
+export const MATMUL_SKINNY_M = 64;
+/** A tiling per product class; a class left out uses the device's `matmul` tiling. */
+export type MatmulClassTilings = Partial<Record<MatmulClass, MatmulTiling>>;
+
+/**
+ * The adapters the per-class table knows: lavapipe and SwiftShader (CPU adapters, each its
+ * own compiler), and any hardware GPU.
+ */
+export type AdapterKind = "lavapipe" | "swiftshader" | "gpu";
+
+/**
+ * Per-class tilings chosen by `bench/matmul_sweep.ts --classes` on each adapter (the
+ * winner of that run's interleaved medians; the lavapipe run's table is in bench/README.md,
+ * "Native anchor, product-class tilings"). Empty where the default tiling won or the
+ * adapter has not been swept: SwiftShader needs the sweep run in Chromium, a GPU needs a
+ * GPU (bench/gpu.sh runs the sweep there and prints the row to paste).
+ */
+export const MATMUL_CLASS_TILINGS: Record<AdapterKind, MatmulClassTilings> = {
+  lavapipe: {},
+  swiftshader: {},
+  gpu: {},
+};
+
+/**
  * Buffer pool size classes: each power of two is split into this many steps, so a
  * pooled buffer wastes at most 1/POOL_STEPS of its size (25% with 4 steps).
  */

@@ -169,14 +169,38 @@ export function matmulPlan(a: Shape, b: Shape, transA = false, transB = false): 
 const SHARED_TILE = 2048;
 const checked = new WeakSet<Device>();
 
-/** The device's tiling, validated once (a user may pass their own to `Device.request`). */
-function tilingOf(device: Device): tuning.MatmulTiling {
-  const t = device.matmul;
-  if (checked.has(device)) return t;
+/**
+ * The tiling class of C = op(A)·op(B) with C [m, n] (tuning.ts `MatmulClass`): Aᵀ·B is the
+ * weight gradient's product (`wgrad`), else m ≤ MATMUL_SKINNY_M is `skinny`, else none.
+ * @example
+ * ```ts
+ * import { matmulClass } from "./matmul.ts";
+ * if (matmulClass(256, true, false) !== "wgrad" || matmulClass(64, false, true) !== "skinny") throw new Error("rule");
+ * if (matmulClass(1024, false, false) !== undefined || matmulClass(10, true, true) !== "skinny") throw new Error("rule");
+ * ```
+ */
+export function matmulClass(m: number, transA: boolean, transB: boolean): tuning.MatmulClass | undefined {
+  if (transA && !transB) return "wgrad";
+  if (m <= tuning.MATMUL_SKINNY_M) return "skinny";
+  return undefined;
+}
+
+/** The tiling of a product with C [m, ·]: its class's, else the device's; all validated once per device. */
+function tilingOf(device: Device, m: number, transA: boolean, transB: boolean): tuning.MatmulTiling {
+  if (!checked.has(device)) {
+    checkTiling(device, device.matmul, "matmul tiling");
+    for (const [cls, t] of Object.entries(device.matmulClasses)) if (t) checkTiling(device, t, `matmulClasses.${cls} tiling`);
+    checked.add(device);
+  }
+  const cls = matmulClass(m, transA, transB);
+  return (cls && device.matmulClasses[cls]) || device.matmul;
+}
+
+function checkTiling(device: Device, t: tuning.MatmulTiling, knob: string): void {
   const shared = t.bk > 0;
   const maxBlock = shared ? 8 : 32;
   const fail = (what: string) => {
-    throw new RangeError(`Device "${device.label}" matmul tiling: ${what}, got ${JSON.stringify(t)}`);
+    throw new RangeError(`Device "${device.label}" ${knob}: ${what}, got ${JSON.stringify(t)}`);
   };
   for (const key of ["tm", "tn"] as const) {
     if (!(Number.isInteger(t[key]) && t[key] % 4 === 0 && t[key] >= 4 && t[key] <= maxBlock)) {
@@ -197,8 +221,6 @@ function tilingOf(device: Device): tuning.MatmulTiling {
   if (shared && (t.bk * t.wgy * t.tm > SHARED_TILE || t.bk * t.wgx * t.tn > SHARED_TILE)) {
     fail(`bk·wgy·tm and bk·wgx·tn must be at most ${SHARED_TILE}`);
   }
-  checked.add(device);
-  return t;
 }
 
 /**
@@ -238,7 +260,7 @@ function gemm(
   const c = epi.out && epi.out.numel === numel(plan.out) ? epi.out : Tensor.empty(plan.out, { device }, origin);
   const { m, n, k } = plan;
   if (c.numel === 0) return c;
-  const t = tilingOf(device);
+  const t = tilingOf(device, m, transA, transB);
   const shared = t.bk > 0;
   const vec4 = !shared && n % 4 === 0;
   // vec4 loads need the operand's contiguous dim to be a multiple of 4 (batch strides follow).
@@ -359,7 +381,9 @@ function linearBackward(
   const dy2 = dy.reshape(rows(dy.shape));
   let dx: Tensor | null = null;
   if (needs[0]) {
-    const mask = reluOutputs.has(x) && tilingOf(x.device).bk === 0 ? x.reshape(rows(x.shape)) : undefined;
+    const mask = reluOutputs.has(x) && tilingOf(x.device, dy2.shape[0], false, false).bk === 0
+      ? x.reshape(rows(x.shape))
+      : undefined;
     dx = gemm(dy2, w, false, false, undefined, "linear.backward", { mask }).reshape(x.shape);
     if (mask) maskedBy.set(dx, x);
   }

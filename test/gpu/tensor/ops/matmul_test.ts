@@ -1,5 +1,9 @@
 import { Device } from "../../../../src/gpu/mod.ts";
-import { MATMUL_GPU } from "../../../../src/gpu/tuning.ts";
+import type { Dispatch } from "../../../../src/gpu/mod.ts";
+import { MATMUL_CLASS_TILINGS, MATMUL_GPU, type MatmulTiling } from "../../../../src/gpu/tuning.ts";
+import { Variable } from "../../../../src/autograd/mod.ts";
+import { Linear, ReLU } from "../../../../src/nn/mod.ts";
+import { Sequential } from "../../../../src/nn/container.ts";
 import { fromArray } from "../../../../src/tensor/creation.ts";
 import { forwardBackward } from "../../../../src/tensor/op.ts";
 import { linear, linearOp, matmul, matmulOp } from "../../../../src/tensor/ops/matmul.ts";
@@ -200,5 +204,96 @@ gpuTest("a tiling the kernel cannot run is refused naming the knob", async () =>
     assert(e.message.includes("bad"), "names the device");
   } finally {
     device.destroy();
+  }
+});
+
+/** The workgroup shape (WGX×WGY) of every matmul dispatch `f` records, and every entry. */
+async function matmulLaunches(device: Device, f: () => Promise<void>): Promise<{ wg: string[]; entries: string[] }> {
+  const wg: string[] = [], entries: string[] = [];
+  const dev = device as unknown as Record<string, unknown>;
+  const own = device.dispatch.bind(device);
+  dev.dispatch = (d: Dispatch) => {
+    entries.push(`${d.shader}/${d.entry}`);
+    if (d.shader === "matmul") wg.push(`${d.overrides!.WGX}×${d.overrides!.WGY}`);
+    own(d);
+  };
+  try {
+    await f();
+  } finally {
+    delete dev.dispatch;
+  }
+  return { wg, entries };
+}
+
+gpuTest("each product class runs its own tiling (skinny m ≤ 64, the weight gradient Aᵀ·B) and matches f64", async () => {
+  // Distinct workgroup shapes tell the tilings apart in the recorded dispatches.
+  const base: MatmulTiling = { tm: 8, tn: 8, wgx: 8, wgy: 1, bk: 0 };
+  const skinny: MatmulTiling = { tm: 8, tn: 4, wgx: 4, wgy: 2, bk: 0 };
+  const wgrad: MatmulTiling = { tm: 4, tn: 8, wgx: 2, wgy: 4, bk: 0 };
+  const device = await Device.request({ label: "classes", matmul: base, matmulClasses: { skinny, wgrad } });
+  try {
+    const cases: [Case, string][] = [
+      [[[64, 36], [36, 20], false, false], "4×2"], // skinny, vec4 paths
+      [[[33, 7], [7, 129], false, false], "4×2"], // skinny, odd
+      [[[64, 20], [44, 20], false, true], "4×2"], // Linear's forward: x·wᵀ
+      [[[64, 36], [64, 44], true, false], "2×4"], // Linear's dW = dyᵀ·x: k is the batch
+      [[[7, 129], [7, 33], true, false], "2×4"], // Aᵀ·B with m = 129 > 64 is still wgrad
+      [[[5, 10], [12, 5], true, true], "4×2"], // Aᵀ·Bᵀ is not wgrad; m = 10 is skinny
+      [[[129, 33], [33, 7], false, false], "8×1"], // m > 64: the device's tiling
+      [[[2, 65, 12], [12, 8], false, false], "8×1"],
+    ];
+    let seed = 500;
+    for (const [c, want] of cases) {
+      const tag = `[${c[0]}]${c[2] ? "ᵀ" : ""}·[${c[1]}]${c[3] ? "ᵀ" : ""}`;
+      const a = fromArray(new Float32Array(count(c[0])), c[0], { device }), b = fromArray(new Float32Array(count(c[1])), c[1], { device });
+      const { wg } = await matmulLaunches(device, () => Promise.resolve(void matmul(a, b, { transA: c[2], transB: c[3] })));
+      assertEquals(wg, [want], `${tag} workgroup shape`);
+      await checkMatmul(device, c, seed++);
+    }
+  } finally {
+    device.destroy();
+  }
+});
+
+gpuTest("a shared-memory skinny tiling keeps Linear → ReLU → Linear correct: ReLU's gradient is not folded into dx", async () => {
+  const device = await Device.request({
+    label: "skinny shared",
+    matmul: { tm: 8, tn: 8, wgx: 8, wgy: 1, bk: 0 },
+    matmulClasses: { skinny: { tm: 4, tn: 4, wgx: 8, wgy: 8, bk: 8 } },
+  });
+  try {
+    const rng = mulberry32(600);
+    const [B, D, H, C] = [9, 13, 17, 5];
+    const x = randn(B * D, rng);
+    const model = new Sequential(new Linear(D, H, { device }), new ReLU(), new Linear(H, C, { device }));
+    const [w1, b1, w2, b2] = model.parameters();
+    const xs = fromArray(x, [B, D], { device });
+    const { entries } = await matmulLaunches(device, () => Promise.resolve(model.forward(new Variable(xs)).sum().backward()));
+    assert(!entries.some((e) => e.includes("_mask")), `masked product with a shared tiling: ${entries}`);
+    assert(entries.includes("unary/relu_backward"), `ReLU's gradient must run on its own: ${entries}`);
+    const W1 = await w1.data.toF32(), B1 = await b1.data.toF32(), W2 = await w2.data.toF32(), B2 = await b2.data.toF32();
+    const h = linearRef(x, [B, D], W1, [H, D], B1, new Float64Array(B * H)).y.map((v) => Math.max(0, v));
+    const l2 = linearRef(h, [B, H], W2, [C, H], B2, new Float64Array(B * C).fill(1));
+    const l1 = linearRef(x, [B, D], W1, [H, D], B1, l2.dx.map((g, i) => (h[i] > 0 ? g : 0)));
+    assertRelClose(await w1.grad!.toArray(), l1.dw, TOL, "dW1");
+    assertRelClose(await b1.grad!.toArray(), l1.db, TOL, "db1");
+    assertRelClose(await w2.grad!.toArray(), l2.dw, TOL, "dW2");
+    assertRelClose(await b2.grad!.toArray(), l2.db, TOL, "db2");
+  } finally {
+    device.destroy();
+  }
+});
+
+gpuTest("class tilings: the adapter's swept table by default, none when a tiling is chosen, a bad one named by its class", async (shared) => {
+  assertEquals(shared.matmulClasses, MATMUL_CLASS_TILINGS[shared.adapterKind], "default: the adapter's row");
+  const chosen = await Device.request({ label: "chosen", matmul: { tm: 8, tn: 8, wgx: 8, wgy: 1, bk: 0 } });
+  chosen.destroy();
+  assertEquals(chosen.matmulClasses, {}, "a chosen tiling runs every product");
+  const bad = await Device.request({ label: "bad class", matmulClasses: { wgrad: { tm: 8, tn: 8, wgx: 8, wgy: 1, bk: -1 } } });
+  try {
+    const a = fromArray(new Float32Array(4), [2, 2], { device: bad });
+    assertThrows(() => matmul(a, a), RangeError, "matmulClasses.wgrad tiling", "bk must be a non-negative integer", '"bk":-1', "bad class");
+  } finally {
+    bad.destroy();
   }
 });
