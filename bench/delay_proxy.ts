@@ -60,8 +60,8 @@ async function pump(src: Deno.Conn, dst: Deno.Conn, delayMs: number, count: (n: 
         wake = undefined;
         continue;
       }
-      const wait = queue[0].due - performance.now();
-      if (wait > 0.5) await sleep(wait);
+      // Never sooner than due (a timer may fire a fraction of a ms early).
+      for (let wait; (wait = queue[0].due - performance.now()) > 0;) await sleep(Math.ceil(wait));
       const { data } = queue.shift()!;
       await writeAll(dst, data);
       count(data.length);

@@ -60,6 +60,27 @@ const { builder } = await import("./ddp_program.ts");
 
 type Row = DdpRun & Partial<RemoteRun> & { rep: number };
 const rows: Row[] = [];
+const date = new Date().toISOString();
+const tag = flag("tag", "");
+const path = new URL(`./results/${date.slice(0, 10)}-remote-ranks${tag ? `-${tag}` : ""}.json`, import.meta.url);
+await Deno.mkdir(new URL("./results/", import.meta.url), { recursive: true });
+/** The sitting so far (written after every run, so a sitting cut short keeps its runs). */
+const save = (ratios: string[] = []) => {
+  const out = {
+    runtime: `deno ${Deno.version.deno}`,
+    adapter: adapterName,
+    date,
+    subset: SUBSET,
+    batch: BATCH,
+    epochs: EPOCHS,
+    load: { before: loadBefore, after: Deno.loadavg() },
+    totalS: round((performance.now() - t0) / 1e3, 1),
+    runs: rows,
+    ratios,
+  };
+  Deno.writeTextFileSync(path, JSON.stringify(out, null, 2) + "\n");
+  return out;
+};
 for (const ranks of RANKS) {
   for (const mode of MODES) {
     for (const wire of WIRES) {
@@ -74,6 +95,7 @@ for (const ranks of RANKS) {
             ? `  NATS in ${rr.natsInBytesPerReduce} B/reduce, out ${rr.natsOutBytesPerReduce}`
             : "";
           rows.push(rr);
+          save();
           console.log(`${who.padEnd(6)}${runLine(r)}  median ${r.reduceMsMedian} ms/reduce${nats}`);
         }
       }
@@ -113,22 +135,7 @@ const ratios = RANKS.flatMap((ranks) =>
   )
 );
 console.log("\n" + lines.join("\n") + "\n\n" + ratios.join("\n"));
-const out = {
-  runtime: `deno ${Deno.version.deno}`,
-  adapter: adapterName,
-  date: new Date().toISOString(),
-  subset: SUBSET,
-  batch: BATCH,
-  epochs: EPOCHS,
-  load: { before: loadBefore, after: Deno.loadavg() },
-  totalS: round((performance.now() - t0) / 1e3, 1),
-  runs: rows,
-  ratios,
-};
+const out = save(ratios);
 console.log(`load after ${out.load.after.map((x) => x.toFixed(2)).join(" ")}, ${out.totalS} s`);
-const tag = flag("tag", "");
-const path = new URL(`./results/${out.date.slice(0, 10)}-remote-ranks${tag ? `-${tag}` : ""}.json`, import.meta.url);
-await Deno.mkdir(new URL("./results/", import.meta.url), { recursive: true });
-await Deno.writeTextFile(path, JSON.stringify(out, null, 2) + "\n");
 console.log(`wrote ${path.pathname}`);
 exitNow(0); // Deno 2.9 sometimes segfaults tearing down after many WebGPU devices (examples/exit.ts)

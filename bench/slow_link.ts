@@ -82,7 +82,12 @@ console.log(
 /** `--probe-only`: measure the link, clean up, stop. */
 class ProbeOnly extends Error {}
 
-type Row = RemoteRun & { rep: number; linkBytes: { toRanks: number; fromRanks: number } };
+type Row = RemoteRun & {
+  rep: number;
+  linkBytes: { toRanks: number; fromRanks: number };
+  /** The link probed right after the run (1 MiB each way, 20 pings). */
+  linkAfter: { rttMedianMs: number; upMbit: number; downMbit: number };
+};
 const rows: Row[] = [];
 let link: SlowLink | undefined;
 let code = 0;
@@ -90,39 +95,45 @@ try {
   link = await createSlowLink(MBIT, (l) => console.log(`netns: ${l}`), killLive);
   const netns = ["ip", "netns", "exec", link.ns];
 
-  // What the link does, measured from the ranks' side through the same proxy.
-  const server = startProbeServer();
-  const pp = await spawnDelayProxy({
-    listen: { hostname: link.hostIp },
-    target: { hostname: "127.0.0.1", port: server.port },
-    oneWayMs: RTT / 2,
-    nice: NICE,
-  }, livePids);
-  const probeOut = await new Deno.Command(netns[0], {
-    args: [
-      ...netns.slice(1),
-      Deno.execPath(),
-      "run",
-      "-A",
-      "--no-check",
-      new URL("./link_probe.ts", import.meta.url).pathname,
-      link.hostIp,
-      String(pp.port),
-      "4",
-    ],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  await pp.close();
-  server.close();
-  const dec = new TextDecoder();
-  if (!probeOut.success) throw new Error(`link probe failed: ${dec.decode(probeOut.stderr)}`);
-  const probe = JSON.parse(dec.decode(probeOut.stdout).trim().split("\n").at(-1)!);
-  console.log(
-    `link: RTT median ${probe.rttMedianMs} ms (min ${Math.min(...probe.rttMs)}, max ${Math.max(...probe.rttMs)}), ` +
-      `4 MiB up ${probe.upMs} ms = ${probe.upMbit} Mbit/s, down ${probe.downMs} ms = ${probe.downMbit} Mbit/s`,
-  );
+  // What the link does, measured from the ranks' side through the same proxy: before the
+  // runs (4 MiB) and after each (1 MiB), as the machine's load changes what it delivers.
+  const measureLink = async (mib: number, label: string) => {
+    const server = startProbeServer();
+    const pp = await spawnDelayProxy({
+      listen: { hostname: link!.hostIp },
+      target: { hostname: "127.0.0.1", port: server.port },
+      oneWayMs: RTT / 2,
+      nice: NICE,
+    }, livePids);
+    const script = new URL("./link_probe.ts", import.meta.url).pathname;
+    const probeOut = await new Deno.Command(netns[0], {
+      args: [
+        ...netns.slice(1),
+        Deno.execPath(),
+        "run",
+        "-A",
+        "--no-check",
+        script,
+        link!.hostIp,
+        String(pp.port),
+        String(mib),
+      ],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    await pp.close();
+    server.close();
+    const dec = new TextDecoder();
+    if (!probeOut.success) throw new Error(`link probe failed: ${dec.decode(probeOut.stderr)}`);
+    const p = JSON.parse(dec.decode(probeOut.stdout).trim().split("\n").at(-1)!);
+    console.log(
+      `${label}: RTT median ${p.rttMedianMs} ms (min ${Math.min(...p.rttMs)}, max ${Math.max(...p.rttMs)}), ` +
+        `${mib} MiB up ${p.upMs} ms = ${p.upMbit} Mbit/s, down ${p.downMs} ms = ${p.downMbit} Mbit/s`,
+    );
+    return p as { rttMedianMs: number; upMbit: number; downMbit: number; rttMs: number[] };
+  };
+  const probe = await measureLink(4, "link");
 
   if (Deno.args.includes("--probe-only")) throw new ProbeOnly();
   setProgramArgs({ subset: SUBSET });
@@ -151,7 +162,13 @@ try {
             };
           },
         );
-        const row: Row = { ...r, rep, linkBytes: { toRanks: b.toClient, fromRanks: b.toTarget } };
+        const after = await measureLink(1, "    link after the run");
+        const row: Row = {
+          ...r,
+          rep,
+          linkBytes: { toRanks: b.toClient, fromRanks: b.toTarget },
+          linkAfter: { rttMedianMs: after.rttMedianMs, upMbit: after.upMbit, downMbit: after.downMbit },
+        };
         rows.push(row);
         console.log(
           `  ${mode.padEnd(11)} ${wire.padEnd(4)} epochs 2..${EPOCHS} ${(r.epochWallMs / 1e3).toFixed(2)} s (all ${
@@ -161,9 +178,9 @@ try {
               r.averageMs.toFixed(2)
             })  ` +
             `compute ${(r.computeMs / 1e3).toFixed(2)} s  (avg+wire)/compute ${(r.overheadShare * 100).toFixed(1)}%  ` +
-            `anchors ${r.anchors.join(",")}  NATS in ${r.natsInBytesPerReduce} B/reduce  link ${(b.toClient / 1e6).toFixed(1)} MB down ${
-              (b.toTarget / 1e6).toFixed(1)
-            } MB up  loss ${r.finalLoss}` +
+            `anchors ${r.anchors.join(",")}  NATS in ${r.natsInBytesPerReduce} B/reduce  link ${
+              (b.toClient / 1e6).toFixed(1)
+            } MB down ${(b.toTarget / 1e6).toFixed(1)} MB up  loss ${r.finalLoss}` +
             (r.lost.length ? `  LOST ${r.lost.join("; ")}` : ""),
         );
       }
@@ -173,8 +190,8 @@ try {
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const pick = (mode: string, wire: string) => rows.filter((r) => r.mode === mode && r.bf16 === (wire === "bf16"));
   const lines = [
-    "| mode | wire | measured wall s | × cpu-sync | reduces | ms/reduce mean | median | averaging ms | compute s | (avg+wire)/compute | NATS in bytes/reduce | link MB down / up (run) | loss |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| mode | wire | measured wall s | × cpu-sync | reduces | ms/reduce mean | median | averaging ms | compute s | (avg+wire)/compute | NATS in bytes/reduce | link MB down / up (run) | link after: RTT ms, Mbit/s up/down | loss |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
   ];
   const targets: string[] = [];
   for (const wire of WIRES) {
@@ -191,7 +208,9 @@ try {
             }% | ` +
             `${r.natsInBytesPerReduce ?? "—"} | ${(r.linkBytes.toRanks / 1e6).toFixed(1)} / ${
               (r.linkBytes.fromRanks / 1e6).toFixed(1)
-            } | ${r.finalLoss}${r.lost.length ? " (rank lost)" : ""} |`,
+            } | ${r.linkAfter.rttMedianMs}, ${r.linkAfter.upMbit}/${r.linkAfter.downMbit} | ${r.finalLoss}${
+              r.lost.length ? " (rank lost)" : ""
+            } |`,
         );
       }
     }
