@@ -79,6 +79,18 @@ console.log(
     }`,
 );
 
+/** [1, 1, 1, 4, 8] as "1×3,4,8": ElChe's anchors per reduce, short. */
+function runs(xs: number[]): string {
+  const out: string[] = [];
+  for (let i = 0; i < xs.length;) {
+    let j = i;
+    while (j < xs.length && xs[j] === xs[i]) j++;
+    out.push(j - i > 1 ? `${xs[i]}×${j - i}` : `${xs[i]}`);
+    i = j;
+  }
+  return out.join(",");
+}
+
 /** `--probe-only`: measure the link, clean up, stop. */
 class ProbeOnly extends Error {}
 
@@ -178,7 +190,7 @@ try {
               r.averageMs.toFixed(2)
             })  ` +
             `compute ${(r.computeMs / 1e3).toFixed(2)} s  (avg+wire)/compute ${(r.overheadShare * 100).toFixed(1)}%  ` +
-            `anchors ${r.anchors.join(",")}  NATS in ${r.natsInBytesPerReduce} B/reduce  link ${
+            `anchors ${runs(r.anchors)}  NATS in ${r.natsInBytesPerReduce} B/reduce  link ${
               (b.toClient / 1e6).toFixed(1)
             } MB down ${(b.toTarget / 1e6).toFixed(1)} MB up  loss ${r.finalLoss}` +
             (r.lost.length ? `  LOST ${r.lost.join("; ")}` : ""),
