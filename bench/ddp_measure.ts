@@ -53,6 +53,8 @@ export interface DdpRun {
   lost: string[];
   /** ElChe's anchor (batches per window) at each measured reduce: how far the cadence grew. */
   anchors: number[];
+  /** Each measured reduce: ms (trigger to last adoption) and the steps each rank folded in. */
+  reduceLog: { ms: number; steps: number[] }[];
 }
 
 /** One configuration of the sweep. */
@@ -149,6 +151,7 @@ export async function runOnce(
     finalLoss: round(history[history.length - 1].avgLoss, 4),
     lost,
     anchors: measured.map((e) => e.anchor),
+    reduceLog: measured.map((e) => ({ ms: round(e.ms, 1), steps: [...e.steps] })),
   };
 }
 

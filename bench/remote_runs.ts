@@ -137,3 +137,26 @@ export async function runRemote(
     livePids.delete(serverPid);
   }
 }
+
+/**
+ * (avg + wire) / compute over the windows once ElChe's anchor stopped growing (the reduces at
+ * the run's last anchor), a window's compute estimated as its mean steps per rank × the run's
+ * mean ms per step. The measured-epochs share includes ElChe's growth from its first anchor
+ * (×2 at most per reduce); this is what the cadence costs once grown. null with < 2 such reduces.
+ */
+export function steadyShare(
+  r: Pick<DdpRun, "anchors" | "reduceLog" | "computeMs" | "samples" | "ranks">,
+  batch: number,
+): { share: number; reduces: number } | null {
+  const last = r.anchors.at(-1);
+  const idx = r.anchors.flatMap((a, i) => (a === last ? [i] : []));
+  if (idx.length < 2 || r.samples === 0) return null;
+  const msPerStep = r.computeMs / (r.samples / batch / r.ranks);
+  let ms = 0, compute = 0;
+  for (const i of idx) {
+    const e = r.reduceLog[i];
+    ms += e.ms;
+    compute += (e.steps.reduce((a, b) => a + b, 0) / r.ranks) * msPerStep;
+  }
+  return compute > 0 ? { share: ms / compute, reduces: idx.length } : null;
+}

@@ -21,7 +21,7 @@ import { BATCH } from "./ddp_measure.ts";
 import { spawnDelayProxy } from "./delay_proxy.ts";
 import { startProbeServer } from "./link_probe.ts";
 import { createSlowLink, requireRoot, type SlowLink } from "./netns.ts";
-import { killLive, livePids, type RemoteRun, runRemote } from "./remote_runs.ts";
+import { killLive, livePids, type RemoteRun, runRemote, steadyShare } from "./remote_runs.ts";
 import { round } from "./workloads.ts";
 
 function flag(name: string, fallback: string): string {
@@ -78,6 +78,10 @@ console.log(
       loadBefore.map((x) => x.toFixed(2)).join(" ")
     }`,
 );
+
+function fmtSteady(s: { share: number; reduces: number } | null): string {
+  return s ? `${(s.share * 100).toFixed(1)}% (${s.reduces} reduces)` : "— (< 2 reduces there)";
+}
 
 /** [1, 1, 1, 4, 8] as "1×3,4,8": ElChe's anchors per reduce, short. */
 function runs(xs: number[]): string {
@@ -190,6 +194,7 @@ try {
               r.averageMs.toFixed(2)
             })  ` +
             `compute ${(r.computeMs / 1e3).toFixed(2)} s  (avg+wire)/compute ${(r.overheadShare * 100).toFixed(1)}%  ` +
+            `at the last anchor ${fmtSteady(steadyShare(r, BATCH))}  ` +
             `anchors ${runs(r.anchors)}  NATS in ${r.natsInBytesPerReduce} B/reduce  link ${
               (b.toClient / 1e6).toFixed(1)
             } MB down ${(b.toTarget / 1e6).toFixed(1)} MB up  loss ${r.finalLoss}` +
@@ -202,8 +207,8 @@ try {
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const pick = (mode: string, wire: string) => rows.filter((r) => r.mode === mode && r.bf16 === (wire === "bf16"));
   const lines = [
-    "| mode | wire | measured wall s | × cpu-sync | reduces | ms/reduce mean | median | averaging ms | compute s | (avg+wire)/compute | NATS in bytes/reduce | link MB down / up (run) | link after: RTT ms, Mbit/s up/down | loss |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| mode | wire | measured wall s | × cpu-sync | reduces | ms/reduce mean | median | averaging ms | compute s | (avg+wire)/compute | at the last anchor | NATS in bytes/reduce | link MB down / up (run) | link after: RTT ms, Mbit/s up/down | loss |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
   ];
   const targets: string[] = [];
   for (const wire of WIRES) {
@@ -217,7 +222,7 @@ try {
           }× | ${r.reduces} | ${r.reduceMs.toFixed(1)} | ` +
             `${r.reduceMsMedian ?? "—"} | ${r.averageMs.toFixed(2)} | ${(r.computeMs / 1e3).toFixed(2)} | ${
               (r.overheadShare * 100).toFixed(1)
-            }% | ` +
+            }% | ${fmtSteady(steadyShare(r, BATCH))} | ` +
             `${r.natsInBytesPerReduce ?? "—"} | ${(r.linkBytes.toRanks / 1e6).toFixed(1)} / ${
               (r.linkBytes.fromRanks / 1e6).toFixed(1)
             } | ${r.linkAfter.rttMedianMs}, ${r.linkAfter.upMbit}/${r.linkAfter.downMbit} | ${r.finalLoss}${
@@ -230,11 +235,12 @@ try {
     if (sync.length && cad.length) {
       const ratio = mean(cad.map((r) => r.epochWallMs)) / syncWall;
       const share = mean(cad.map((r) => r.overheadShare));
+      const steady = cad.map((r) => fmtSteady(steadyShare(r, BATCH))).join(", ");
       targets.push(
         `${wire}: cadence wall ${ratio.toFixed(2)}× sync (target <= 0.5: ${ratio <= 0.5 ? "met" : "NOT met"}); ` +
           `cadence (avg+wire)/compute ${(share * 100).toFixed(1)}% (target <= 10%: ${
             share <= 0.1 ? "met" : "NOT met"
-          })`,
+          }; at ElChe's last anchor: ${steady})`,
       );
     }
   }

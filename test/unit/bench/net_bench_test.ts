@@ -7,6 +7,7 @@
  */
 import { spawnDelayProxy, startDelayProxy } from "../../../bench/delay_proxy.ts";
 import { probe, startProbeServer } from "../../../bench/link_probe.ts";
+import { steadyShare } from "../../../bench/remote_runs.ts";
 import { startNatsServer } from "../../../scripts/nats_server.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
 
@@ -117,4 +118,30 @@ Deno.test("nats-server with monitor: /varz answers with byte counters; without i
   } finally {
     await s.stop();
   }
+});
+
+Deno.test("steadyShare: reduce ms over the windows at the last anchor, a window's compute from its steps × ms per step", () => {
+  // 2 ranks, 64-sample batches, 6400 samples = 50 steps per rank, 5000 ms of compute per rank: 100 ms a step.
+  const run = {
+    ranks: 2,
+    samples: 6400,
+    computeMs: 5000,
+    anchors: [10, 20, 40, 40, 40],
+    reduceLog: [
+      { ms: 300, steps: [5, 5] },
+      { ms: 300, steps: [10, 10] },
+      { ms: 200, steps: [10, 10] },
+      { ms: 100, steps: [10, 10] },
+      { ms: 300, steps: [12, 8] },
+    ],
+  };
+  const s = steadyShare(run, 64)!;
+  assertEquals(s.reduces, 3, "the three reduces at anchor 40");
+  // (200 + 100 + 300) ms over (10 + 10 + 10) steps × 100 ms.
+  assert(Math.abs(s.share - 600 / 3000) < 1e-12, `share ${s.share}, expected 0.2`);
+  assertEquals(
+    steadyShare({ ...run, anchors: [10, 20, 40, 80, 160] }, 64),
+    null,
+    "one reduce at the last anchor: no steady state",
+  );
 });
