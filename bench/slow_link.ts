@@ -212,7 +212,8 @@ try {
   ];
   const targets: string[] = [];
   for (const wire of WIRES) {
-    const sync = pick("cpu-sync", wire);
+    // A run that lost a rank trained on fewer ranks: not a comparison (its row says so).
+    const sync = pick("cpu-sync", wire).filter((r) => !r.lost.length);
     const syncWall = sync.length ? mean(sync.map((r) => r.epochWallMs)) : NaN;
     for (const mode of MODES) {
       for (const r of pick(mode, wire)) {
@@ -231,7 +232,7 @@ try {
         );
       }
     }
-    const cad = pick("cpu-cadence", wire);
+    const cad = pick("cpu-cadence", wire).filter((r) => !r.lost.length);
     if (sync.length && cad.length) {
       const ratio = mean(cad.map((r) => r.epochWallMs)) / syncWall;
       const share = mean(cad.map((r) => r.overheadShare));
