@@ -171,7 +171,7 @@ export async function createSlowLink(
 }
 
 if (import.meta.main) {
-  // `deno run -A bench/netns.ts --cleanup`: remove leftovers of dead benches and exit.
+  // `sudo deno run -A bench/netns.ts`: remove leftovers of dead benches (their pid no longer runs) and exit.
   requireRoot("bench/netns.ts");
   const removed = await removeStale();
   console.log(removed.length ? `removed ${removed.join(", ")}` : "nothing to remove");
