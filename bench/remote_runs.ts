@@ -19,7 +19,10 @@ const RANK_SCRIPT = new URL("./net_rank.ts", import.meta.url).pathname;
  */
 export const livePids = new Set<number>();
 
-/** SIGKILL every process in {@link livePids} (a signal handler's last word). */
+/** The temp directories (nats-server configs) of the servers in {@link livePids}. */
+const liveDirs = new Set<string>();
+
+/** SIGKILL every process in {@link livePids} and remove their servers' temp configs (a signal handler's last word). */
 export function killLive(): void {
   for (const pid of livePids) {
     try {
@@ -27,6 +30,23 @@ export function killLive(): void {
     } catch { /* gone */ }
   }
   livePids.clear();
+  for (const dir of liveDirs) {
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch { /* gone */ }
+  }
+  liveDirs.clear();
+}
+
+/** The `-c <dir>/nats.conf` a nats-server process runs with, read from /proc (Linux). */
+function configDir(pid: number): string | undefined {
+  try {
+    const argv = Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0");
+    const conf = argv[argv.indexOf("-c") + 1];
+    return conf?.endsWith("/nats.conf") ? conf.slice(0, -"/nats.conf".length) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A rank process and its output. */
@@ -90,6 +110,8 @@ export async function runRemote(
   const server = await startNatsServer({ authorization: serverAuthorization(creds), monitor: true });
   const serverPid = server.pid;
   livePids.add(serverPid);
+  const serverDir = configDir(serverPid);
+  if (serverDir) liveDirs.add(serverDir);
   const procs: RankProcess[] = [];
   let opened: (RemoteRoute & { close?: () => Promise<void> }) | undefined;
   let atMeasured: Promise<Varz | null> | undefined;
@@ -135,6 +157,7 @@ export async function runRemote(
     await opened?.close?.();
     await server.stop();
     livePids.delete(serverPid);
+    if (serverDir) liveDirs.delete(serverDir);
   }
 }
 
