@@ -3,7 +3,7 @@
  * (Chromium): one run of a configuration, timed on the coordinator, and the sweep of
  * bench/README.md (1/2/4 ranks × modes × wire, then a 3× slower rank) with its targets.
  */
-import { type DdpBuilder, ElCheConfig, type ElCheMode, observe, type ReduceEvent } from "../src/index.ts";
+import { type DdpBuilder, ElCheConfig, type ElCheMode, observe, type ReduceEvent, type RemoteRanksSpec, type RunObserver } from "../src/index.ts";
 import { median, round } from "./workloads.ts";
 
 export const BATCH = 64;
@@ -17,6 +17,8 @@ export const MODES: ElCheMode[] = ["cpu-sync", "cpu-cadence", "cpu-async"];
  */
 export interface DdpRun {
   ranks: number;
+  /** How many of them were remote (NATS) ranks, ranks ranks-remote..ranks-1. */
+  remote: number;
   mode: ElCheMode;
   bf16: boolean;
   slowdown: number[];
@@ -39,12 +41,20 @@ export interface DdpRun {
   historyWireBytesPerReduce: number;
   /** Mean ms per reduce (trigger to last adoption) in the measured epochs, and of that, CPU averaging. */
   reduceMs: number;
+  /** Median ms per reduce in the measured epochs (null without one). */
+  reduceMsMedian: number | null;
   averageMs: number;
   /** Mean over ranks of Σ step ms (the ranks' compute) in the measured epochs. */
   computeMs: number;
   /** Σ reduce ms / computeMs in the measured epochs: what averaging + wire cost relative to compute. */
   overheadShare: number;
   finalLoss: number;
+  /** Ranks lost during the run, with why (the survivors finished it); empty normally. */
+  lost: string[];
+  /** ElChe's anchor (batches per window) at each measured reduce: how far the cadence grew. */
+  anchors: number[];
+  /** Each measured reduce: ms (trigger to last adoption) and the steps each rank folded in. */
+  reduceLog: { ms: number; steps: number[] }[];
 }
 
 /** One configuration of the sweep. */
@@ -53,15 +63,32 @@ export interface DdpCase {
   mode: ElCheMode;
   bf16: boolean;
   slowdown?: number[];
+  /** How many of the `ranks` are remote (NATS) ranks, after the local worker ranks (default 0; rank 0 is always local). */
+  remote?: number;
 }
 
 /** Train `builder` once as `c` says, for `epochs` epochs (the first is not measured). */
-export async function runOnce(builder: DdpBuilder<any>, c: DdpCase, epochs: number): Promise<DdpRun> {
+export async function runOnce(
+  builder: DdpBuilder<any>,
+  c: DdpCase,
+  epochs: number,
+  opts: {
+    /** Where the `c.remote` remote ranks join (NATS url, credentials, tokens). */
+    remoteSpec?: Omit<RemoteRanksSpec, "slots">;
+    /** Also told every batch and reduce event (after this run's own bookkeeping). */
+    observer?: Pick<RunObserver, "batch" | "reduce">;
+  } = {},
+): Promise<DdpRun> {
+  const { remoteSpec, observer } = opts;
   const { ranks, mode, bf16 } = c, slowdown = c.slowdown ?? [];
+  const remote = c.remote ?? 0;
+  if (remote && !remoteSpec) throw new TypeError(`runOnce: ${remote} remote ranks need a remoteSpec (NATS url, credentials), got none`);
+  if (remote >= ranks) throw new RangeError(`runOnce: remote must be < ranks (rank 0 is a local worker), got ${remote} of ${ranks}`);
   const EPOCHS = epochs;
   const events: ReduceEvent[] = [];
   const end = new Array<number>(EPOCHS).fill(0);
   let firstBatch = 0, lastReduce = 0;
+  const lost: string[] = [];
   const seen = (epoch: number) => {
     const now = performance.now();
     end[epoch] = Math.max(end[epoch] ?? 0, now);
@@ -72,16 +99,20 @@ export async function runOnce(builder: DdpBuilder<any>, c: DdpCase, epochs: numb
     .numEpochs(EPOCHS)
     .elche(ElCheConfig.defaultFor(mode))
     .bf16Wire(bf16)
-    .cluster({ ranks: Array.from({ length: ranks }, (_, r) => ({ slowdown: slowdown[r] ?? 1 })) });
+    .cluster({ ranks: Array.from({ length: ranks - remote }, (_, r) => ({ slowdown: slowdown[r] ?? 1 })) });
+  if (remote) builder.remoteRanks({ ...remoteSpec!, slots: remote });
   observe(builder.state, {
     batch: (e) => {
       const now = seen(e.epoch);
       firstBatch ||= now;
+      observer?.batch?.(e);
     },
     reduce: (e) => {
       events.push(e);
       lastReduce = seen(e.epoch);
+      observer?.reduce?.(e);
     },
+    rankLost: (rank, why) => lost.push(`rank ${rank}: ${why}`),
   });
   const t0 = performance.now();
   const handle = await builder.run();
@@ -99,6 +130,7 @@ export async function runOnce(builder: DdpBuilder<any>, c: DdpCase, epochs: numb
   const steady = events.slice(0, -1).map((e) => e.bytesUp + e.bytesDown);
   return {
     ranks,
+    remote,
     mode,
     bf16,
     slowdown: Array.from({ length: ranks }, (_, r) => slowdown[r] ?? 1),
@@ -112,10 +144,14 @@ export async function runOnce(builder: DdpBuilder<any>, c: DdpCase, epochs: numb
     wireBytesPerReduce: steady.length ? median(steady) : null,
     historyWireBytesPerReduce: round(sum(meas.map((m) => m.wireBytesPerReduce)) / meas.length, 1),
     reduceMs: round(measured.length ? reduceMsAll / measured.length : 0, 2),
+    reduceMsMedian: measured.length ? round(median(measured.map((e) => e.ms)), 2) : null,
     averageMs: round(measured.length ? sum(measured.map((e) => e.averageMs)) / measured.length : 0, 2),
     computeMs: round(computeMs, 1),
     overheadShare: round(computeMs > 0 ? reduceMsAll / computeMs : 0, 4),
     finalLoss: round(history[history.length - 1].avgLoss, 4),
+    lost,
+    anchors: measured.map((e) => e.anchor),
+    reduceLog: measured.map((e) => ({ ms: round(e.ms, 1), steps: [...e.steps] })),
   };
 }
 
@@ -128,7 +164,7 @@ export function runLine(r: DdpRun): string {
   return `  ${r.ranks}r ${r.mode.padEnd(11)} ${r.bf16 ? "bf16" : "f32 "} slow [${r.slowdown}]  ${r.samplesPerS.toFixed(0).padStart(5)} samples/s  ` +
     `epoch ${secs(r.epochWallMs)} (all ${secs(r.trainWallMs)}, with start-up ${secs(r.totalMs)})  reduces ${r.reduces}  ` +
     `${r.reduceMs.toFixed(1)} ms/reduce (avg ${r.averageMs.toFixed(2)} ms)  ${r.wireBytesPerReduce ?? "—"} B/reduce  ` +
-    `overhead ${pct(r.overheadShare)}  loss ${r.finalLoss}`;
+    `overhead ${pct(r.overheadShare)}  loss ${r.finalLoss}${r.lost.length ? `  LOST ${r.lost.join("; ")}` : ""}`;
 }
 
 export type DdpTargets = Record<string, { target: string; measured: string; met: boolean }>;

@@ -20,6 +20,8 @@ export interface NatsServerOptions {
   authorization?: string;
   /** Host to listen on (default 127.0.0.1: nothing beyond this machine). */
   host?: string;
+  /** Also open nats-server's HTTP monitoring port (`/varz`, `/connz`: bytes and messages in and out) on `host`. */
+  monitor?: boolean;
 }
 
 /** A running server. */
@@ -28,6 +30,8 @@ export interface NatsServer {
   readonly url: string;
   /** `ws://host:port` (browsers, and Deno through `wsconnect`). */
   readonly wsUrl: string;
+  /** `http://host:port` of the monitoring endpoint (`monitor: true`), else undefined. */
+  readonly monitorUrl: string | undefined;
   /** The process id of the current server process. */
   readonly pid: number;
   /** Stop the process (SIGTERM, SIGKILL after 5 s) and wait for it; the config stays for `start`. */
@@ -73,6 +77,7 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
     throw new RangeError(`startNatsServer: maxPayload must be an integer >= 1024 bytes, got ${maxPayload}`);
   }
   const port = freePort(host), wsPort = freePort(host);
+  const httpPort = opts.monitor ? freePort(host) : undefined;
   const dir = await Deno.makeTempDir({ prefix: "flodl-nats-" });
   const conf = `${dir}/nats.conf`;
   const text = [
@@ -85,6 +90,7 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
     // NOTE: no_tls is for loopback only; a server reachable from a network needs
     // `websocket { tls { cert_file, key_file } }` (wss://) and a top-level `tls {}`.
     `websocket { listen: "${host}:${wsPort}", no_tls: true }`,
+    httpPort === undefined ? "" : `http: "${host}:${httpPort}"`,
     opts.authorization ?? "",
   ].join("\n");
   await Deno.writeTextFile(conf, text, { mode: 0o600 });
@@ -142,6 +148,7 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
   return {
     url: `nats://${host}:${port}`,
     wsUrl: `ws://${host}:${wsPort}`,
+    monitorUrl: httpPort === undefined ? undefined : `http://${host}:${httpPort}`,
     get pid() {
       return child?.pid ?? -1;
     },
