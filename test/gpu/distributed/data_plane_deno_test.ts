@@ -53,9 +53,7 @@ gpuTest("2 ranks train MNIST from a pack file through a small RAM cache and a di
       const ledger = Array.from({ length: EPOCHS }, () => new Uint8Array(TRAIN));
       const stages: string[][] = [];
       const b = tune(
-        // maxAnchor 1: one step per rank per reduce whatever the timing (ElChe would grow the
-        // anchor on a loaded machine), so both runs follow one schedule by construction.
-        mnistPack.clone().elche(ElCheConfig.cpuSync().with({ maxAnchor: 1 })).partitionRatios([0.5, 0.5]).bf16Wire(false).lrScaleRatio(0)
+        mnistPack.clone().elche(ElCheConfig.cpuSync()).partitionRatios([0.5, 0.5]).bf16Wire(false).lrScaleRatio(0)
           .batchSize(B).numEpochs(EPOCHS).heartbeatTimeoutSecs(20).cluster({ ranks: [{}, {}] }),
       ).metricsFn(() => {
         // What the stage folder holds while the run is on (the coordinator's view).

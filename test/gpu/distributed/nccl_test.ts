@@ -37,13 +37,8 @@ function flat(s: TrainedState): Float32Array {
 function configure(mode: "nccl-sync" | "cpu-sync" | "nccl-cadence" | "cpu-cadence", o: { batch: number; epochs: number; slowdown?: number[] }, program = tiny) {
   setProgramArgs({});
   const slowdown = o.slowdown ?? [1, 1];
-  // NOTE: Sync reduces once every rank did >= 1 step, and ElChe may grow the anchor (the
-  // steps per window) when it measures the reduce's overhead as large, which a loaded
-  // machine makes it do. maxAnchor 1 pins Sync to one step per rank per reduce, so the
-  // equivalences below hold by construction, not by timing.
-  const elche = mode.endsWith("-sync") ? ElCheConfig.defaultFor(mode).with({ maxAnchor: 1 }) : ElCheConfig.defaultFor(mode);
   return program.clone()
-    .elche(elche)
+    .elche(ElCheConfig.defaultFor(mode))
     .bf16Wire(false)
     .batchSize(o.batch)
     .numEpochs(o.epochs)
@@ -73,7 +68,9 @@ gpuTest("nccl-sync with 2 ranks on half batches equals cpu-sync and 1 rank on wh
   const want = flat(await single.join());
 
   const run = async (mode: "nccl-sync" | "cpu-sync") => {
-    // A static split (and maxAnchor 1, see configure) keeps Sync at one step per rank per reduce, whatever the timing.
+    // A static split keeps Sync at one step per rank per reduce, whatever the timing (Sync
+    // never grows its anchor; the coordinator counts a chunk's steps from its reply too, so a
+    // batch event arriving after the reply cannot open a second step in the window).
     const h = await configure(mode, { batch: b, epochs: 1 }, tiny320).partitionRatios([0.5, 0.5]).run();
     const got = flat(await h.join());
     const m = h.history[0];

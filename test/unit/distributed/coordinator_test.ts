@@ -194,11 +194,11 @@ Deno.test("RankClient.overdueMs: a rank whose steps are long may be silent STEP_
 });
 
 Deno.test("coordinator: a chunk's reply landing before its last batch event never gives a Sync rank a second step in the window", async () => {
-  // 2 ranks, 1 step per rank per reduce (maxAnchor 1), uneven speeds; every chunk's last
+  // 2 ranks, Sync with a static split (1 step per rank per reduce), uneven speeds; every chunk's last
   // event comes after its reply, as a worker's sink port may deliver it.
   const samples = 256, B = 8, epochs = 2;
   const L = ledger(epochs, samples);
-  const b = program(samples).elche(ElCheConfig.cpuSync().with({ maxAnchor: 1 })).partitionRatios([0.5, 0.5])
+  const b = program(samples).elche(ElCheConfig.cpuSync()).partitionRatios([0.5, 0.5])
     .batchSize(B).numEpochs(epochs).cluster({ ranks: [{}, {}] });
   const steps: number[][] = [];
   const out = await simulate(b, [0, 1].map((r) => ({ batchMs: (n: number) => (r ? 3 : 1) * (5 + (n % 3)), lateLastEvent: true })), {
