@@ -120,7 +120,8 @@ async function opfsStage(dir: string, name: string): Promise<StageFile> {
       }
       return n === bytes.length
         ? Promise.resolve()
-        : Promise.reject(new Error(`diskStage: wrote ${n} of ${bytes.length} bytes to ${where} (quota full?)`));
+        // NOTE: Chromium answers a write past the quota with a negative count read as unsigned.
+        : Promise.reject(new Error(`diskStage: wrote ${n > bytes.length ? `nothing (${n | 0})` : n} of ${bytes.length} bytes to ${where} (quota full?)`));
     },
     read(offset, length) {
       const out = new Uint8Array(length);

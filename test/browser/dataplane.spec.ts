@@ -21,14 +21,21 @@ test.beforeAll(() => {
 async function runCheck(page: Page, check: string, query = "") {
   const warnings: string[] = [];
   const errors: string[] = [];
+  const consoleLines: string[] = [];
   page.on("console", (m) => {
     if (m.type() === "warning") warnings.push(m.text());
+    consoleLines.push(`${m.worker() ? "worker" : "page"} ${m.type()}: ${m.text()}`);
   });
   page.on("pageerror", (e) => errors.push(String(e)));
   await page.goto(`/test/browser/dataplane.html?check=${check}&pack=/${PACK}${query}`);
-  await page.waitForFunction(() => (globalThis as any).__dataplane?.done === true, null, { timeout: 540_000 });
+  try {
+    await page.waitForFunction(() => (globalThis as any).__dataplane?.done === true, null, { timeout: Number(process.env.DATAPLANE_WAIT_MS ?? 540_000) });
+  } catch (e) {
+    console.log(`${check} did not finish; page log:\n${await page.locator("#log").textContent()}\nconsole:\n${consoleLines.slice(-40).join("\n")}`);
+    throw e;
+  }
   const r = await page.evaluate(() => (globalThis as any).__dataplane);
-  if (!r.ok) console.log(`FAIL ${check}\n${r.error}`);
+  if (!r.ok) console.log(`FAIL ${check}\n${r.error}\n${JSON.stringify(r.info)}`);
   expect(r.error, `${check}: error`).toBeUndefined();
   expect(r.ok, `${check}: ok`).toBe(true);
   expect(errors, "page errors").toEqual([]);
@@ -53,13 +60,13 @@ test("2 rank workers train from the served pack through a small RAM cache and an
   expect(warnings.filter((w) => w.includes("diskStage")), "no diskStage warning").toEqual([]);
 });
 
-test("vramPool from the served pack: later epochs gather on the device, losses as from memory", async ({ page }) => {
+test("vramPool from the served pack (one rank): later epochs gather on the device, losses as from memory", async ({ page }) => {
   test.setTimeout(600_000);
   const { info } = await runCheck(page, "vram");
   console.log(JSON.stringify(info.counters));
 });
 
-test("a full storage quota: each rank warns naming diskStage and stages what fits; training is exact", async ({ page, context }) => {
+test("a full storage quota: each rank warns naming diskStage and stages what fits (or stops staging); training is exact", async ({ page, context }) => {
   test.setTimeout(600_000);
   const cdp = await context.newCDPSession(page);
   const origin = new URL(test.info().project.use.baseURL!).origin;
@@ -70,10 +77,16 @@ test("a full storage quota: each rank warns naming diskStage and stages what fit
   try {
     const { info, warnings } = await runCheck(page, "quota");
     console.log(JSON.stringify(info), warnings);
+    // Each rank says, naming diskStage, that it stages less: capped by the quota estimate()
+    // reports, or (Chromium's estimate in a worker may not show an overridden quota) stopped
+    // at the first write the quota refused.
     for (const rank of [0, 1]) {
       expect(
-        warnings.some((w) => w.includes(`rank ${rank}: diskStage asks 1073741824 bytes, the origin's storage quota leaves`)),
-        `rank ${rank} warns about the quota: ${JSON.stringify(warnings)}`,
+        warnings.some((w) =>
+          w.includes(`rank ${rank}: diskStage asks 1073741824 bytes, the origin's storage quota leaves`) ||
+          (w.startsWith("diskStage: writing") && w.includes(`rank${rank}.stage failed`) && w.includes("staging stops"))
+        ),
+        `rank ${rank} warns naming diskStage: ${JSON.stringify(warnings)}`,
       ).toBe(true);
     }
   } finally {
