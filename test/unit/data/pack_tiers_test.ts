@@ -273,3 +273,34 @@ print(json.dumps(out))
   theirs.file.close();
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("SampleTiers: a stage read that fails turns the disk tier off and those samples come from the source; every batch exact", async () => {
+  const ds = randomDataset(5, 300);
+  const source = counting(await PackSource.open(rangedBytes(await packBytes(ds), "s")));
+  const dir = await Deno.makeTempDir();
+  const real = await createStageFile(dir, "r.stage");
+  let reads = 0;
+  // The stage file breaks after 5 good reads (the file removed under the run, an I/O error).
+  const disk = { ...real, read: (o: number, n: number) => (++reads > 5 ? Promise.reject(new Error("injected read failure")) : real.read(o, n)) };
+  const tiers = new SampleTiers(source, { ramBytes: 20 * 72, disk, diskBytes: 300 * 72 });
+  const warn = console.warn, warnings: string[] = [];
+  console.warn = (m: string) => void warnings.push(m);
+  try {
+    for (let e = 0; e < 3; e++) {
+      for (let s = 0; s < 300; s += 50) {
+        const b = Array.from({ length: 50 }, (_, i) => (s + i * 7 + e) % 300);
+        assertSameBatch(await tiers.readBatch(b), ds.getBatch(b), `epoch ${e} batch ${s / 50}`);
+      }
+    }
+  } finally {
+    console.warn = warn;
+  }
+  const st = tiers.stats();
+  assertEquals(st.ramHits + st.diskHits + st.sourceReads, 900, "every sample served once per request");
+  assertEquals(st.diskHits, 5, "the disk served until its reads failed");
+  assertEquals(st.diskSamples, 0, "the disk tier holds nothing once off");
+  assertEquals(warnings.length, 1, "one warning");
+  assert(warnings[0].startsWith("diskStage: reading") && warnings[0].includes("injected read failure"), warnings[0]);
+  await tiers.close();
+  await Deno.remove(dir, { recursive: true });
+});
