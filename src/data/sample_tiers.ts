@@ -111,10 +111,20 @@ export class SampleTiers implements AsyncBatchSource {
       } else if (this.#onDisk.has(i)) fromDisk.push([i, this.#onDisk.get(i)!]);
       else misses.push(i);
     }
-    const [diskRecords, sourceBatch] = await Promise.all([
-      Promise.all(fromDisk.map(([, slot]) => this.#disk!.read(slot * this.#record, this.#record))),
+    const [staged, sourceBatch] = await Promise.all([
+      // A failed stage read (the file gone, an I/O error) turns the disk tier off; those
+      // samples come from the source instead (below): a sample is never lost to the stage.
+      Promise.all(fromDisk.map(([i, slot]) => this.#disk!.read(slot * this.#record, this.#record).catch((e) => this.#diskFailed(i, e, "reading")))),
       misses.length ? this.#source.readBatch(misses) : Promise.resolve(undefined),
     ]);
+    const unread = fromDisk.filter((_, k) => staged[k] === undefined);
+    if (unread.length) {
+      const again = await this.#source.readBatch(unread.map(([i]) => i));
+      unread.forEach(([i], row) => records.set(i, this.#recordOf(again, row)));
+      this.#stats.sourceReads += unread.length;
+      fromDisk.splice(0, fromDisk.length, ...fromDisk.filter((_, k) => staged[k] !== undefined));
+    }
+    const diskRecords = staged.filter((r): r is Uint8Array<ArrayBuffer> => r !== undefined);
     fromDisk.forEach(([i, slot], k) => {
       records.set(i, diskRecords[k]);
       if (this.#ramSlots > 0 && this.#onDisk.get(i) === slot) {
@@ -127,12 +137,7 @@ export class SampleTiers implements AsyncBatchSource {
     const fresh: [number, Uint8Array][] = this.#ramSlots > 0 ? fromDisk.map(([i], k) => [i, diskRecords[k]]) : [];
     if (sourceBatch) {
       misses.forEach((index, row) => {
-        const rec = new Uint8Array(this.#record);
-        let off = 0;
-        sourceBatch.forEach((f, k) => {
-          rec.set(new Uint8Array(f.data.buffer, f.data.byteOffset + row * this.#sizes[k], this.#sizes[k]), off);
-          off += this.#sizes[k];
-        });
+        const rec = this.#recordOf(sourceBatch, row);
         records.set(index, rec);
         fresh.push([index, rec]);
       });
@@ -174,12 +179,30 @@ export class SampleTiers implements AsyncBatchSource {
     await Promise.all(writes);
   }
 
-  /** A failed write: that sample is not on disk (the source still has it); stop staging, say why once. */
-  #diskFailed(index: number, e: unknown): void {
+  /** Row `row` of a source batch as one record (the fields' bytes back to back). */
+  #recordOf(batch: HostBatch, row: number): Uint8Array {
+    const rec = new Uint8Array(this.#record);
+    let off = 0;
+    batch.forEach((f, k) => {
+      rec.set(new Uint8Array(f.data.buffer, f.data.byteOffset + row * this.#sizes[k], this.#sizes[k]), off);
+      off += this.#sizes[k];
+    });
+    return rec;
+  }
+
+  /**
+   * A failed write or read: that sample is not on disk (the source still has it); stop
+   * staging (a failed read also stops reading the stage), say why once.
+   */
+  #diskFailed(index: number, e: unknown, what = "writing"): undefined {
     this.#onDisk.delete(index);
+    if (what === "reading") {
+      for (const slot of this.#onDisk.values()) this.#freeSlots.push(slot);
+      this.#onDisk.clear();
+    }
     if (this.#diskError) return;
     this.#diskError = (e as Error).message;
-    console.warn(`diskStage: writing ${this.#disk!.where} failed (${this.#diskError}); staging stops, samples come from RAM and the source`);
+    console.warn(`diskStage: ${what} ${this.#disk!.where} failed (${this.#diskError}); staging stops, samples come from RAM and the source`);
   }
 
   #assemble(indices: readonly number[], records: Map<number, Uint8Array>): HostBatch {

@@ -93,32 +93,61 @@ export async function openRangedFile(path: string | URL): Promise<RangedFile> {
   };
 }
 
+/** Attempts per range request: a dropped connection (fetch's TypeError) is retried, an HTTP answer is not. */
+export const RANGE_ATTEMPTS = 4;
+
 /**
  * A file served over HTTP, read with `Range` requests (Vite's dev server, a static server,
  * the coordinator's). The size comes from a HEAD request.
+ *
+ * NOTE: range reads bypass the browser's HTTP cache (`cache: "no-store"`): random ranges of
+ * one URL gain nothing from it (the RAM cache and disk stage keep samples), and Chromium's
+ * cache, revalidating many concurrent partial requests of one entry, failed some of them
+ * ("Failed to fetch"). Each answer must be a 206 whose `Content-Range` starts at the offset
+ * asked for and has the length asked for; a connection dropped under load is retried
+ * ({@link RANGE_ATTEMPTS} tries).
  * @throws {Error} When the server does not answer, gives no length, or ignores ranges (naming the URL).
  */
 export async function openRangedUrl(url: string | URL): Promise<RangedFile> {
   const href = new URL(String(url), globalThis.location?.href ?? import.meta.url).href;
   let head: Response;
   try {
-    head = await fetch(href, { method: "HEAD" });
+    head = await fetch(href, { method: "HEAD", cache: "no-store" });
   } catch (e) {
     throw new Error(`Cannot reach "${href}": ${(e as Error).message}`, { cause: e });
   }
   if (!head.ok) throw new Error(`Cannot open "${href}": HTTP ${head.status}`);
   const size = Number(head.headers.get("content-length"));
   if (!Number.isInteger(size) || size < 0) throw new Error(`Cannot open "${href}": the server sent no Content-Length`);
+  const fetchRange = async (range: string): Promise<Response> => {
+    for (let attempt = 1;; attempt++) {
+      try {
+        return await fetch(href, { headers: { Range: range }, cache: "no-store" });
+      } catch (e) {
+        if (attempt >= RANGE_ATTEMPTS) {
+          throw new Error(`"${href}": ${range} failed ${attempt} times: ${(e as Error).message}`, { cause: e });
+        }
+        await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+      }
+    }
+  };
   return {
     where: href,
     size,
     async read(offset, length) {
       checkRange({ where: href, size }, offset, length);
       if (length === 0) return new Uint8Array(0);
-      const res = await fetch(href, { headers: { Range: `bytes=${offset}-${offset + length - 1}` } });
+      const last = offset + length - 1;
+      const res = await fetchRange(`bytes=${offset}-${last}`);
       if (res.status !== 206) {
         await res.body?.cancel();
-        throw new Error(`"${href}": asked for bytes ${offset}-${offset + length - 1}, the server answered HTTP ${res.status} (it must support Range requests)`);
+        throw new Error(`"${href}": asked for bytes ${offset}-${last}, the server answered HTTP ${res.status} (it must support Range requests)`);
+      }
+      const range = res.headers.get("content-range");
+      const m = range ? /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(range.trim()) : null;
+      if (range !== null && (!m || Number(m[1]) !== offset || Number(m[2]) !== last)) {
+        await res.body?.cancel();
+        throw new Error(`"${href}": asked for bytes ${offset}-${last}, the server sent Content-Range "${range}"`);
       }
       const bytes = new Uint8Array(await res.arrayBuffer());
       if (bytes.length !== length) throw new Error(`"${href}": asked for ${length} bytes at ${offset}, got ${bytes.length}`);

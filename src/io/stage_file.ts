@@ -106,17 +106,31 @@ async function opfsStage(dir: string, name: string): Promise<StageFile> {
   if (!open) throw new Error(`diskStage: ${where} needs FileSystemSyncAccessHandle, which only a worker has`);
   const sync = await open.call(handle);
   const parent = folder;
+  // NOTE: a sync access handle throws (QuotaExceededError on a full origin quota) instead of
+  // returning a short count; both become a rejected promise, which the disk tier turns into
+  // a warning and a fall-back to RAM and the source (data/sample_tiers.ts).
   return {
     where,
     write(offset, bytes) {
-      const n = sync.write(bytes, { at: offset });
+      let n: number;
+      try {
+        n = sync.write(bytes, { at: offset });
+      } catch (e) {
+        return Promise.reject(new Error(`diskStage: writing ${bytes.length} bytes at ${offset} of ${where} failed: ${(e as Error).name}: ${(e as Error).message}`, { cause: e }));
+      }
       return n === bytes.length
         ? Promise.resolve()
-        : Promise.reject(new Error(`diskStage: wrote ${n} of ${bytes.length} bytes to ${where} (quota full?)`));
+        // NOTE: Chromium answers a write past the quota with a negative count read as unsigned.
+        : Promise.reject(new Error(`diskStage: wrote ${n > bytes.length ? `nothing (${n | 0})` : n} of ${bytes.length} bytes to ${where} (quota full?)`));
     },
     read(offset, length) {
       const out = new Uint8Array(length);
-      const n = sync.read(out, { at: offset });
+      let n: number;
+      try {
+        n = sync.read(out, { at: offset });
+      } catch (e) {
+        return Promise.reject(new Error(`diskStage: reading ${length} bytes at ${offset} of ${where} failed: ${(e as Error).message}`, { cause: e }));
+      }
       return n === length
         ? Promise.resolve(out)
         : Promise.reject(new RangeError(`diskStage: read ${n} of ${length} bytes at ${offset} of ${where}`));

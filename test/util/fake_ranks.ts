@@ -53,6 +53,11 @@ export interface FakeRankScript {
   /** A control call that never answers (the rank stays alive), by name. */
   hangOn?: string;
   /**
+   * Deliver each chunk's last batch event after the chunk's reply (a worker's events and
+   * replies travel on different message ports, with no order between them).
+   */
+  lateLastEvent?: boolean;
+  /**
    * A spare slot of an elastic run (spec §8.4): the rank starts standby, and asks to join at
    * this virtual ms (the coordinator admits it at the next epoch boundary). With
    * `spare: true` and no `joinAt`, the test asks through `SimControl.requestJoin`.
@@ -162,7 +167,9 @@ export class FakeRank implements RankApi {
           ms += d;
           this.#done++;
           this.#stepsSinceAvg++;
-          this.#sink.batch({ rank: this.rank, epoch: plan.epoch, ms: d, computeMs: d, loss: 1, lr: 0.1, samples: B });
+          const event = { rank: this.rank, epoch: plan.epoch, ms: d, computeMs: d, loss: 1, lr: 0.1, samples: B };
+          if (this.script.lateLastEvent && k === batches) this.clock.at(0, () => this.#sink.batch(event));
+          else this.#sink.batch(event);
           if (this.script.dieAfterBatches !== undefined && this.#done >= this.script.dieAfterBatches) {
             this.die("its worker died (scripted)");
             return;

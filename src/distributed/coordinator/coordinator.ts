@@ -67,6 +67,17 @@ export class Coordinator<M extends Module> {
   #reports: EpochReports;
   #flight: (Flight | null)[];
   #n: number[];
+  /**
+   * NOTE: batch events and chunk replies reach this thread on different message channels
+   * (a worker's sink is a comlink proxy of its own port), so a chunk's reply may land
+   * before its last batch events. Counting only events, a barrier-paced dispatch then saw a
+   * rank short of its window quota and gave it a second chunk in the same window, a timing
+   * dependent schedule. So a reply completes the chunk's count: `#seen` counts the events of
+   * the chunk in flight, the reply adds what is missing to `#n` and owes it (`#owed`), and
+   * the late events pay the debt instead of counting twice.
+   */
+  #seen: number[];
+  #owed: number[];
   #frontier = 0;
   #round = 0;
   #version = 0;
@@ -142,6 +153,8 @@ export class Coordinator<M extends Module> {
     if (state.outerFactory) this.#outer = new OuterStepper(state.outerFactory());
     this.#flight = new Array(this.W).fill(null);
     this.#n = new Array(this.W).fill(0);
+    this.#seen = new Array(this.W).fill(0);
+    this.#owed = new Array(this.W).fill(0);
     for (const r of ranks) {
       r.onBatch = (ev) => this.#onBatch(ev);
       r.onDown = (err, fatal) => (fatal ? this.#fail(err) : this.#rankLost(r.rank, err));
@@ -194,7 +207,11 @@ export class Coordinator<M extends Module> {
   #onBatch(ev: BatchEvent): void {
     this.#lastProgress = performance.now();
     const r = ev.rank;
-    this.#n[r]++;
+    if (this.#owed[r] > 0) this.#owed[r]--; // counted when its chunk's reply came first
+    else {
+      this.#n[r]++;
+      this.#seen[r]++;
+    }
     this.#cadence.batch(ev);
     this.#observer.batch?.(ev);
     this.#events?.batch(ev);
@@ -284,6 +301,10 @@ export class Coordinator<M extends Module> {
     if (!this.#ranks[r].alive) return;
     this.#lastProgress = performance.now();
     this.#flight[r] = null;
+    const missing = Math.max(0, report.batches - this.#seen[r]);
+    this.#n[r] += missing;
+    this.#owed[r] += missing;
+    this.#seen[r] = 0;
     this.#observer.chunk?.(chunk.epoch, r, chunk.offset, chunk.size);
     source.complete(r, chunk.id);
     this.#reports.chunk(chunk.epoch, report);
@@ -411,6 +432,8 @@ export class Coordinator<M extends Module> {
     for (const s of this.#sources.values()) if (!s.isComplete()) s.forfeit(r);
     this.#flight[r] = null;
     this.#n[r] = 0;
+    this.#seen[r] = 0;
+    this.#owed[r] = 0;
     this.#role.lost(r);
     const reason = err.message;
     console.warn(`flodl-webgpu: ${reason}; continuing on ${this.#alive().length} rank(s)`);

@@ -4,6 +4,8 @@
  * (heavy-ball) and DiLoCo (Nesterov, resets the inner optimizer every round). f32 math.
  */
 
+import type { OuterSpec } from "../protocol/messages.ts";
+
 const f32 = Math.fround;
 
 /** An outer optimizer (flodl `OuterOptimizer`), one instance per site. */
@@ -158,5 +160,45 @@ export class OuterStepper {
 function checkLengths(what: string, a: Float32Array, b: Float32Array): void {
   if (a.length !== b.length) {
     throw new RangeError(`${what}.step: prevGlobal has ${a.length} elements, consensus has ${b.length}`);
+  }
+}
+
+/**
+ * The {@link OuterSpec} a rank rebuilds `o` from (nccl-*: each rank steps its own replica,
+ * spec §4.4), or undefined for an outer optimizer of another class (its factory is a
+ * closure the ranks cannot get; the coordinator then steps it and sends the result).
+ * @example
+ * ```ts
+ * import { describeOuter, DiLoCo, outerFromSpec } from "./outer.ts";
+ * const spec = describeOuter(new DiLoCo({ lr: 0.7, momentum: 0.9 })); // { name: "DiLoCo", lr: 0.7, momentum: 0.9 }
+ * outerFromSpec(spec!).name; // "DiLoCo"
+ * ```
+ */
+export function describeOuter(o: OuterOptimizer): OuterSpec | undefined {
+  // Exact classes only: a subclass may step differently.
+  if (Object.getPrototypeOf(o) === OuterAvg.prototype) return { name: "OuterAvg" };
+  for (const cls of [SlowMo, DiLoCo]) {
+    if (Object.getPrototypeOf(o) === cls.prototype) {
+      const m = o as MomentumOuter;
+      return { name: m.name as "SlowMo" | "DiLoCo", lr: m.lr, momentum: m.momentum };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A fresh outer optimizer from its spec (no momentum yet).
+ * @throws {RangeError} For an unknown name or bad hyperparameters.
+ */
+export function outerFromSpec(s: OuterSpec): OuterOptimizer {
+  switch (s.name) {
+    case "OuterAvg":
+      return new OuterAvg();
+    case "SlowMo":
+      return new SlowMo({ lr: s.lr!, momentum: s.momentum! });
+    case "DiLoCo":
+      return new DiLoCo({ lr: s.lr!, momentum: s.momentum! });
+    default:
+      throw new RangeError(`outer optimizer "${(s as { name: string }).name}": expected OuterAvg, SlowMo or DiLoCo`);
   }
 }

@@ -15,6 +15,7 @@
 import type { CollectiveAck } from "../protocol/messages.ts";
 import { abortSlab, createSlab, type Slab, slabViews } from "../protocol/slab.ts";
 import { paramMass } from "./consensus.ts";
+import { describeOuter } from "./outer.ts";
 import type { RankClient } from "./rank_client.ts";
 import type { ReduceInput, ReduceOutcome } from "./reduce_cycle.ts";
 
@@ -86,6 +87,11 @@ async function attemptOnce(inp: NcclInput, stalled: Promise<never>): Promise<Red
   const { slab, generation } = inp.group.join(members.map((c) => c.rank), P, Bc);
   const globalStep = inp.globalStep + steps.reduce((a, b) => a + b, 0);
   const resetInner = inp.outer?.optimizer.resetsInner ?? false;
+  // A built-in outer optimizer is replicated: every rank steps its own (spec §4.4), this
+  // thread its copy (for bundles and join()). Another class cannot reach the ranks: this
+  // thread steps it and sends the result (outerStep below).
+  const outerSpec = inp.outer ? describeOuter(inp.outer.optimizer) : undefined;
+  const shipped = inp.outer !== undefined && outerSpec === undefined;
   const calls = members.map((c, slot) =>
     c.call("collective", (api) =>
       api.collective({
@@ -98,9 +104,10 @@ async function attemptOnce(inp: NcclInput, stalled: Promise<never>): Promise<Red
         steps: steps[c.rank],
         version: inp.version,
         globalStep,
-        // With an outer optimizer the ranks adopt its step afterwards (below), not the plain average.
-        resetInner: resetInner && !inp.outer,
+        // With a shipped outer step the ranks adopt it afterwards (below), not the plain average.
+        resetInner: resetInner && !shipped,
         waitMs: inp.stallMs,
+        ...(outerSpec ? { outer: outerSpec } : {}),
       })
     ).catch((e: unknown) => {
       inp.group.abort(); // a member is gone: release the others from the barrier
@@ -136,7 +143,8 @@ async function attemptOnce(inp: NcclInput, stalled: Promise<never>): Promise<Red
     inp.observer.frames(inp.round, per, params);
   }
   let bytesDown = 0;
-  if (inp.outer) params = await outerStep(inp, members, params, buffers, globalStep, (n) => (bytesDown += n));
+  if (shipped) params = await outerStep(inp, members, params, buffers, globalStep, (n) => (bytesDown += n));
+  else if (inp.outer) params = inp.outer.apply(params)!; // the same step every rank took on its replica
   inp.averaged({ params, buffers });
   return {
     steps,
@@ -149,8 +157,9 @@ async function attemptOnce(inp: NcclInput, stalled: Promise<never>): Promise<Red
 }
 
 /**
- * The outer optimizer (spec §4.4) steps on the coordinator's copy of the consensus and the
- * ranks adopt its result (f32): the one case where parameters travel from this thread.
+ * An outer optimizer the ranks cannot rebuild (not OuterAvg, SlowMo or DiLoCo) steps on the
+ * coordinator's copy of the consensus and the ranks adopt its result (f32): the one case
+ * where parameters travel from this thread.
  */
 async function outerStep(
   inp: NcclInput,

@@ -202,6 +202,22 @@ export interface CollectiveCall {
   resetInner: boolean;
   /** A barrier waits at most this long (the coordinator aborts a stalled group first). */
   waitMs: number;
+  /**
+   * The run's outer optimizer (spec §4.4), which every rank steps on its own copy of the
+   * consensus before adopting it (replicated deterministic state: no parameter crosses to or
+   * from the coordinator). Absent: the ranks adopt the plain consensus.
+   */
+  outer?: OuterSpec;
+}
+
+/**
+ * A built-in outer optimizer by name and hyperparameters, so a rank builds its own (the
+ * builder's factory is a closure, which cannot cross to a worker).
+ */
+export interface OuterSpec {
+  name: "OuterAvg" | "SlowMo" | "DiLoCo";
+  lr?: number;
+  momentum?: number;
 }
 
 /** A rank's answer to a {@link CollectiveCall}: counts only, never parameters. */

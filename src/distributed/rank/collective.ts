@@ -12,6 +12,7 @@ import type { Tensor } from "../../tensor/mod.ts";
 import type { CollectiveCall } from "../protocol/messages.ts";
 import { barrier, type BarrierOutcome, reduceSlice, slabViews, writeSlot } from "../protocol/slab.ts";
 import { packFrame } from "./frames.ts";
+import type { OuterStepper } from "../coordinator/outer.ts";
 
 /**
  * A fault-injection point for tests (test/fixtures/programs/tiny.ts, fault "exit-at-barrier"):
@@ -44,13 +45,20 @@ export function divergenceOf(pre: ArrayLike<number>, post: ArrayLike<number>): D
   return { divergence: postNorm > 1e-10 ? Math.sqrt(d) / postNorm : 0, preNorm, postNorm };
 }
 
-/** Run one collective on this rank's parameters and buffers; nothing on the device changes here. */
+/**
+ * Run one collective on this rank's parameters and buffers; nothing on the device changes here.
+ * @param outer This rank's replica of the run's outer optimizer (spec §4.4): it steps on the
+ *   consensus once the group passed both barriers, and the result is what the rank adopts
+ *   (and measures its divergence from). Every member steps the same inputs with the same f32
+ *   code, so the replicas stay identical; an aborted reduce steps none.
+ */
 export async function allReduce(
   device: Device,
   params: readonly Tensor[],
   buffers: readonly Tensor[],
   c: CollectiveCall,
   rank: number,
+  outer?: OuterStepper,
 ): Promise<AllReduced> {
   const s = c.slab;
   const v = slabViews(s);
@@ -70,8 +78,9 @@ export async function allReduce(
   reduceSlice(s, v, c.slot, c.masses, c.movers);
   const second = await barrier(v.ctrl, s.world, c.generation + 1, c.waitMs);
   if (second !== "passed") return { status: second };
+  const averaged = v.result.slice(0, s.params) as unknown as Float32Array<ArrayBuffer>;
   const consensus = {
-    params: v.result.slice(0, s.params) as unknown as Float32Array<ArrayBuffer>,
+    params: (outer ? outer.apply(averaged)! : averaged) as Float32Array<ArrayBuffer>,
     buffers: v.result.slice(s.params) as unknown as Float32Array<ArrayBuffer>,
   };
   return { status: "done", consensus, divergence: divergenceOf(mine.params as Float32Array, consensus.params) };

@@ -21,6 +21,7 @@ import { permutation } from "./permutation.ts";
 import { buildDataPlane, planeReporter } from "./rank_data.ts";
 import type { DataCounters, DataPlane } from "../../data/mod.ts";
 import { allReduce } from "./collective.ts";
+import { outerFromSpec, OuterStepper } from "../coordinator/outer.ts";
 import type {
   Adoption,
   ChunkPlan,
@@ -80,6 +81,8 @@ export class RankRuntime<M extends Module> implements RankApi {
   #perms = new Map<number, Uint32Array>();
   #snapshotSteps = new Map<number, number>();
   #lastAck: Promise<Omit<SyncAck, "rank">> = Promise.resolve({ divergence: 0, preNorm: 0, postNorm: 0 });
+  /** nccl-*: this rank's replica of the run's outer optimizer (rank/collective.ts). */
+  #outer?: OuterStepper;
   #ownDevice: boolean;
   #plane?: DataPlane;
   #planeReport: () => DataCounters = () => ({});
@@ -194,7 +197,9 @@ export class RankRuntime<M extends Module> implements RankApi {
   collective(c: CollectiveCall): Promise<CollectiveAck> {
     return this.#controlled(async () => {
       const rank = this.#setup.rank, batches = this.#stepsSinceAvg;
-      const out = await allReduce(this.#device, this.#params.map((p) => p.data), this.#buffers, c, rank);
+      // The rank's replica of the outer optimizer, built at its first reduce (spec §4.4: once per rank).
+      if (c.outer) this.#outer ??= new OuterStepper(outerFromSpec(c.outer));
+      const out = await allReduce(this.#device, this.#params.map((p) => p.data), this.#buffers, c, rank, c.outer ? this.#outer : undefined);
       if (out.status !== "done") return { rank, status: out.status, batches };
       writeFlat(this.#device, this.#params.map((p) => p.data), this.#buffers, out.consensus);
       this.#device.flush();

@@ -10,6 +10,7 @@ import {
   crossEntropy,
   DiLoCo,
   ElCheConfig,
+  type OuterOptimizer,
   permutation,
   setProgramArgs,
   SGD,
@@ -67,7 +68,9 @@ gpuTest("nccl-sync with 2 ranks on half batches equals cpu-sync and 1 rank on wh
   const want = flat(await single.join());
 
   const run = async (mode: "nccl-sync" | "cpu-sync") => {
-    // A static split keeps Sync at one step per rank per reduce, whatever the timing.
+    // A static split keeps Sync at one step per rank per reduce, whatever the timing (Sync
+    // never grows its anchor; the coordinator counts a chunk's steps from its reply too, so a
+    // batch event arriving after the reply cannot open a second step in the window).
     const h = await configure(mode, { batch: b, epochs: 1 }, tiny320).partitionRatios([0.5, 0.5]).run();
     const got = flat(await h.join());
     const m = h.history[0];
@@ -108,14 +111,34 @@ gpuTest("nccl-cadence follows ElChe as cpu-cadence: with one rank 3x slower, the
   assert(Math.abs(qn / qc - 1) < 0.3, `fast/slow batches: nccl-cadence ${qn.toFixed(2)}, cpu-cadence ${qc.toFixed(2)} (expected within 30%)`);
 });
 
-gpuTest("nccl-sync with an outer optimizer (DiLoCo, stepped on the coordinator's copy of the slab's consensus) equals cpu-sync with it (within 1e-5)", async () => {
-  const run = async (mode: "nccl-sync" | "cpu-sync") => {
+gpuTest("nccl-sync with an outer optimizer (DiLoCo) equals cpu-sync with it (within 1e-5): each rank steps its own replica, no parameter through the coordinator; an outer optimizer of another class is stepped on the coordinator and sent", async () => {
+  /** DiLoCo behind another class: the ranks cannot rebuild it, so the coordinator steps it. */
+  class Wrapped implements OuterOptimizer {
+    readonly name = "Wrapped";
+    readonly resetsInner = true;
+    readonly #inner = new DiLoCo({ lr: 0.7, momentum: 0.5 });
+    step(prev: Float32Array, consensus: Float32Array): Float32Array {
+      return this.#inner.step(prev, consensus);
+    }
+    state(): Float32Array | null {
+      return this.#inner.state();
+    }
+    loadState(s: Float32Array): void {
+      this.#inner.loadState(s);
+    }
+  }
+  const run = async (mode: "nccl-sync" | "cpu-sync", outer: () => OuterOptimizer) => {
     const h = await configure(mode, { batch: 16, epochs: 1 }, tinyOuter).partitionRatios([0.5, 0.5])
-      .outerOptimizer(() => new DiLoCo({ lr: 0.7, momentum: 0.5 })).run();
+      .outerOptimizer(outer).run();
     const got = flat(await h.join());
     assertEquals(h.history[0].reduces, 768 / 16 / 2, `${mode}: one reduce per step`);
-    return got;
+    return { got, bytes: h.history[0].wireBytesPerReduce };
   };
-  const nccl = await run("nccl-sync"), cpu = await run("cpu-sync");
-  assertRelClose(nccl, cpu, 1e-5, "nccl-sync + DiLoCo vs cpu-sync + DiLoCo");
+  const diloco = () => new DiLoCo({ lr: 0.7, momentum: 0.5 });
+  const nccl = await run("nccl-sync", diloco), cpu = await run("cpu-sync", diloco);
+  assertRelClose(nccl.got, cpu.got, 1e-5, "nccl-sync + DiLoCo vs cpu-sync + DiLoCo");
+  assertEquals(nccl.bytes, 0, "nccl-sync + DiLoCo: the ranks step their replicas, no parameter byte through the coordinator");
+  const wrapped = await run("nccl-sync", () => new Wrapped());
+  assertRelClose(wrapped.got, cpu.got, 1e-5, "nccl-sync + a custom outer optimizer (stepped on the coordinator) vs cpu-sync + DiLoCo");
+  assert(wrapped.bytes > 0, `a custom outer optimizer's step is sent to the ranks (${wrapped.bytes} bytes per reduce)`);
 });

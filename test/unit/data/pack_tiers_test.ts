@@ -6,6 +6,7 @@
  */
 import { ArrayDataSet, type AsyncBatchSource, type BatchDataSet, type HostBatch, PackSource, SampleTiers, writePack } from "../../../src/data/mod.ts";
 import { createStageFile, openRangedFile, openRangedUrl, type RangedFile, rangedBytes } from "../../../src/io/mod.ts";
+import { RANGE_ATTEMPTS } from "../../../src/io/ranged.ts";
 import { assert, assertEquals, assertRejects, assertThrows } from "../../util/assert.ts";
 import { mulberry32, randint, randn } from "../../util/random.ts";
 
@@ -81,11 +82,14 @@ Deno.test("PackSource reads a pack by index from memory, a local file and HTTP R
   const ac = new AbortController();
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, signal: ac.signal, onListen() {} }, (req) => {
     const path = new URL(req.url).pathname;
-    if (path !== "/set.safetensors" && path !== "/no-range") return new Response("not found", { status: 404 });
+    if (path !== "/set.safetensors" && path !== "/no-range" && path !== "/wrong-range") return new Response("not found", { status: 404 });
     const m = /bytes=(\d+)-(\d+)/.exec(req.headers.get("range") ?? "");
     if (req.method === "HEAD") return new Response(null, { headers: { "content-length": String(bytes.length) } });
     if (!m || path === "/no-range") return new Response(bytes);
-    return new Response(bytes.slice(Number(m[1]), Number(m[2]) + 1), { status: 206 });
+    const [a, b] = [Number(m[1]), Number(m[2])];
+    // A server (or a cache) answering another range of the same length.
+    if (path === "/wrong-range") return new Response(bytes.slice(a + 4, b + 5), { status: 206, headers: { "content-range": `bytes ${a + 4}-${b + 4}/${bytes.length}` } });
+    return new Response(bytes.slice(a, b + 1), { status: 206, headers: { "content-range": `bytes ${a}-${b}/${bytes.length}` } });
   });
   try {
     await checkSource(await openRangedUrl(`http://127.0.0.1:${server.addr.port}/set.safetensors`), ds, "http");
@@ -93,6 +97,27 @@ Deno.test("PackSource reads a pack by index from memory, a local file and HTTP R
     await assertRejects(() => openRangedUrl(`${base}/x`), Error, `${base}/x`, "HTTP 404");
     const noRange = await openRangedUrl(`${base}/no-range`);
     await assertRejects(() => noRange.read(8, 16), Error, "no-range", "HTTP 200", "Range requests");
+    const wrong = await openRangedUrl(`${base}/wrong-range`);
+    await assertRejects(() => wrong.read(8, 16), Error, "wrong-range", "bytes 8-23", `Content-Range "bytes 12-27/`);
+    // A connection dropped under load (fetch rejects with a TypeError) is retried, up to RANGE_ATTEMPTS tries.
+    const real = globalThis.fetch;
+    let drops = 2, dropped = 0;
+    globalThis.fetch = (input, init) => {
+      if (new Headers(init?.headers).has("range") && drops > 0) {
+        drops--, dropped++;
+        return Promise.reject(new TypeError("Failed to fetch"));
+      }
+      return real(input, init);
+    };
+    try {
+      await checkSource(await openRangedUrl(`${base}/set.safetensors`), ds, "http after two dropped connections");
+      assertEquals(dropped, 2, "both connections were dropped, and the reads retried");
+      drops = RANGE_ATTEMPTS;
+      const f = await openRangedUrl(`${base}/set.safetensors`);
+      await assertRejects(() => f.read(0, 8), Error, "set.safetensors", `failed ${RANGE_ATTEMPTS} times`, "Failed to fetch");
+    } finally {
+      globalThis.fetch = real;
+    }
   } finally {
     ac.abort();
     await server.finished;
@@ -246,5 +271,36 @@ print(json.dumps(out))
   assertEquals([...x.data.subarray(0, 6)].map((v) => Math.fround(v)), py.theirs.x12.map(Math.fround), "we read torch's x[12]");
   assertEquals(y.data[1], py.theirs.y30, "we read torch's y[30]");
   theirs.file.close();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("SampleTiers: a stage read that fails turns the disk tier off and those samples come from the source; every batch exact", async () => {
+  const ds = randomDataset(5, 300);
+  const source = counting(await PackSource.open(rangedBytes(await packBytes(ds), "s")));
+  const dir = await Deno.makeTempDir();
+  const real = await createStageFile(dir, "r.stage");
+  let reads = 0;
+  // The stage file breaks after 5 good reads (the file removed under the run, an I/O error).
+  const disk = { ...real, read: (o: number, n: number) => (++reads > 5 ? Promise.reject(new Error("injected read failure")) : real.read(o, n)) };
+  const tiers = new SampleTiers(source, { ramBytes: 20 * 72, disk, diskBytes: 300 * 72 });
+  const warn = console.warn, warnings: string[] = [];
+  console.warn = (m: string) => void warnings.push(m);
+  try {
+    for (let e = 0; e < 3; e++) {
+      for (let s = 0; s < 300; s += 50) {
+        const b = Array.from({ length: 50 }, (_, i) => (s + i * 7 + e) % 300);
+        assertSameBatch(await tiers.readBatch(b), ds.getBatch(b), `epoch ${e} batch ${s / 50}`);
+      }
+    }
+  } finally {
+    console.warn = warn;
+  }
+  const st = tiers.stats();
+  assertEquals(st.ramHits + st.diskHits + st.sourceReads, 900, "every sample served once per request");
+  assertEquals(st.diskHits, 5, "the disk served until its reads failed");
+  assertEquals(st.diskSamples, 0, "the disk tier holds nothing once off");
+  assertEquals(warnings.length, 1, "one warning");
+  assert(warnings[0].startsWith("diskStage: reading") && warnings[0].includes("injected read failure"), warnings[0]);
+  await tiers.close();
   await Deno.remove(dir, { recursive: true });
 });

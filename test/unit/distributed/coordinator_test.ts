@@ -192,3 +192,22 @@ Deno.test("RankClient.overdueMs: a rank whose steps are long may be silent STEP_
   for (let i = 0; i < STEP_WINDOW; i++) batch(1_000);
   assertEquals(overdue(16_000), 16_000, "the allowance follows the recent steps, not the slowest ever");
 });
+
+Deno.test("coordinator: a chunk's reply landing before its last batch event never gives a Sync rank a second step in the window", async () => {
+  // 2 ranks, Sync with a static split (1 step per rank per reduce), uneven speeds; every chunk's last
+  // event comes after its reply, as a worker's sink port may deliver it.
+  const samples = 256, B = 8, epochs = 2;
+  const L = ledger(epochs, samples);
+  const b = program(samples).elche(ElCheConfig.cpuSync()).partitionRatios([0.5, 0.5])
+    .batchSize(B).numEpochs(epochs).cluster({ ranks: [{}, {}] });
+  const steps: number[][] = [];
+  const out = await simulate(b, [0, 1].map((r) => ({ batchMs: (n: number) => (r ? 3 : 1) * (5 + (n % 3)), lateLastEvent: true })), {
+    chunk: L.chunk,
+    reduce: (e) => void steps.push(e.steps),
+  });
+  assert(out.error === undefined, `run failed: ${out.error}`);
+  L.exactlyOnce("late events", samples, false);
+  const off = steps.filter((s) => s.join() !== "1,1");
+  assertEquals(off, [], "every reduce folds one step of each rank");
+  assertEquals(steps.length, epochs * samples / B / 2, "one reduce per step");
+});

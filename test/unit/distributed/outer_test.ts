@@ -1,4 +1,4 @@
-import { DiLoCo, OuterAvg, OuterStepper, SlowMo } from "../../../src/distributed/coordinator/outer.ts";
+import { describeOuter, DiLoCo, OuterAvg, outerFromSpec, type OuterOptimizer, OuterStepper, SlowMo } from "../../../src/distributed/coordinator/outer.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
 import { mulberry32, randn } from "../../util/random.ts";
 
@@ -87,4 +87,23 @@ Deno.test("outer optimizers reject bad hyperparameters and mismatched lengths", 
   assertThrows(() => new SlowMo({ lr: 0, momentum: 0.9 }), RangeError, "SlowMo", "lr", "got 0");
   assertThrows(() => new DiLoCo({ lr: 0.7, momentum: 1 }), RangeError, "DiLoCo", "momentum", "got 1");
   assertThrows(() => new OuterAvg().step(cons[0], cons[1].subarray(2)), RangeError, "33", "31");
+});
+
+Deno.test("describeOuter/outerFromSpec: a rank's replica (nccl-*) steps bit-identically to the coordinator's; other classes are not described", () => {
+  const rng = mulberry32(9);
+  const cons = Array.from({ length: 5 }, () => randn(33, rng));
+  for (const make of [() => new SlowMo({ lr: 0.9, momentum: 0.8 }), () => new DiLoCo({ lr: 0.7, momentum: 0.5 }), () => new OuterAvg()]) {
+    const here = new OuterStepper(make());
+    const spec = describeOuter(here.optimizer)!;
+    assertEquals(spec.name, here.optimizer.name);
+    // A structured clone, as the spec crosses to a worker.
+    const there = new OuterStepper(outerFromSpec(structuredClone(spec)));
+    for (const c of cons) assertEquals([...there.apply(c)!], [...here.apply(c)!], `${spec.name}: replica vs coordinator`);
+  }
+  class Sub extends DiLoCo {}
+  const custom: OuterOptimizer = { name: "Mine", resetsInner: false, step: (_p, c) => c, state: () => null, loadState() {} };
+  assertEquals(describeOuter(new Sub({ lr: 1, momentum: 0 })), undefined, "a subclass may step differently");
+  assertEquals(describeOuter(custom), undefined, "a custom outer optimizer");
+  assertThrows(() => outerFromSpec({ name: "Adam" as "SlowMo" }), RangeError, "Adam");
+  assertThrows(() => outerFromSpec({ name: "DiLoCo", lr: -1, momentum: 0.5 }), RangeError, "lr");
 });
