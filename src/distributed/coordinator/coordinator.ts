@@ -33,7 +33,7 @@ import {
   trainedState,
   type TrainedState,
 } from "./observer.ts";
-import { OuterStepper } from "./outer.ts";
+import { OuterStepper } from "../protocol/outer.ts";
 import type { Persistence, ResumeSeed } from "./persistence.ts";
 import type { RankClient } from "./rank_client.ts";
 import { reduceCycle, type ReduceInput } from "./reduce_cycle.ts";

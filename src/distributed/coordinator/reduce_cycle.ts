@@ -12,7 +12,7 @@ import { frameToFlat } from "../protocol/frame_codec.ts";
 import type { Adoption, Frame, LayoutTable, SyncAck } from "../protocol/messages.ts";
 import { average } from "./averaging.ts";
 import type { RunObserver } from "./observer.ts";
-import type { OuterStepper } from "./outer.ts";
+import type { OuterStepper } from "../protocol/outer.ts";
 import type { RankClient } from "./rank_client.ts";
 
 /** What a cycle needs to know: who takes part, how to weigh and ship, and where the schedule stands. */

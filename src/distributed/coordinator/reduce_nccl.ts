@@ -15,7 +15,7 @@
 import type { CollectiveAck } from "../protocol/messages.ts";
 import { abortSlab, createSlab, type Slab, slabViews } from "../protocol/slab.ts";
 import { paramMass } from "./consensus.ts";
-import { describeOuter } from "./outer.ts";
+import { describeOuter } from "../protocol/outer.ts";
 import type { RankClient } from "./rank_client.ts";
 import type { ReduceInput, ReduceOutcome } from "./reduce_cycle.ts";
 

@@ -6,7 +6,7 @@
  */
 import type { ConvergenceGuard } from "./guards.ts";
 import type { EpochMetrics } from "./metrics.ts";
-import type { OuterOptimizer } from "./outer.ts";
+import type { OuterOptimizer } from "../protocol/outer.ts";
 
 export interface RunDefinition {
   spec: {

@@ -12,7 +12,7 @@ import type { Tensor } from "../../tensor/mod.ts";
 import type { CollectiveCall } from "../protocol/messages.ts";
 import { barrier, type BarrierOutcome, reduceSlice, slabViews, writeSlot } from "../protocol/slab.ts";
 import { packFrame } from "./frames.ts";
-import type { OuterStepper } from "../coordinator/outer.ts";
+import type { OuterStepper } from "../protocol/outer.ts";
 
 /**
  * A fault-injection point for tests (test/fixtures/programs/tiny.ts, fault "exit-at-barrier"):

@@ -21,7 +21,7 @@ import { permutation } from "./permutation.ts";
 import { buildDataPlane, planeReporter } from "./rank_data.ts";
 import type { DataCounters, DataPlane } from "../../data/mod.ts";
 import { allReduce } from "./collective.ts";
-import { outerFromSpec, OuterStepper } from "../coordinator/outer.ts";
+import { outerFromSpec, OuterStepper } from "../protocol/outer.ts";
 import type {
   Adoption,
   ChunkPlan,

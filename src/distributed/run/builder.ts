@@ -23,7 +23,7 @@ import {
 import { type ConvergenceGuard } from "../coordinator/guards.ts";
 import type { MaxFailureThreshold } from "../coordinator/max_failure.ts";
 import type { EpochMetrics } from "../coordinator/metrics.ts";
-import type { OuterOptimizer } from "../coordinator/outer.ts";
+import type { OuterOptimizer } from "../protocol/outer.ts";
 import {
   type EvalFn,
   RankRuntime,

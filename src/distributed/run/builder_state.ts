@@ -10,7 +10,7 @@ import type { Module } from "../../nn/mod.ts";
 import type { DdpRunConfig } from "../coordinator/config.ts";
 import type { ConvergenceGuard } from "../coordinator/guards.ts";
 import type { EpochMetrics } from "../coordinator/metrics.ts";
-import type { OuterOptimizer } from "../coordinator/outer.ts";
+import type { OuterOptimizer } from "../protocol/outer.ts";
 import type { CoopBridge } from "../rank/coop_bridge.ts";
 import type { RankRuntime, RankSpec } from "../rank/rank_runtime.ts";
 import type { CallSite } from "./reentry.ts";

@@ -1,4 +1,4 @@
-import { describeOuter, DiLoCo, OuterAvg, outerFromSpec, type OuterOptimizer, OuterStepper, SlowMo } from "../../../src/distributed/coordinator/outer.ts";
+import { describeOuter, DiLoCo, OuterAvg, outerFromSpec, type OuterOptimizer, OuterStepper, SlowMo } from "../../../src/distributed/protocol/outer.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
 import { mulberry32, randn } from "../../util/random.ts";
 

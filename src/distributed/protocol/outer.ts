@@ -4,7 +4,7 @@
  * (heavy-ball) and DiLoCo (Nesterov, resets the inner optimizer every round). f32 math.
  */
 
-import type { OuterSpec } from "../protocol/messages.ts";
+import type { OuterSpec } from "./messages.ts";
 
 const f32 = Math.fround;
 
