@@ -166,12 +166,12 @@ export async function profileOurs(device: Device): Promise<StepProfile> {
 
 /**
  * Capture the launches (dispatches, copies, clears) of one `record()` (a step recorded on
- * `device`), then replay each one REPEAT times in one submit on the live buffers and take
+ * `device`), then replay each one `repeat` (default 20) times in one submit on the live buffers and take
  * its GPU time (median of 3, minus `syncMs`, an empty submit-and-wait). Ends the step.
  * NOTE: replaying updates parameters again (an optimizer kernel runs REPEAT more times):
  * profile a model that is not being measured otherwise.
  */
-export async function profileKernels(device: Device, record: () => unknown, syncMs: number): Promise<KernelProfile> {
+export async function profileKernels(device: Device, record: () => unknown, syncMs: number, repeat = REPEAT): Promise<KernelProfile> {
   const captured: Captured[] = [];
   const dev = device as unknown as Record<string, unknown>;
   const orig = { dispatch: device.dispatch.bind(device), copy: device.copy.bind(device), clear: device.clear.bind(device) };
@@ -189,14 +189,14 @@ export async function profileKernels(device: Device, record: () => unknown, sync
   const kernels: KernelTime[] = [];
   for (const c of captured) {
     const ms = await timeMedian(3, async () => {
-      for (let r = 0; r < REPEAT; r++) {
+      for (let r = 0; r < repeat; r++) {
         if (c.kind === "dispatch") orig.dispatch(c.d);
         else if (c.kind === "copy") orig.copy(...c.args);
         else orig.clear(...c.args);
       }
       await device.sync();
     });
-    kernels.push({ ...describe(c), ms: round(Math.max(0, ms - syncMs) / REPEAT, 3) });
+    kernels.push({ ...describe(c), ms: round(Math.max(0, ms - syncMs) / repeat, 3) });
   }
   device.endStep();
   const kernelMs = kernels.reduce((a, k) => a + k.ms, 0);

@@ -5,7 +5,7 @@
  * their GFLOP/s beside matmul's (FLOPs as bench/profile.ts counts them). For char-rnn: the same
  * table, to see where an LSTM step goes.
  *
- *   deno run -A --no-check bench/seq_profile.ts [--model gpt-nano|char-rnn] [--batch 8] [--seq 64] [--top 25] [--out f.json]
+ *   deno run -A --no-check bench/seq_profile.ts [--model gpt-nano|char-rnn] [--batch 8] [--seq 64] [--top 25] [--repeat 20] [--out f.json]
  */
 import { Device } from "../src/index.ts";
 import { profileKernels, timeMedian } from "./profile.ts";
@@ -23,6 +23,8 @@ const model = (modelAt >= 0 ? Deno.args[modelAt + 1] : "gpt-nano") as SeqModel;
 if (!SEQ_MODELS.includes(model)) throw new RangeError(`--model must be one of ${SEQ_MODELS.join(", ")}, got ${model}`);
 const shape = { model, batch: flag("batch", 8), seq: flag("seq", 64), steps: 1 };
 const TOP = flag("top", 25);
+// Replays per launch: 20 (profile.ts's) costs 60 steps' GPU time; a multi-second step wants fewer.
+const REPEAT = flag("repeat", 20);
 
 const load = Deno.loadavg();
 const device = await Device.request({ label: "seq-profile" });
@@ -38,7 +40,7 @@ const stepMs = await timeMedian(3, async () => {
   await record().data.item();
   device.endStep();
 });
-const p = await profileKernels(device, record, syncMs);
+const p = await profileKernels(device, record, syncMs, REPEAT);
 const loadAfter = Deno.loadavg();
 
 const f = (v: number, d = 1) => v.toFixed(d);
