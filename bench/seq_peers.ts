@@ -1,22 +1,15 @@
 /**
- * W3, a char-rnn training step (spec §11.1's model at a smaller sequence length): ours
- * against TensorFlow.js 4.22 (webgpu backend, `tf.layers.lstm`) in ONE Deno process on the
- * same adapter, ratios side by side.
+ * W3 (char-rnn) and W4 (gpt-nano) training steps in ONE Deno process on the same adapter:
+ * ours against TensorFlow.js 4.22 (webgpu backend) and, for gpt-nano, jax-js 0.1.25 written
+ * with its array API. The models, shapes and contenders are in bench/seq_contenders.ts (the
+ * same code runs in Chromium: bench/seq.spec.ts). Rounds interleave the contenders; the
+ * table gives the median and every run. Exits non-zero when a contender's loss does not fall.
  *
- * Model: Embedding(85, 128) → LSTM(128, 256) → LSTM(256, 256) → Dropout(0.2) → Linear(256, 85),
- * next-character cross-entropy over every position, RMSprop 2e-3; batch B of T characters
- * (seeded random ids; the targets are the ids shifted by one). One step = forward, backward,
- * optimizer; the loss is read at the end of the timed steps ("loss-at-end") or every step.
- * Weights are each library's own init (the layouts differ: Keras' one LSTM bias and gate
- * order i,f,c,o vs PyTorch's two biases and i,f,g,o); the check is that each one's loss falls.
- *
- *   deno run -A --no-check bench/seq_peers.ts [--batch 32] [--seq 64] [--steps 5] [--only ours,tf]
+ *   deno run -A --no-check bench/seq_peers.ts [--model char-rnn|gpt-nano] [--batch 32] [--seq 64]
+ *     [--steps 5] [--rounds 3] [--only ours,tf,jax] [--modes loss-at-end,loss-every-step] [--out file.json]
  */
-import * as tf from "@tensorflow/tfjs";
-import "@tensorflow/tfjs-backend-webgpu";
-import { Device, fromArray, RMSprop, Variable } from "../src/index.ts";
-import { charRnn } from "../examples/models.ts";
-import { nextCharLoss } from "../examples/recipes.ts";
+import { Device } from "../src/index.ts";
+import { CONTENDERS, notFalling, runSitting, SEQ_MODELS, type SeqContender, type SeqMode, type SeqModel, sittingTable } from "./seq_contenders.ts";
 
 function flag(name: string, fallback: number): number {
   const i = Deno.args.indexOf(`--${name}`);
@@ -25,136 +18,34 @@ function flag(name: string, fallback: number): number {
   if (!Number.isInteger(v) || v <= 0) throw new RangeError(`--${name} must be a positive integer, got ${Deno.args[i + 1]}`);
   return v;
 }
-const onlyAt = Deno.args.indexOf("--only");
-const only = onlyAt >= 0 ? Deno.args[onlyAt + 1].split(",") : ["ours", "tf"];
-const B = flag("batch", 32), T = flag("seq", 64), STEPS = flag("steps", 5), WARMUP = 2, V = 85;
-
-/** Seeded ids in [0, V) (mulberry32) for [B, T + 1]: inputs are the first T, targets the last T. */
-function batchIds(): { x: Int32Array<ArrayBuffer>; y: Int32Array<ArrayBuffer> } {
-  let s = 7 >>> 0;
-  const rand = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  // Repeating short patterns, so there is something to learn in a few steps.
-  const x = new Int32Array(B * T), y = new Int32Array(B * T);
-  for (let b = 0; b < B; b++) {
-    const period = 3 + Math.floor(rand() * 5), base = Math.floor(rand() * V);
-    for (let t = 0; t < T; t++) {
-      x[b * T + t] = (base + (t % period)) % V;
-      y[b * T + t] = (base + ((t + 1) % period)) % V;
-    }
-  }
-  return { x, y };
+function list(name: string): string[] | undefined {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i < 0 ? undefined : Deno.args[i + 1].split(",");
 }
-
-interface Result {
-  contender: string;
-  mode: "loss-at-end" | "loss-every-step";
-  msPerStep: number;
-  firstLoss: number;
-  lastLoss: number;
-}
-
-async function ours(device: Device, mode: Result["mode"]): Promise<Result> {
-  const { x, y } = batchIds();
-  const model = charRnn(device, V);
-  const opt = new RMSprop(model.parameters(), { lr: 2e-3 });
-  const step = (): Variable => {
-    const ids = fromArray(x, [B, T], { device, dtype: "i32" }), target = fromArray(y, [B, T], { device, dtype: "i32" });
-    const loss = nextCharLoss(model, [ids, target]);
-    loss.backward();
-    opt.step();
-    opt.zeroGrad();
-    return loss;
-  };
-  let firstLoss = NaN;
-  for (let i = 0; i < WARMUP; i++) {
-    const l = step();
-    const v = await l.data.item();
-    device.endStep();
-    if (i === 0) firstLoss = v;
-  }
-  let last = NaN;
-  const t0 = performance.now();
-  for (let i = 0; i < STEPS; i++) {
-    const l = step();
-    if (mode === "loss-every-step" || i === STEPS - 1) last = await l.data.item();
-    device.endStep();
-  }
-  const ms = (performance.now() - t0) / STEPS;
-  return { contender: "ours", mode, msPerStep: ms, firstLoss, lastLoss: last };
-}
-
-async function tfjs(mode: Result["mode"]): Promise<Result> {
-  const { x, y } = batchIds();
-  const model = tf.sequential({
-    layers: [
-      tf.layers.embedding({ inputDim: V, outputDim: 128, inputLength: T }),
-      tf.layers.lstm({ units: 256, returnSequences: true }),
-      tf.layers.lstm({ units: 256, returnSequences: true }),
-      tf.layers.dropout({ rate: 0.2 }),
-      tf.layers.dense({ units: V }),
-    ],
-  });
-  const xs = tf.tensor2d(x, [B, T], "int32");
-  const onehot = tf.oneHot(tf.tensor1d(y, "int32"), V).toFloat();
-  const opt = tf.train.rmsprop(2e-3);
-  const vars = model.trainableWeights.map((w) => (w as unknown as { val: tf.Variable }).val);
-  const lossFn = () => {
-    const logits = (model.apply(xs, { training: true }) as tf.Tensor).reshape([B * T, V]);
-    return tf.losses.softmaxCrossEntropy(onehot, logits) as tf.Scalar;
-  };
-  const step = () => opt.minimize(lossFn, true, vars)!;
-  let firstLoss = NaN;
-  for (let i = 0; i < WARMUP; i++) {
-    const l = step();
-    const v = (await l.data())[0];
-    l.dispose();
-    if (i === 0) firstLoss = v;
-  }
-  let last = NaN;
-  const t0 = performance.now();
-  for (let i = 0; i < STEPS; i++) {
-    const l = step();
-    if (mode === "loss-every-step" || i === STEPS - 1) last = (await l.data())[0];
-    l.dispose();
-  }
-  const ms = (performance.now() - t0) / STEPS;
-  opt.dispose();
-  tf.dispose([xs, onehot]);
-  model.dispose();
-  return { contender: "tf", mode, msPerStep: ms, firstLoss, lastLoss: last };
-}
+const modelAt = Deno.args.indexOf("--model");
+const model = (modelAt >= 0 ? Deno.args[modelAt + 1] : "char-rnn") as SeqModel;
+if (!SEQ_MODELS.includes(model)) throw new RangeError(`--model must be one of ${SEQ_MODELS.join(", ")}, got ${model}`);
+const only = (list("only") ?? CONTENDERS[model]) as SeqContender[];
+const modes = list("modes") as SeqMode[] | undefined;
+for (const m of modes ?? []) if (m !== "loss-at-end" && m !== "loss-every-step") throw new RangeError(`--modes takes loss-at-end,loss-every-step, got ${m}`);
+const shape = { model, batch: flag("batch", model === "gpt-nano" ? 8 : 32), seq: flag("seq", 64), steps: flag("steps", 5) };
+const rounds = flag("rounds", 3);
 
 const load = Deno.loadavg();
-console.log(`bench/seq_peers: char-rnn step, B=${B} T=${T} V=${V}, ${STEPS} timed steps after ${WARMUP}; load ${load.map((v) => v.toFixed(2)).join(" ")}`);
-const results: Result[] = [];
+console.log(`bench/seq_peers: ${model}, B=${shape.batch} T=${shape.seq}, ${rounds} rounds of ${only.join(",")}; load ${load.map((v) => v.toFixed(2)).join(" ")}`);
 const device = await Device.request({ label: "bench" });
-for (const mode of ["loss-at-end", "loss-every-step"] as const) {
-  if (only.includes("ours")) results.push(await ours(device, mode));
-  if (only.includes("tf")) {
-    const ok = await tf.setBackend("webgpu");
-    await tf.ready();
-    if (!ok) throw new Error("tfjs: the webgpu backend is not available");
-    results.push(await tfjs(mode));
-  }
+const t0 = performance.now();
+const results = await runSitting(device, { shape, contenders: only, modes, rounds, log: console.log });
+const loadAfter = Deno.loadavg();
+console.log(sittingTable(shape, results).join("\n"));
+console.log(`load before ${load.map((v) => v.toFixed(2)).join(" ")}, after ${loadAfter.map((v) => v.toFixed(2)).join(" ")}; sitting ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+const outAt = Deno.args.indexOf("--out");
+if (outAt >= 0) {
+  const out = { runtime: `deno ${Deno.version.deno}`, date: new Date().toISOString(), shape, rounds, load: { before: load, after: loadAfter }, results };
+  Deno.writeTextFileSync(Deno.args[outAt + 1], JSON.stringify(out, null, 2) + "\n");
 }
-console.log("| contender | loss read | ms / step | samples/s | loss first → last |");
-console.log("|---|---|---|---|---|");
-for (const r of results) {
-  console.log(`| ${r.contender} | ${r.mode} | ${r.msPerStep.toFixed(0)} | ${((B * 1000) / r.msPerStep).toFixed(1)} | ${r.firstLoss.toFixed(3)} → ${r.lastLoss.toFixed(3)} |`);
-}
-for (const mode of ["loss-at-end", "loss-every-step"]) {
-  const o = results.find((r) => r.contender === "ours" && r.mode === mode), t = results.find((r) => r.contender === "tf" && r.mode === mode);
-  if (o && t) console.log(`${mode}: ours ${(t.msPerStep / o.msPerStep).toFixed(2)}x TF.js`);
-}
-const bad = results.filter((r) => !(r.lastLoss < r.firstLoss));
+const bad = notFalling(results);
 if (bad.length) {
-  console.error(`bench/seq_peers: the loss did not fall for ${bad.map((r) => `${r.contender} ${r.mode}`).join(", ")}`);
+  console.error(`bench/seq_peers: the loss did not fall for ${bad.map((r) => `${r.contender} ${r.mode} round ${r.round}`).join(", ")}`);
   Deno.exit(1);
 }
-console.log(`load after ${Deno.loadavg().map((v) => v.toFixed(2)).join(" ")}`);
