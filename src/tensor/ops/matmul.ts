@@ -268,7 +268,10 @@ function gemm(
   const [bm, bn] = shared || (vec4 && va && vb)
     ? [t.tm, t.tn]
     : [Math.min(t.tm, tuning.MATMUL_UNALIGNED.tm), Math.min(t.tn, tuning.MATMUL_UNALIGNED.tn)];
-  const tm = fit(bm, m, t.wgy), tn = fit(bn, n, t.wgx);
+  // Rows: at least two row groups. On lavapipe a product whose rows fit one thread block
+  // (m <= TM) ran 12-38x slower than with half the block (m = 32: 38 ms at TM 32, 1 ms at
+  // TM 16; bench/README.md "Skinny products"), which is what an LSTM step at batch <= 32 does.
+  const tm = fit(bm, m / 2, t.wgy), tn = fit(bn, n, t.wgx);
   if (epi.mask && (shared || bias)) throw new Error(`${origin}: a masked product needs the register kernel and no bias`);
   const kind = epi.mask ? "matmul_forward_mask" : `${bias ? "linear" : "matmul"}_forward`;
   const entry = `${kind}${shared ? "_shared" : vec4 ? "_vec4" : ""}`;
