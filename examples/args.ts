@@ -40,6 +40,8 @@ export interface TrainArgs {
   serve: number;
   /** Address the nats-server of `--serve` listens on. */
   natsHost: string;
+  /** The demo page that `--serve` prints join links to (browser tabs join there). */
+  tabUrl: string;
   /** A join token: this process is a remote rank of another run. */
   join: string;
   help: boolean;
@@ -93,8 +95,11 @@ Usage: npm start -- [flags]
                                  trains once all joined (--ranks local + n remote)
   --nats-host <addr>             address that nats-server listens on (default 127.0.0.1: this
                                  machine only; 0.0.0.0 for other machines, then use TLS: README)
+  --tab-url <url>                the demo page whose join links --serve prints (default
+                                 http://localhost:5173/, \`npm run demo\` on the tab's machine:
+                                 WebGPU needs localhost or https)
   --join <token>                 be a remote rank of the run that printed this token (the
-                                 coordinator's other flags follow it in its join command)
+                                 token carries the coordinator's model and data flags)
   --help                         this text
 
 Writes <out>/<name>/dashboard.html, the record log under <out>/<name>/log/, and the
@@ -131,6 +136,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     sample: 100,
     serve: 0,
     natsHost: "127.0.0.1",
+    tabUrl: "http://localhost:5173/",
     join: "",
     help: false,
   };
@@ -220,6 +226,16 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
         const v = value();
         if (!v || !/^[\w.:-]+$/.test(v)) throw new RangeError(`--nats-host must be a host name or address, got ${JSON.stringify(v)}`);
         a.natsHost = v;
+        break;
+      }
+      case "--tab-url": {
+        const v = value();
+        let ok = false;
+        try {
+          ok = /^https?:$/.test(new URL(v ?? "").protocol);
+        } catch { /* not a URL */ }
+        if (!ok) throw new RangeError(`--tab-url must be an http(s) URL of the demo page, got ${JSON.stringify(v)}`);
+        a.tabUrl = v;
         break;
       }
       case "--join": {
