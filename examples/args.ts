@@ -3,6 +3,7 @@
  * errors that name the flag, the expected values and the value given.
  */
 import { CHAR_MODELS, MODELS, type ModelName } from "./models.ts";
+import { RECIPES } from "./recipes.ts";
 
 export const MODES = ["cpu-sync", "cpu-cadence", "cpu-async", "nccl-sync", "nccl-cadence"] as const;
 export type Mode = (typeof MODES)[number];
@@ -259,4 +260,62 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
   if (a.serve && a.join) throw new RangeError(`--serve and --join exclude each other: a process coordinates a run or joins one`);
   a.name ||= `${a.model}-${a.mode}-${a.ranks}r` + (a.serve ? `+${a.serve}remote` : "");
   return a;
+}
+
+/**
+ * What the coordinator's flags decide for every rank: the program arguments of
+ * examples/program.ts (JSON: worker ranks get them by re-entry, remote ranks in the token).
+ */
+export interface ProgramSettings {
+  model: ModelName;
+  /** Training / held-out samples (0 = all). */
+  subset: number;
+  testSubset: number;
+  normalize?: boolean;
+  lr: number;
+  epochs: number;
+  batch: number;
+}
+
+/**
+ * The settings in the program arguments, checked.
+ * @throws {RangeError} Naming the argument, what it must be and what it is.
+ */
+export function programSettings(args: Record<string, unknown>): ProgramSettings {
+  const model = args.model as ModelName;
+  if (!MODELS.includes(model)) throw new RangeError(`program argument "model" must be one of ${MODELS.join(", ")}, got ${JSON.stringify(model)}`);
+  const num = (key: string, min: number, integer = true) => {
+    const v = args[key];
+    if (typeof v !== "number" || !(v >= min) || (integer && !Number.isInteger(v))) {
+      throw new RangeError(`program argument "${key}" must be ${integer ? "an integer" : "a number"} >= ${min}, got ${JSON.stringify(v)}`);
+    }
+    return v;
+  };
+  const normalize = args.normalize;
+  if (normalize !== undefined && typeof normalize !== "boolean") {
+    throw new RangeError(`program argument "normalize" must be a boolean or absent, got ${JSON.stringify(normalize)}`);
+  }
+  return {
+    model,
+    subset: num("subset", 0),
+    testSubset: num("testSubset", 0),
+    normalize,
+    lr: num("lr", Number.MIN_VALUE, false),
+    epochs: num("epochs", 1),
+    batch: num("batch", 1),
+  };
+}
+
+/** The program arguments of a coordinator's flags (the model's defaults filled in). */
+export function settingsOf(a: TrainArgs): ProgramSettings {
+  const subsets = defaultSubsets(a.model);
+  return {
+    model: a.model,
+    subset: a.subset ?? subsets.subset,
+    testSubset: a.testSubset ?? subsets.testSubset,
+    normalize: a.normalize,
+    lr: a.lr ?? RECIPES[a.model].lr,
+    epochs: a.epochs,
+    batch: a.batch,
+  };
 }

