@@ -91,7 +91,9 @@ export async function joinFromPage(token: string, entry: URL, state: JoinState, 
   };
   let rank;
   try {
-    rank = joinRun(token.trim(), { entry, anyLine: true, log, onEvent });
+    // The coordinator prints where a rank joined from: a tab has no host name to give.
+    const host = `browser tab on ${navigator.platform || "an unknown platform"}`;
+    rank = joinRun(token.trim(), { entry, anyLine: true, host, log, onEvent });
   } catch (e) {
     state.state = "error";
     state.reason = (e as Error).message;

@@ -19,6 +19,7 @@
 import { expect, type Page, test } from "@playwright/test";
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import { PORT } from "../../playwright.config.ts";
 import type { Report } from "../fixtures/tab_report.ts";
 
 const root = join(import.meta.dirname, "..", "..");
@@ -26,6 +27,13 @@ const DENO = join(root, "node_modules", ".bin", "deno");
 const SUBSET = 1200, TEST = 300, BATCH = 24;
 /** Below the all-local band's lowest run by more than this is a failure (ranks race: runs differ). */
 const BAND = 0.05;
+
+/**
+ * A dev server of our own without file watching or HMR (as demo.spec.ts): an edit under the
+ * shared server's watch would reload the tab, and a reloaded tab is a dead rank.
+ */
+const DEV_PORT = PORT + 1;
+const DEV = `http://127.0.0.1:${DEV_PORT}`;
 
 /** Deno needs a private XDG_RUNTIME_DIR on lavapipe (scripts/env.sh). */
 const env = { ...process.env, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? "/tmp" };
@@ -52,8 +60,16 @@ class Proc {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+  /** Kill it (and the nats-server it started, by the pid it printed) unless it ended. */
   stop(): void {
-    if (this.child.exitCode === null) this.child.kill("SIGKILL");
+    if (this.child.exitCode !== null) return;
+    this.child.kill("SIGKILL");
+    const nats = /^nats (\d+)$/m.exec(this.out);
+    if (nats) {
+      try {
+        process.kill(Number(nats[1]), "SIGKILL");
+      } catch { /* it had stopped */ }
+    }
   }
 }
 
@@ -81,9 +97,27 @@ const joinState = (page: Page) => page.evaluate(() => (globalThis as any).__demo
 /** Open the demo page with this join link (plus `extra` query parameters). */
 async function openJoin(page: Page, t: string, extra = ""): Promise<void> {
   page.on("console", (m) => m.type() === "error" && console.log(`[tab] ${m.text()}`));
-  await page.goto(`/?join=${t}${extra}`);
+  await page.goto(`${DEV}/?join=${t}${extra}`);
   await expect(page.locator("#join-status")).toHaveText(/^(Joining as rank|Rank) 1/, { timeout: 60_000 });
 }
+
+let server: { close(): Promise<void> } | undefined;
+test.beforeAll(async () => {
+  test.setTimeout(120_000);
+  const { createServer } = await import("vite");
+  const s = await createServer({
+    root,
+    configFile: join(root, "vite.config.ts"),
+    cacheDir: join(root, "test-results", "join", "vite-cache"),
+    logLevel: "warn",
+    server: { port: DEV_PORT, strictPort: true, hmr: false, watch: null },
+  });
+  await s.listen();
+  server = s;
+});
+test.afterAll(async () => {
+  await server?.close();
+});
 
 let procs: Proc[] = [];
 test.afterEach(() => {
@@ -154,7 +188,9 @@ test("a tab that loads another program is refused at join; the page shows the co
   // The demo's logistic program instead of npm start's: same data, another module and model.
   await openJoin(page, await token(c, 1), "&program=/demo/programs/logistic.ts");
   await expect.poll(async () => (await joinState(page)).state, { timeout: 120_000 }).toBe("refused");
-  await expect(page.locator("#join-error")).toHaveText(/rank 1: refused at join: program "logistic\.ts:\d+:\d+", the run's is "program\.ts:\d+:\d+"/);
+  await expect(page.locator("#join-error")).toHaveText(
+    /rank 1 \(host browser tab on [^)]*\): refused at join: program "logistic\.ts:\d+:\d+", the run's is "program\.ts:\d+:\d+"/,
+  );
   const r = await report(c);
-  expect(r.error).toMatch(/rank 1: refused at join: program/);
+  expect(r.error).toMatch(/rank 1 \(host browser tab on [^)]*\): refused at join: program/);
 });

@@ -64,6 +64,8 @@ export interface JoinOptions {
   beaconLossMs?: number;
   /** Progress lines (joined, refused, stopped). Default: none. */
   log?: (line: string) => void;
+  /** How the coordinator names this rank's machine (default: Deno's host name; none in a browser). */
+  host?: string;
   /** Every event the rank sends the coordinator (its batches, heartbeats), as it is sent: a page's progress. */
   onEvent?: (e: RankEvent) => void;
   /**
@@ -115,7 +117,7 @@ export function joinRun(token: string, opts: JoinOptions = {}): RemoteRank {
   };
   enterRankRole(role);
   const log = opts.log ?? (() => {});
-  const done = serve(t, role, opts.entry === undefined, opts, log, deno?.hostname?.() ?? "");
+  const done = serve(t, role, opts.entry === undefined, opts, log, opts.host ?? deno?.hostname?.() ?? "");
   return { rank: t.rank, run: t.run, url: t.url, done };
 }
 
