@@ -60,12 +60,11 @@ class Proc {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  /** Kill it (and the nats-server it started, by the pid it printed) unless it ended. */
+  /** Kill it unless it ended, and the nats-server it started (by the pid it printed) unless it reported. */
   stop(): void {
-    if (this.child.exitCode !== null) return;
-    this.child.kill("SIGKILL");
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
     const nats = /^nats (\d+)$/m.exec(this.out);
-    if (nats) {
+    if (nats && !/^report /m.test(this.out)) {
       try {
         process.kill(Number(nats[1]), "SIGKILL");
       } catch { /* it had stopped */ }
@@ -193,4 +192,15 @@ test("a tab that loads another program is refused at join; the page shows the co
   );
   const r = await report(c);
   expect(r.error).toMatch(/rank 1 \(host browser tab on [^)]*\): refused at join: program/);
+});
+
+test("the coordinator goes away mid-epoch (killed, its nats-server left up): the tab stops by itself and says why", async ({ page }) => {
+  const c = coordinator(1, 1);
+  procs.push(c);
+  await openJoin(page, await token(c, 1));
+  await expect.poll(async () => (await joinState(page)).steps, { timeout: 300_000 }).toBeGreaterThanOrEqual(1);
+  c.child.kill("SIGKILL"); // no bye: the tab hears no more beacons
+  await expect.poll(async () => (await joinState(page)).state, { timeout: 120_000 }).toBe("stopped");
+  expect((await joinState(page)).reason).toMatch(/rank 1: no beacon from the coordinator for \d+ ms \(beaconLossMs 30000\); stopping/);
+  await expect(page.locator("#join-status")).toHaveText(/^Rank 1 left the run after \d+ steps .*no beacon from the coordinator/);
 });
