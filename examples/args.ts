@@ -92,8 +92,9 @@ Usage: npm start -- [flags]
   --sample <n>                   char-rnn, gpt-nano: characters of text sampled from the trained
                                  model at the end (default 100; 0 = none)
   --serve <n>                    also wait for n remote ranks (other processes or machines):
-                                 starts a nats-server, prints one join command per rank,
-                                 trains once all joined (--ranks local + n remote)
+                                 starts a nats-server, prints per rank a join command and a
+                                 link for a browser tab (either, once), trains once all joined
+                                 (--ranks local + n remote)
   --nats-host <addr>             address that nats-server listens on (default 127.0.0.1: this
                                  machine only; 0.0.0.0 for other machines, then use TLS: README)
   --tab-url <url>                the demo page whose join links --serve prints (default
