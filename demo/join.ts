@@ -27,6 +27,8 @@ export interface JoinState {
   samples: number;
   epoch: number;
   loss: number;
+  /** "Compiling" notices the rank sent (before new GPU pipelines: seconds to minutes on a software adapter). */
+  compiles: number;
   /** Why the rank stopped (the coordinator's words for a refusal). */
   reason: string;
   /** The rank's log lines (joined, refused, stopped). */
@@ -35,7 +37,7 @@ export interface JoinState {
 
 /** A fresh, idle state. */
 export function idleJoin(): JoinState {
-  return { state: "idle", rank: -1, run: "", url: "", steps: 0, samples: 0, epoch: 0, loss: NaN, reason: "", log: [] };
+  return { state: "idle", rank: -1, run: "", url: "", steps: 0, samples: 0, epoch: 0, loss: NaN, compiles: 0, reason: "", log: [] };
 }
 
 /**
@@ -59,7 +61,9 @@ export function joinText(s: JoinState): string {
     case "joining":
       return `Joining as rank ${s.rank} at ${s.url}: loading the program and its data…`;
     case "joined":
-      return `${who} of run ${s.run}: joined at ${s.url}; waiting for work.`;
+      return s.compiles > 0
+        ? `${who} of run ${s.run}: compiling its GPU pipelines (slow on a software adapter)…`
+        : `${who} of run ${s.run}: joined at ${s.url}; waiting for work.`;
     case "training":
       return `${who} of run ${s.run}: training, epoch ${s.epoch + 1}, ${s.steps} steps (${s.samples} samples), loss ${s.loss.toFixed(4)}.`;
     case "stopped":
@@ -82,6 +86,7 @@ export async function joinFromPage(token: string, entry: URL, state: JoinState, 
     update();
   };
   const onEvent = (e: RankEvent) => {
+    if (e.kind === "compiling") state.compiles++;
     if (e.kind !== "batch") return;
     state.state = "training";
     state.steps++;

@@ -94,12 +94,27 @@ interface JoinState {
   state: string;
   rank: number;
   steps: number;
+  compiles: number;
   samples: number;
   reason: string;
 }
 /** How the page was last loaded: "navigate", or "reload" (a dev server's reload would end its rank). */
 const navigation = (page: Page) => page.evaluate(() => (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming).type);
 const joinState = (page: Page) => page.evaluate(() => (globalThis as any).__demo.join as JoinState);
+
+/** The tab's steps, polled; its state is printed once a minute (slow software adapters). */
+async function tabSteps(page: Page, atLeast: number): Promise<void> {
+  const t0 = Date.now();
+  let shown = 0;
+  await expect.poll(async () => {
+    const s = await joinState(page);
+    if (Date.now() - t0 > (shown + 1) * 60_000) {
+      shown++;
+      console.log(`tab after ${shown} min: ${s.state}, ${s.compiles} compile notices, ${s.steps} steps`);
+    }
+    return s.steps;
+  }, { timeout: TAB_STEPS_MS, message: "the tab's steps" }).toBeGreaterThanOrEqual(atLeast);
+}
 
 /** Open the demo page with this join link (plus `extra` query parameters). */
 async function openJoin(page: Page, t: string, extra = ""): Promise<void> {
@@ -178,7 +193,7 @@ test("the tab is closed mid-epoch: the run finishes on the survivors, every samp
   procs.push(c);
   await openJoin(page, await token(c, 1));
   const t0 = Date.now();
-  await expect.poll(async () => (await joinState(page)).steps, { timeout: TAB_STEPS_MS, message: "the tab's steps" }).toBeGreaterThanOrEqual(3);
+  await tabSteps(page, 3);
   console.log(`tab: 3 steps after ${(Date.now() - t0) / 1000} s; coordinator so far:\n${c.out}`);
   expect(c.out, "the run had not ended when the tab trained its third step").not.toMatch(/^report /m);
   await page.close();
@@ -210,7 +225,7 @@ test("the coordinator goes away mid-epoch (killed, its nats-server left up): the
   const c = coordinator(1, 1);
   procs.push(c);
   await openJoin(page, await token(c, 1));
-  await expect.poll(async () => (await joinState(page)).steps, { timeout: TAB_STEPS_MS, message: "the tab's steps" }).toBeGreaterThanOrEqual(1);
+  await tabSteps(page, 1);
   c.child.kill("SIGKILL"); // no bye: the tab hears no more beacons
   await expect.poll(async () => (await joinState(page)).state, { timeout: 120_000 }).toBe("stopped");
   expect((await joinState(page)).reason).toMatch(/rank 1: no beacon from the coordinator for \d+ ms \(beaconLossMs 30000\); stopping/);
