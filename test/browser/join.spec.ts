@@ -11,7 +11,9 @@
  * - the tab is closed mid-epoch: the run finishes on the survivors, every sample once, the
  *   tab's rank reported lost;
  * - a tab that loads another program is refused at join, and the page shows the
- *   coordinator's words.
+ *   coordinator's words;
+ * - the coordinator is killed mid-epoch (its nats-server left up): the tab hears no more
+ *   beacons, stops by itself and says why.
  *
  * Coverage and accuracy come from the coordinator's report (its chunk ledger), never from
  * timing. Small: 1200 MNIST images, one epoch, 2 cores shared with others.
