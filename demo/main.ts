@@ -1,7 +1,8 @@
 /**
  * The demo page: controls → a training run (session.ts) with live charts, the 3-D drift
  * view, a digit pad that asks the trained model, and downloads of the dashboard and the
- * model. Program modules are imported on demand; this module never runs in a rank.
+ * model. Program modules are imported on demand; this module never runs in a rank worker.
+ * "Join a run" (join.ts, `?join=<token>`) makes this tab a remote rank of another run.
  */
 import "./style.css";
 import { Device, encodeSafetensors, setProgramArgs, type TrainedState } from "../src/index.ts";
@@ -17,6 +18,7 @@ import { dataSizes, MAX_RANKS, presetFromQuery, readSettings, runName } from "./
 import { Bars } from "./bars.ts";
 import { RunProgress } from "./progress.ts";
 import { RANK_COLORS } from "./drift_scene.ts";
+import { idleJoin, joinFromPage, joinText, programUrl } from "./join.ts";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const form = $<HTMLFormElement>("controls");
@@ -26,6 +28,9 @@ const statusEl = $("status");
 const errorEl = $("error");
 const dashboardEl = $("dashboard");
 const gpuEl = $("gpu");
+const joinForm = $<HTMLFormElement>("join-form");
+const joinBtn = $<HTMLButtonElement>("join");
+const joinToken = $<HTMLTextAreaElement>("join-token");
 
 /** What tests and the curious read from the console: `__demo`. */
 const demo = {
@@ -42,6 +47,8 @@ const demo = {
   session: undefined as Session | undefined,
   /** Text sampled from the consensus (gpt-nano), one entry per epoch and one at the end. */
   samples: [] as { epoch: number; text: string }[],
+  /** This tab as a remote rank of another run ("Join a run", `?join=`). */
+  join: idleJoin(),
 };
 (globalThis as unknown as { __demo: typeof demo }).__demo = demo;
 
@@ -73,6 +80,7 @@ function showError(e: unknown): void {
 
 function setBusy(busy: boolean): void {
   startBtn.disabled = busy;
+  joinBtn.disabled = busy;
   stopBtn.disabled = !busy;
   for (const el of form.querySelectorAll<HTMLInputElement | HTMLSelectElement>("fieldset input, fieldset select")) {
     el.disabled = busy;
@@ -294,6 +302,34 @@ function sampleDigit(): void {
   $("sample-label").textContent = `Test image #${i}, labelled ${label[0]}.`;
 }
 
+// ---- join a run ------------------------------------------------------------------------
+
+function showJoin(): void {
+  const j = demo.join;
+  $("join-status").textContent = joinText(j);
+  const err = $("join-error");
+  err.hidden = !(j.state === "refused" || j.state === "error");
+  err.textContent = err.hidden ? "" : j.reason;
+}
+
+/** Become a remote rank of the run of `token` (once per page load: the page is a rank from then on). */
+async function join(token: string): Promise<void> {
+  if (demo.join.state !== "idle" || !token.trim()) return;
+  let entry: URL;
+  try {
+    entry = programUrl(new URLSearchParams(location.search).get("program"), location.origin);
+  } catch (e) {
+    Object.assign(demo.join, { state: "error", reason: (e as Error).message });
+    showJoin();
+    return;
+  }
+  joinToken.value = token;
+  joinBtn.disabled = joinToken.disabled = true;
+  startBtn.disabled = true;
+  setStatus("This tab is a rank of another run (see Join a run); reload the page to train here.");
+  await joinFromPage(token, entry, demo.join, showJoin);
+}
+
 // ---- start-up -----------------------------------------------------------------------------
 
 async function init(): Promise<void> {
@@ -333,6 +369,11 @@ async function init(): Promise<void> {
     pad.onInput(null);
   });
   $("sample").addEventListener("click", sampleDigit);
+  joinForm.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void join(joinToken.value);
+  });
+  showJoin();
   setDownloads();
   bars.clear("Train a model first.");
 
@@ -350,12 +391,20 @@ async function init(): Promise<void> {
       ul.append(li);
     }
     gpuEl.append(p, ul);
-    startBtn.disabled = true;
+    startBtn.disabled = joinBtn.disabled = true;
     setStatus("WebGPU is not available.");
     return;
   }
   gpuEl.textContent = `GPU adapter: ${probe.summary.name}` +
     (probe.summary.fallback ? " (a software adapter: expect slow training)" : "");
+  const token = query.get("join");
+  if (token) {
+    // A tab that joins another run trains nothing here: no 3-D view (its GPU device and
+    // pipelines would slow the rank's start on a software adapter).
+    $("drift-note").textContent = "This tab joins another run: the 3-D view shows runs trained on this page.";
+    void join(token);
+    return;
+  }
   try {
     drift = await DriftView.create($<HTMLCanvasElement>("drift"));
     drift.onLost = (why) => {

@@ -3,6 +3,7 @@
  * errors that name the flag, the expected values and the value given.
  */
 import { CHAR_MODELS, MODELS, type ModelName } from "./models.ts";
+import { RECIPES } from "./recipes.ts";
 
 export const MODES = ["cpu-sync", "cpu-cadence", "cpu-async", "nccl-sync", "nccl-cadence"] as const;
 export type Mode = (typeof MODES)[number];
@@ -42,6 +43,8 @@ export interface TrainArgs {
   spare: number;
   /** Address the nats-server of `--serve` listens on. */
   natsHost: string;
+  /** The demo page that `--serve` prints join links to (browser tabs join there). */
+  tabUrl: string;
   /** A join token: this process is a remote rank of another run. */
   join: string;
   help: boolean;
@@ -91,16 +94,20 @@ Usage: npm start -- [flags]
   --sample <n>                   char-rnn, gpt-nano: characters of text sampled from the trained
                                  model at the end (default 100; 0 = none)
   --serve <n>                    also wait for n remote ranks (other processes or machines):
-                                 starts a nats-server, prints one join command per rank,
-                                 trains once all joined (--ranks local + n remote)
+                                 starts a nats-server, prints per rank a join command and a
+                                 link for a browser tab (either, once), trains once all joined
+                                 (--ranks local + n remote)
   --spare <n>                    also open n spare remote slots (elastic membership): a rank
                                  joining one while the run goes is admitted at the next epoch
                                  boundary; their join commands are printed too (starts the
                                  nats-server as --serve does, which may then be 0)
   --nats-host <addr>             address that nats-server listens on (default 127.0.0.1: this
                                  machine only; 0.0.0.0 for other machines, then use TLS: README)
+  --tab-url <url>                the demo page whose join links --serve prints (default
+                                 http://localhost:5173/, \`npm run demo\` on the tab's machine:
+                                 WebGPU needs localhost or https)
   --join <token>                 be a remote rank of the run that printed this token (the
-                                 coordinator's other flags follow it in its join command)
+                                 token carries the coordinator's model and data flags)
   --help                         this text
 
 Writes <out>/<name>/dashboard.html, the record log under <out>/<name>/log/, and the
@@ -138,6 +145,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     serve: 0,
     spare: 0,
     natsHost: "127.0.0.1",
+    tabUrl: "http://localhost:5173/",
     join: "",
     help: false,
   };
@@ -232,6 +240,16 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
         a.natsHost = v;
         break;
       }
+      case "--tab-url": {
+        const v = value();
+        let ok = false;
+        try {
+          ok = /^https?:$/.test(new URL(v ?? "").protocol);
+        } catch { /* not a URL */ }
+        if (!ok) throw new RangeError(`--tab-url must be an http(s) URL of the demo page, got ${JSON.stringify(v)}`);
+        a.tabUrl = v;
+        break;
+      }
       case "--join": {
         const v = value();
         if (!v || !/^[\w-]+$/.test(v)) throw new RangeError(`--join must be a join token (letters, digits, '-', '_'), got ${JSON.stringify(v)}`);
@@ -255,4 +273,62 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
   }
   a.name ||= `${a.model}-${a.mode}-${a.ranks}r` + (a.serve ? `+${a.serve}remote` : "") + (a.spare ? `+${a.spare}spare` : "");
   return a;
+}
+
+/**
+ * What the coordinator's flags decide for every rank: the program arguments of
+ * examples/program.ts (JSON: worker ranks get them by re-entry, remote ranks in the token).
+ */
+export interface ProgramSettings {
+  model: ModelName;
+  /** Training / held-out samples (0 = all). */
+  subset: number;
+  testSubset: number;
+  normalize?: boolean;
+  lr: number;
+  epochs: number;
+  batch: number;
+}
+
+/**
+ * The settings in the program arguments, checked.
+ * @throws {RangeError} Naming the argument, what it must be and what it is.
+ */
+export function programSettings(args: Record<string, unknown>): ProgramSettings {
+  const model = args.model as ModelName;
+  if (!MODELS.includes(model)) throw new RangeError(`program argument "model" must be one of ${MODELS.join(", ")}, got ${JSON.stringify(model)}`);
+  const num = (key: string, min: number, integer = true) => {
+    const v = args[key];
+    if (typeof v !== "number" || !(v >= min) || (integer && !Number.isInteger(v))) {
+      throw new RangeError(`program argument "${key}" must be ${integer ? "an integer" : "a number"} >= ${min}, got ${JSON.stringify(v)}`);
+    }
+    return v;
+  };
+  const normalize = args.normalize;
+  if (normalize !== undefined && typeof normalize !== "boolean") {
+    throw new RangeError(`program argument "normalize" must be a boolean or absent, got ${JSON.stringify(normalize)}`);
+  }
+  return {
+    model,
+    subset: num("subset", 0),
+    testSubset: num("testSubset", 0),
+    normalize,
+    lr: num("lr", Number.MIN_VALUE, false),
+    epochs: num("epochs", 1),
+    batch: num("batch", 1),
+  };
+}
+
+/** The program arguments of a coordinator's flags (the model's defaults filled in). */
+export function settingsOf(a: TrainArgs): ProgramSettings {
+  const subsets = defaultSubsets(a.model);
+  return {
+    model: a.model,
+    subset: a.subset ?? subsets.subset,
+    testSubset: a.testSubset ?? subsets.testSubset,
+    normalize: a.normalize,
+    lr: a.lr ?? RECIPES[a.model].lr,
+    epochs: a.epochs,
+    batch: a.batch,
+  };
 }

@@ -19,7 +19,6 @@ import {
   Device,
   ElCheConfig,
   encodeSafetensors,
-  EvalCadence,
   fromArray,
   isRank,
   joinRun,
@@ -27,69 +26,49 @@ import {
   MNIST_STD,
   observe,
   serverAuthorization,
+  setProgramArgs,
   Timeline,
-  Trainer,
 } from "../src/index.ts";
-import { defaultSubsets, HELP, parseTrainArgs, type TrainArgs } from "./args.ts";
+import { HELP, parseTrainArgs, settingsOf, type TrainArgs } from "./args.ts";
 import { exitNow } from "./exit.ts";
 import { buildModel } from "./models.ts";
 import { Progress } from "./progress.ts";
-import { loadTaskData, type Metric, RECIPES } from "./recipes.ts";
+import type { Metric } from "./recipes.ts";
 import { sampleText } from "./sample.ts";
 import { startNatsServer } from "../scripts/nats_server.ts";
+
+/** The module ranks re-enter (worker ranks, `--join` processes, browser tabs): the builder is created there. */
+const PROGRAM = new URL("./program.ts", import.meta.url);
 
 function parse(): TrainArgs {
   try {
     return parseTrainArgs(Deno.args);
   } catch (e) {
-    if (!isRank()) {
-      console.error(`npm start: ${(e as Error).message}`);
-      Deno.exit(2);
-    }
-    throw e;
+    console.error(`npm start: ${(e as Error).message}`);
+    Deno.exit(2);
   }
 }
 
 const args = parse();
 if (args.join) {
-  // A remote rank: enter the rank role before the builder below is created; serve until the run ends.
-  joinRun(args.join, { log: (line) => console.log(line) }).done.then(
+  // A remote rank: the token carries the coordinator's program arguments; serve until the run ends.
+  joinRun(args.join, { entry: PROGRAM, log: (line) => console.log(line) }).done.then(
     () => exitNow(0),
     (e) => {
       console.error(`npm start --join: ${(e as Error).message}`);
       exitNow(1);
     },
   );
-} else if (args.help && !isRank()) {
+} else if (args.help) {
   console.log(HELP);
   Deno.exit(0);
+} else {
+  // The web's Deno.args: set before the program is imported; worker ranks see the same values.
+  setProgramArgs({ ...settingsOf(args) });
 }
-
-const recipe = RECIPES[args.model];
-const lr = args.lr ?? recipe.lr;
-const subsets = defaultSubsets(args.model);
-const { train, test, vocab } = await loadTaskData(args.model, {
-  subset: args.subset ?? subsets.subset,
-  testSubset: args.testSubset ?? subsets.testSubset,
-  normalize: args.normalize,
-});
-const vocabSize = vocab?.itos.length;
-
-// Named after the model and the metric: the saved dashboard's title and eval chart read these names.
-const model = Object.defineProperty((device: Device) => buildModel(args.model, device, vocabSize), "name", { value: args.model });
-
-export const builder = Trainer.builder(model, (params) => recipe.optimizer(params, lr), recipe.loss)
-  .dataset(train)
-  .evalDataset(test)
-  .evalFn(recipe.evaluate)
-  .evalEvery(EvalCadence.epochs(1));
-// A rank is silent while it computes a step, and without a GPU (lavapipe) one step of 64
-// sequences takes 4 s (char-rnn) to 20 s (gpt-nano), more with ranks sharing cores: the default
-// 30 s heartbeat would declare a busy rank lost.
-if (recipe.data === "brown") builder.heartbeatTimeoutSecs(600);
-// The schedule counts global steps: every rank's batches (spec §6).
-const schedule = recipe.scheduler;
-if (schedule) builder.scheduler(() => schedule(lr, args.epochs * Math.floor(train.len() / args.batch)));
+const { builder, recipe, settings, train, test, vocab, vocabSize } = isRank()
+  ? {} as typeof import("./program.ts")
+  : await import("./program.ts");
 
 /** The eval metric as the terminal shows it. */
 const EVAL_TEXT: Record<Metric, (v: number) => string> = {
@@ -121,29 +100,29 @@ async function serve(a: TrainArgs): Promise<() => Promise<void>> {
   // The coordinator connects on this machine; remote ranks to the address they can reach.
   const url = `ws://${any ? "127.0.0.1" : a.natsHost}:${port}`;
   const joinUrl = `ws://${any ? Deno.hostname() : a.natsHost}:${port}`;
-  // The rank re-runs this program: the coordinator's flags follow the token, less the serving ones.
-  const flags: string[] = [];
-  for (let i = 0; i < Deno.args.length; i++) {
-    if (Deno.args[i] === "--serve" || Deno.args[i] === "--spare" || Deno.args[i] === "--nats-host") i++;
-    else flags.push(Deno.args[i]);
-  }
+  // A rank re-enters examples/program.ts with the program arguments in its token: the flags need not follow it.
   console.log(
     `nats-server pid ${server.pid} on ${joinUrl}; waiting for ${a.serve} remote rank(s)` +
       (a.spare ? `, ${a.spare} spare slot(s) open while the run goes (joins are admitted at the next epoch boundary)` : "") +
-      `. Run each command once, on any machine:`,
+      `. Each slot once, on any machine: a Deno process (a checkout of this repository), or a browser tab ` +
+      `on the demo page (${a.tabUrl}: \`npm run demo\` there; WebGPU needs localhost or https):`,
   );
   const firstSpare = a.ranks + a.serve;
+  const tab = (token: string) => {
+    const u = new URL(a.tabUrl);
+    u.searchParams.set("join", token);
+    return u.href;
+  };
   builder.remoteRanks({
     slots: a.serve,
     ...(a.spare ? { maxSlots: a.serve + a.spare } : {}),
     url,
     joinUrl,
     credentials: creds,
-    onJoinToken: (rank, token) =>
-      console.log(
-        `  ${rank >= firstSpare ? "spare " : ""}rank ${rank}: deno run -A --no-check examples/train.ts --join ${token}` +
-          `${flags.length ? " " + flags.join(" ") : ""}`,
-      ),
+    onJoinToken: (rank, token) => {
+      console.log(`  ${rank >= firstSpare ? "spare " : ""}rank ${rank}: deno run -A --no-check examples/train.ts --join ${token}`);
+      console.log(`     or tab: ${tab(token)}`);
+    },
     onJoined: (rank, h) =>
       console.log(`rank ${rank} joined from ${h.host || "a remote host"} (${h.adapter})${rank >= firstSpare ? "; it trains from the next epoch" : ""}`),
   });
@@ -190,7 +169,7 @@ async function main(a: TrainArgs): Promise<void> {
   console.log(
     `flodl-webgpu: ${a.model} on ${data}, ${a.ranks} rank(s)` + (a.serve ? ` + ${a.serve} remote` : "") +
       (a.spare ? ` + ${a.spare} spare` : "") + `, ${a.mode}, ` +
-      `bf16 wire ${bf16Wire(a) ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}, lr ${lr}` +
+      `bf16 wire ${bf16Wire(a) ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}, lr ${settings.lr}` +
       (recipe.data === "mnist" && (a.normalize === false || a.model === "conv-ae") ? ", pixels in [0, 1]" : "") +
       (a.normalize ? "" : ", pixels not standardized") +
       (a.slowRank >= 0 ? `, rank ${a.slowRank} ${a.slowdownFactor}× slower` : ""),

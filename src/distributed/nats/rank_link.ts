@@ -50,6 +50,16 @@ export interface RankServer {
 /** Names a handler may not be called by: Object's own (toString, constructor, __proto__...). */
 const FORBIDDEN = new Set(Object.getOwnPropertyNames(Object.prototype));
 
+
+/** How long a rank that goes down waits for its connection to drain and close, ms. */
+const DRAIN_MS = 5000;
+
+/** `p`, or nothing after `ms`. */
+async function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
 /**
  * Serve `handler` on this rank's subjects until the link goes down.
  * @throws {RangeError} On a bad run id or a server max_payload too small to chunk.
@@ -99,8 +109,12 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     try {
       await opts.onDown?.(error);
     } catch { /* the rank stops anyway */ }
-    if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
-    await status;
+    // NOTE: a drain needs the server. One that went away meanwhile (a coordinator stops its
+    // server right after its bye) can leave a browser's WebSocket client pending for good,
+    // and a rank that never says it stopped is a hang: wait DRAIN_MS at most, then close.
+    if (!nc.isClosed()) await within(nc.drain().catch(() => {}), DRAIN_MS);
+    if (!nc.isClosed()) await within(nc.close().catch(() => {}), DRAIN_MS);
+    await within(status, DRAIN_MS);
     resolveDown(error);
   };
 

@@ -17,7 +17,7 @@ import type { Module } from "../../nn/mod.ts";
 import { connectLink, decodeJoinToken, encodeJoinToken, type RankCredentials, serveRank } from "../nats/mod.ts";
 import type { CoordinatorSink, RankApi } from "../protocol/messages.ts";
 import { layoutDigest, programId, type RemoteHello } from "../protocol/remote_hello.ts";
-import { dispatch, RANK_CALLS, type RankListener, sinkOf } from "../protocol/transport.ts";
+import { dispatch, RANK_CALLS, type RankEvent, type RankListener, sinkOf } from "../protocol/transport.ts";
 import { forwardRankApi } from "../rank/rank_forward.ts";
 import { layoutOf } from "../rank/rank_runtime.ts";
 import type { BuilderState } from "./builder_state.ts";
@@ -64,6 +64,17 @@ export interface JoinOptions {
   beaconLossMs?: number;
   /** Progress lines (joined, refused, stopped). Default: none. */
   log?: (line: string) => void;
+  /** How the coordinator names this rank's machine (default: Deno's host name; none in a browser). */
+  host?: string;
+  /** Every event the rank sends the coordinator (its batches, heartbeats), as it is sent: a page's progress. */
+  onEvent?: (e: RankEvent) => void;
+  /**
+   * The entry is a transformed copy of the coordinator's module (a browser tab importing it
+   * through Vite, which strips types and blank lines), so the builder's line:col differ
+   * from the token's: take the single builder the entry module creates. The program is
+   * then matched by its file name; layout, dataset size and wire are checked as always.
+   */
+  anyLine?: boolean;
 }
 
 /** A joining remote rank. */
@@ -102,10 +113,11 @@ export function joinRun(token: string, opts: JoinOptions = {}): RemoteRank {
     timeoutMs: (opts.timeoutSecs ?? 60) * 1000,
     session: t.run,
     args: t.args ?? {},
+    anyLine: opts.anyLine,
   };
   enterRankRole(role);
   const log = opts.log ?? (() => {});
-  const done = serve(t, role, opts.entry === undefined, opts, log, deno?.hostname?.() ?? "");
+  const done = serve(t, role, opts.entry === undefined, opts, log, opts.host ?? deno?.hostname?.() ?? "");
   return { rank: t.rank, run: t.run, url: t.url, done };
 }
 
@@ -182,7 +194,13 @@ async function serve(
     },
     onRefused: (e) => log(`flodl: ${e.message}`),
   });
-  const listener: RankListener = { event: (e) => server.emit(e), down: () => {} };
+  const listener: RankListener = {
+    event: (e) => {
+      opts.onEvent?.(e);
+      server.emit(e);
+    },
+    down: () => {},
+  };
   log(`rank ${rank}: joined run ${t.run} at ${t.url} (${host || "this host"}, ${hello.adapter}); waiting for work`);
   const why = (await server.down).message;
   log(`rank ${rank}: stopped: ${why}`);

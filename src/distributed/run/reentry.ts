@@ -27,6 +27,12 @@ export interface RankRole {
   session: string;
   /** The coordinator's program arguments ({@link programArgs}), set before the entry is imported. */
   args?: Record<string, unknown>;
+  /**
+   * A remote rank whose entry is a transformed copy of the coordinator's module (a browser
+   * tab through Vite): the single builder created in the entry module is this rank's,
+   * whatever its line:col (joinRun's `anyLine`).
+   */
+  anyLine?: boolean;
 }
 
 /** A builder as the registry sees it: its site, and a promise-free view of its readiness. */
@@ -156,10 +162,12 @@ function sameModule(a: string, b: string): boolean {
 export function awaitBuilder<B>(role: RankRole, evaluation: Promise<unknown>): Promise<B> {
   const reg = registry();
   const explicit = !sameModule(role.entry, role.site.url);
+  const inEntry = () => reg.builders.filter((b) => sameModule(b.site.url, role.entry));
   const find = (): Registered<unknown> | undefined =>
     reg.builders.find((b) => sameSite(b.site, role.site)) ??
       reg.builders.find((b) => sameModule(b.site.url, role.site.url) && b.site.line === role.site.line && b.site.col === role.site.col) ??
-      (explicit && reg.builders.length === 1 ? reg.builders[0] : undefined);
+      (explicit && reg.builders.length === 1 ? reg.builders[0] : undefined) ??
+      (role.anyLine && inEntry().length === 1 ? inEntry()[0] : undefined);
   return new Promise<B>((resolve, reject) => {
     let settled = false;
     const finish = (err?: Error) => {

@@ -1,4 +1,4 @@
-import { parseTrainArgs } from "../../../examples/args.ts";
+import { parseTrainArgs, programSettings, settingsOf } from "../../../examples/args.ts";
 import { assertEquals, assertThrows } from "../../util/assert.ts";
 
 Deno.test("npm start flags: defaults, every flag, and a derived run name", () => {
@@ -36,6 +36,23 @@ Deno.test("npm start flags: --serve, --nats-host and --join; --serve with --join
   assertThrows(() => parseTrainArgs(["--serve", "0"]), RangeError, "--serve", ">= 1", '"0"');
   assertThrows(() => parseTrainArgs(["--join", "a b"]), RangeError, "--join", "join token", '"a b"');
   assertThrows(() => parseTrainArgs(["--serve", "1", "--join", "abc"]), RangeError, "--serve", "--join");
+  assertEquals(s.tabUrl, "http://localhost:5173/", "the demo page's default address");
+  assertEquals(parseTrainArgs(["--serve", "1", "--tab-url", "https://lab.example:8443/flodl/"]).tabUrl, "https://lab.example:8443/flodl/");
+  assertThrows(() => parseTrainArgs(["--tab-url", "ftp://x/"]), RangeError, "--tab-url", "http(s) URL", '"ftp://x/"');
+  assertThrows(() => parseTrainArgs(["--tab-url"]), RangeError, "--tab-url", "got undefined");
+});
+
+Deno.test("npm start's program arguments: the flags' settings round-trip through JSON; a bad argument is named", () => {
+  const a = parseTrainArgs(["--model", "lenet", "--subset", "1200", "--epochs", "2", "--batch", "24", "--no-normalize"]);
+  const s = settingsOf(a);
+  assertEquals(s, { model: "lenet", subset: 1200, testSubset: 0, normalize: false, lr: 1e-3, epochs: 2, batch: 24 });
+  assertEquals(programSettings(JSON.parse(JSON.stringify(s))), s, "as a rank reads them from its token");
+  assertEquals(settingsOf(parseTrainArgs(["--model", "gpt-nano"])).subset, 256, "the model's default subset filled in");
+  assertThrows(() => programSettings({ ...s, model: "resnet" }), RangeError, '"model"', "mlp", '"resnet"');
+  assertThrows(() => programSettings({ ...s, batch: 0 }), RangeError, '"batch"', ">= 1", "0");
+  assertThrows(() => programSettings({ ...s, subset: 1.5 }), RangeError, '"subset"', "integer", "1.5");
+  assertThrows(() => programSettings({ ...s, lr: -1 }), RangeError, '"lr"', "number", "-1");
+  assertThrows(() => programSettings({ ...s, normalize: "yes" }), RangeError, '"normalize"', "boolean", '"yes"');
 });
 
 Deno.test("npm start flags: --spare opens spare remote slots (elastic), with or without --serve; not with --join", () => {

@@ -1,0 +1,123 @@
+/**
+ * "Join a run": this tab becomes a remote rank of a run that a coordinator elsewhere drives
+ * (`npm start -- --serve N` prints a join token and a link `/?join=<token>`). The tab
+ * connects to the NATS WebSocket URL in the token, re-enters the coordinator's program
+ * module (examples/program.ts by default, `?program=/path.ts` for another) with the
+ * coordinator's program arguments from the token, and trains with its own GPU on this
+ * page's thread. Its data: the same MNIST (or Brown) files, fetched from this page's
+ * server, the subset the arguments name (examples/program.ts).
+ *
+ * Joining puts the page in the rank role for good (isRank() is true): training here again
+ * needs a reload. A refusal at join (another program, model layout, dataset size or wire)
+ * is shown with the coordinator's own words.
+ */
+import { joinRun, type RankEvent } from "../src/index.ts";
+
+/** The program module a tab re-enters when the link names none: `npm start`'s. */
+export const DEFAULT_PROGRAM = "/examples/program.ts";
+
+/** What the page shows of a joined rank (and tests read from `__demo.join`). */
+export interface JoinState {
+  state: "idle" | "joining" | "joined" | "training" | "stopped" | "refused" | "error";
+  rank: number;
+  run: string;
+  url: string;
+  /** Training steps (batches) this tab ran, and their samples. */
+  steps: number;
+  samples: number;
+  epoch: number;
+  loss: number;
+  /** "Compiling" notices the rank sent (before new GPU pipelines: seconds to minutes on a software adapter). */
+  compiles: number;
+  /** Why the rank stopped (the coordinator's words for a refusal). */
+  reason: string;
+  /** The rank's log lines (joined, refused, stopped). */
+  log: string[];
+}
+
+/** A fresh, idle state. */
+export function idleJoin(): JoinState {
+  return { state: "idle", rank: -1, run: "", url: "", steps: 0, samples: 0, epoch: 0, loss: NaN, compiles: 0, reason: "", log: [] };
+}
+
+/**
+ * The program module's URL on this page's server.
+ * @throws {RangeError} When `path` is not a same-server `.ts` path (the `program` parameter named).
+ */
+export function programUrl(path: string | null, origin: string): URL {
+  const p = path ?? DEFAULT_PROGRAM;
+  if (!/^\/[\w./-]+\.ts$/.test(p) || p.includes("..") || p.includes("//")) {
+    throw new RangeError(`?program= must be a path of a .ts module on this server (e.g. ${DEFAULT_PROGRAM}), got ${JSON.stringify(p)}`);
+  }
+  return new URL(p, origin);
+}
+
+/** One line of what a state means, for the page's status. */
+export function joinText(s: JoinState): string {
+  const who = `Rank ${s.rank}`;
+  switch (s.state) {
+    case "idle":
+      return "Not joined. Paste a join token (npm start -- --serve N prints one per slot) or open the printed link.";
+    case "joining":
+      return `Joining as rank ${s.rank} at ${s.url}: loading the program and its data…`;
+    case "joined":
+      return s.compiles > 0
+        ? `${who} of run ${s.run}: compiling its GPU pipelines (slow on a software adapter)…`
+        : `${who} of run ${s.run}: joined at ${s.url}; waiting for work.`;
+    case "training":
+      return `${who} of run ${s.run}: training, epoch ${s.epoch + 1}, ${s.steps} steps (${s.samples} samples), loss ${s.loss.toFixed(4)}.`;
+    case "stopped":
+      return `${who} left the run after ${s.steps} steps (${s.samples} samples): ${s.reason}`;
+    case "refused":
+      return `${who} was refused by the coordinator.`;
+    case "error":
+      return `${who} could not serve the run.`;
+  }
+}
+
+/**
+ * Join the run of `token`: resolves when the rank stopped (state stopped, refused or error);
+ * `update` runs on every change.
+ */
+export async function joinFromPage(token: string, entry: URL, state: JoinState, update: () => void): Promise<void> {
+  const log = (line: string) => {
+    state.log.push(line);
+    if (/: joined run /.test(line)) state.state = "joined";
+    update();
+  };
+  const onEvent = (e: RankEvent) => {
+    if (e.kind === "compiling") state.compiles++;
+    if (e.kind !== "batch") return;
+    state.state = "training";
+    state.steps++;
+    state.samples += e.batch.samples;
+    state.epoch = e.batch.epoch;
+    state.loss = e.batch.loss;
+  };
+  let rank;
+  try {
+    // The coordinator prints where a rank joined from: a tab has no host name to give.
+    const host = `browser tab on ${navigator.platform || "an unknown platform"}`;
+    rank = joinRun(token.trim(), { entry, anyLine: true, host, log, onEvent });
+  } catch (e) {
+    state.state = "error";
+    state.reason = (e as Error).message;
+    update();
+    return;
+  }
+  Object.assign(state, { state: "joining", rank: rank.rank, run: rank.run, url: rank.url });
+  update();
+  // Steps arrive many per second: the page redraws a few times a second.
+  const ticker = setInterval(update, 250);
+  try {
+    const why = await rank.done;
+    state.reason = why;
+    state.state = /refused at join/.test(why) ? "refused" : "stopped";
+  } catch (e) {
+    state.state = "error";
+    state.reason = (e as Error).message;
+  } finally {
+    clearInterval(ticker);
+    update();
+  }
+}

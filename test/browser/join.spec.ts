@@ -1,0 +1,235 @@
+/**
+ * A browser tab joins a run a Deno coordinator drives over NATS (issue 10): the coordinator
+ * (test/fixtures/tab_coordinator.ts: `npm start`'s program, examples/program.ts, its own
+ * nats-server on a free loopback port, one local worker rank) prints a join token per remote
+ * slot; the tab opens the demo page with `?join=<token>`, re-enters the same program module
+ * through Vite and trains on its own WebGPU device (SwiftShader here).
+ *
+ * - a tab and a Deno process (`examples/train.ts --join`) join: the run ends with every
+ *   sample trained exactly once and the accuracy in the band of the same world all local;
+ *   the page shows the rank, its steps, and that the coordinator ended the run;
+ * - the tab is closed mid-epoch: the run finishes on the survivors, every sample once, the
+ *   tab's rank reported lost;
+ * - a tab that loads another program is refused at join, and the page shows the
+ *   coordinator's words;
+ * - the coordinator is killed mid-epoch (its nats-server left up): the tab hears no more
+ *   beacons, stops by itself and says why.
+ *
+ * Coverage and accuracy come from the coordinator's report (its chunk ledger), never from
+ * timing. Small: 1200 MNIST images, one epoch, 2 cores shared with others.
+ */
+import { expect, type Page, test } from "@playwright/test";
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { PORT } from "../../playwright.config.ts";
+import type { Report } from "../fixtures/tab_report.ts";
+
+const root = join(import.meta.dirname, "..", "..");
+const DENO = join(root, "node_modules", ".bin", "deno");
+const SUBSET = 1200, TEST = 300, BATCH = 24;
+/** Below the all-local band's lowest run by more than this is a failure (ranks race: runs differ). */
+const BAND = 0.05;
+/**
+ * Upper bounds, never assertions: a tab on SwiftShader compiles its pipelines before its first
+ * step, which took 2.5 min on this 2-core machine under a load of 17 (seconds on a GPU).
+ */
+const TAB_STEPS_MS = 900_000;
+test.describe.configure({ timeout: 1_800_000 });
+
+/**
+ * A dev server of our own without file watching or HMR (as demo.spec.ts): an edit under the
+ * shared server's watch would reload the tab, and a reloaded tab is a dead rank.
+ */
+const DEV_PORT = PORT + 1;
+const DEV = `http://127.0.0.1:${DEV_PORT}`;
+
+/** Deno needs a private XDG_RUNTIME_DIR on lavapipe (scripts/env.sh). */
+const env = { ...process.env, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? "/tmp" };
+
+/** A Deno process whose output is kept; killed by its pid in `stop`. */
+class Proc {
+  readonly child: ChildProcess;
+  out = "";
+  readonly exited: Promise<number>;
+  constructor(args: string[]) {
+    this.child = spawn(DENO, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+    this.child.stdout!.on("data", (d) => (this.out += d));
+    this.child.stderr!.on("data", (d) => (this.out += d));
+    this.exited = new Promise((r) => this.child.on("exit", (code) => r(code ?? -1)));
+  }
+  /** Resolves with the first match of `re` in the output; rejects when the process exits first. */
+  async wait(re: RegExp, what: string): Promise<RegExpExecArray> {
+    let gone = false;
+    void this.exited.then(() => (gone = true));
+    for (;;) {
+      const m = re.exec(this.out);
+      if (m) return m;
+      if (gone) throw new Error(`the process exited before ${what}:\n${this.out}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  /** Kill it unless it ended, and the nats-server it started (by the pid it printed) unless it reported. */
+  stop(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
+    const nats = /^nats (\d+)$/m.exec(this.out);
+    if (nats && !/^report /m.test(this.out)) {
+      try {
+        process.kill(Number(nats[1]), "SIGKILL");
+      } catch { /* it had stopped */ }
+    }
+  }
+}
+
+/** The coordinator with `locals` worker ranks and `remotes` remote slots. */
+function coordinator(locals: number, remotes: number): Proc {
+  return new Proc(["run", "-A", "--no-check", "test/fixtures/tab_coordinator.ts", ...[locals, remotes, SUBSET, TEST, BATCH].map(String)]);
+}
+
+async function report(c: Proc): Promise<Report> {
+  const m = await c.wait(/^report (.*)$/m, "its report");
+  return JSON.parse(m[1]) as Report;
+}
+
+const token = async (c: Proc, rank: number) => (await c.wait(new RegExp(`^token ${rank} (\\S+)$`, "m"), `the token of rank ${rank}`))[1];
+
+interface JoinState {
+  state: string;
+  rank: number;
+  steps: number;
+  compiles: number;
+  samples: number;
+  reason: string;
+}
+/** How the page was last loaded: "navigate", or "reload" (a dev server's reload would end its rank). */
+const navigation = (page: Page) => page.evaluate(() => (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming).type);
+const joinState = (page: Page) => page.evaluate(() => (globalThis as any).__demo.join as JoinState);
+
+/** The tab's steps, polled; its state is printed once a minute (slow software adapters). */
+async function tabSteps(page: Page, atLeast: number): Promise<void> {
+  const t0 = Date.now();
+  let shown = 0;
+  await expect.poll(async () => {
+    const s = await joinState(page);
+    if (Date.now() - t0 > (shown + 1) * 60_000) {
+      shown++;
+      console.log(`tab after ${shown} min: ${s.state}, ${s.compiles} compile notices, ${s.steps} steps`);
+    }
+    return s.steps;
+  }, { timeout: TAB_STEPS_MS, message: "the tab's steps" }).toBeGreaterThanOrEqual(atLeast);
+}
+
+/** Open the demo page with this join link (plus `extra` query parameters). */
+async function openJoin(page: Page, t: string, extra = ""): Promise<void> {
+  page.on("console", (m) => m.type() === "error" && console.log(`[tab] ${m.text()}`));
+  page.on("pageerror", (e) => console.log(`[tab] ${e}`));
+  await page.goto(`${DEV}/?join=${t}${extra}`);
+  await expect(page.locator("#join-status")).toHaveText(/^(Joining as rank|Rank) 1/, { timeout: 60_000 });
+}
+
+let server: { close(): Promise<void> } | undefined;
+test.beforeAll(async () => {
+  test.setTimeout(120_000);
+  const { createServer } = await import("vite");
+  const s = await createServer({
+    root,
+    configFile: join(root, "vite.config.ts"),
+    cacheDir: join(root, "test-results", "join", "vite-cache"),
+    logLevel: "warn",
+    server: { port: DEV_PORT, strictPort: true, hmr: false, watch: null },
+  });
+  await s.listen();
+  server = s;
+});
+test.afterAll(async () => {
+  await server?.close();
+});
+
+let procs: Proc[] = [];
+test.afterEach(({}, info) => {
+  if (info.status !== info.expectedStatus) for (const p of procs) console.log(`--- output of deno ${p.child.spawnargs.slice(1, 4).join(" ")} …:\n${p.out}`);
+  for (const p of procs) p.stop();
+  procs = [];
+});
+
+test("a tab and a Deno process join a Deno coordinator with a worker rank: every sample once, accuracy in the all-local band", async ({ page }) => {
+  // The band: the same world (3 ranks) all local, twice.
+  const local: number[] = [];
+  for (let i = 0; i < 2; i++) {
+    const c = coordinator(3, 0);
+    procs.push(c);
+    const r = await report(c);
+    expect(r.error, `all-local run ${i}`).toBeUndefined();
+    expect(r.once, `all-local run ${i}: samples trained exactly once`).toBe(r.samples);
+    local.push(r.acc!);
+  }
+
+  const c = coordinator(1, 2);
+  procs.push(c);
+  await openJoin(page, await token(c, 1));
+  const rank = new Proc(["run", "-A", "--no-check", "examples/train.ts", "--join", await token(c, 2)]);
+  procs.push(rank);
+  const r = await report(c);
+  console.log(`test accuracy: all-local ${local.map((a) => a.toFixed(3)).join(", ")}; 1 local + tab + Deno process ${r.acc?.toFixed(3)}`);
+  expect(r.error, `the run's error (coordinator output:\n${c.out})`).toBeUndefined();
+  expect(r.lost, "no rank lost").toEqual([]);
+  expect(r.devices.length, "three ranks").toBe(3);
+  expect(r.perRank[1] ?? 0, "the tab (rank 1) trained samples").toBeGreaterThan(0);
+  expect(r.once, `every sample trained exactly once (never ${r.never}, more ${r.twice})`).toBe(r.samples);
+  expect(r.acc!, `accuracy with the tab vs the all-local band ${local.join(", ")}`).toBeGreaterThanOrEqual(Math.min(...local) - BAND);
+
+  // The page saw it all: joined as rank 1, steps, and the coordinator's end of the run.
+  await expect.poll(async () => (await joinState(page)).state, { timeout: 120_000 }).toBe("stopped");
+  const s = await joinState(page);
+  expect(s.rank).toBe(1);
+  expect(s.samples, "the page counts the samples its rank trained, as the coordinator's ledger").toBe(r.perRank[1]);
+  expect(s.reason).toMatch(/coordinator ended the run/);
+  await expect(page.locator("#join-status")).toHaveText(new RegExp(`^Rank 1 left the run after ${s.steps} steps`));
+  await expect(page.locator("#join-error")).toBeHidden();
+  expect(await navigation(page), "the tab was never reloaded").toBe("navigate");
+  expect(await rank.exited, `the Deno rank's exit code (its output:\n${rank.out})`).toBe(0);
+  expect(rank.out).toMatch(/coordinator ended the run/);
+});
+
+test("the tab is closed mid-epoch: the run finishes on the survivors, every sample once, the tab's rank lost", async ({ page }) => {
+  const c = coordinator(1, 1);
+  procs.push(c);
+  await openJoin(page, await token(c, 1));
+  const t0 = Date.now();
+  await tabSteps(page, 3);
+  console.log(`tab: 3 steps after ${(Date.now() - t0) / 1000} s; coordinator so far:\n${c.out}`);
+  expect(c.out, "the run had not ended when the tab trained its third step").not.toMatch(/^report /m);
+  await page.close();
+  const r = await report(c);
+  console.log(`report ${(Date.now() - t0) / 1000} s after joining: ${JSON.stringify(r)}`);
+  expect(r.error, `the run's error (coordinator output:\n${c.out})`).toBeUndefined();
+  expect(r.lost.length, `one rank lost: ${r.lost.join("; ")}`).toBe(1);
+  expect(r.lost[0]).toMatch(/^1: /);
+  expect(r.once, `every sample trained exactly once (never ${r.never}, more ${r.twice})`).toBe(r.samples);
+  expect(r.acc, "the survivors evaluated").toBeGreaterThan(0.1);
+});
+
+test("a tab that loads another program is refused at join; the page shows the coordinator's reason", async ({ page }) => {
+  const c = coordinator(1, 1);
+  procs.push(c);
+  // The demo's logistic program instead of npm start's: same data, another module and model.
+  await openJoin(page, await token(c, 1), "&program=/demo/programs/logistic.ts");
+  // The coordinator checks hellos once its local rank is up (compiled): minutes under load.
+  await expect.poll(async () => (await joinState(page)).state, { timeout: TAB_STEPS_MS, message: "the tab's state" }).toBe("refused");
+  expect(await navigation(page), "the tab was never reloaded (a reloaded tab is a new rank on a used token)").toBe("navigate");
+  await expect(page.locator("#join-error")).toHaveText(
+    /rank 1 \(host browser tab on [^)]*\): refused at join: program "logistic\.ts:\d+:\d+", the run's is "program\.ts:\d+:\d+"/,
+  );
+  const r = await report(c);
+  expect(r.error).toMatch(/rank 1 \(host browser tab on [^)]*\): refused at join: program/);
+});
+
+test("the coordinator goes away mid-epoch (killed, its nats-server left up): the tab stops by itself and says why", async ({ page }) => {
+  const c = coordinator(1, 1);
+  procs.push(c);
+  await openJoin(page, await token(c, 1));
+  await tabSteps(page, 1);
+  c.child.kill("SIGKILL"); // no bye: the tab hears no more beacons
+  await expect.poll(async () => (await joinState(page)).state, { timeout: 120_000 }).toBe("stopped");
+  expect((await joinState(page)).reason).toMatch(/rank 1: no beacon from the coordinator for \d+ ms \(beaconLossMs 30000\); stopping/);
+  await expect(page.locator("#join-status")).toHaveText(/^Rank 1 left the run after \d+ steps .*no beacon from the coordinator/);
+});
