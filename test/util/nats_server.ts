@@ -4,7 +4,7 @@
  */
 import { startNatsServer } from "../../scripts/nats_server.ts";
 import type { NatsServer } from "../../scripts/nats_server.ts";
-import { connectLink, createRunCredentials, serverAuthorization } from "../../src/distributed/nats/mod.ts";
+import { connectLink, coordinatorInbox, createRunCredentials, serverAuthorization } from "../../src/distributed/nats/mod.ts";
 import type { NatsConnection, RunCredentials } from "../../src/distributed/nats/mod.ts";
 
 /** A server for one run. */
@@ -25,7 +25,8 @@ export async function startRunServer(slots: number, maxPayload = 1024 * 1024): P
   return {
     server,
     creds,
-    connectCoordinator: () => connectLink(server.wsUrl, creds.coordinator.user, creds.coordinator.pass, "coordinator"),
+    connectCoordinator: () =>
+      connectLink(server.wsUrl, creds.coordinator.user, creds.coordinator.pass, "coordinator", coordinatorInbox(creds.run)),
     connectRank: (k) => connectLink(server.wsUrl, creds.ranks[k].user, creds.ranks[k].pass, `rank ${k}`),
     stop: () => server.stop(),
   };

@@ -54,6 +54,11 @@ export class NatsTransport implements RankTransport {
     return transport;
   }
 
+  /** The rank's connection is still at the server (its silence is a blocked thread, not a gone rank). */
+  present(): Promise<boolean> {
+    return this.link.present();
+  }
+
   constructor(readonly rank: number, readonly link: RankLink) {
     link.down.then((e) => {
       if (!this.#closed) this.#listener?.down(e.message);

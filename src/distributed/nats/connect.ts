@@ -15,11 +15,20 @@ export type { NatsConnection };
  * Connect to a NATS server over WebSocket with a run's user and password.
  * @param url `ws://host:port` (loopback tests) or `wss://host:port` (anything else).
  * @param who Names the side in errors: "coordinator" or "rank 3".
+ * @param inboxPrefix Reply subjects' prefix (the coordinator's: `coordinatorInbox(run)`).
  * @throws {Error} Naming `who`, the user and the URL when the server refuses or is unreachable.
  */
-export async function connectLink(url: string, user: string, pass: string, who: string): Promise<NatsConnection> {
+export async function connectLink(url: string, user: string, pass: string, who: string, inboxPrefix?: string): Promise<NatsConnection> {
   try {
-    return await wsconnect({ servers: url, user, pass, name: `flodl ${who}`, reconnect: false, timeout: 10_000 });
+    return await wsconnect({
+      servers: url,
+      user,
+      pass,
+      name: `flodl ${who}`,
+      reconnect: false,
+      timeout: 10_000,
+      ...(inboxPrefix ? { inboxPrefix } : {}),
+    });
   } catch (e) {
     throw new Error(`${who}: NATS at ${url} refused user "${user}": ${(e as Error).message}`, { cause: e });
   }

@@ -6,6 +6,7 @@
  * then rejects with a {@link RankLinkError} naming the rank, and later calls reject at once.
  */
 import { decodeValue, encodeValue } from "./codec.ts";
+import { RequestError } from "@nats-io/nats-core";
 import type { NatsConnection } from "./connect.ts";
 import { maxPayloadOf } from "./connect.ts";
 import { deriveRankKey } from "./credentials.ts";
@@ -50,7 +51,18 @@ export interface RankLink {
   readonly bytes: { sent: number; received: number };
   /** Tell the rank to stop (bye) and take the link down. */
   close(reason?: string): Promise<void>;
+  /**
+   * Whether the rank's connection is still at the server: false when the link is down or
+   * nothing subscribes to the rank's subject any more (a closed tab, a killed process: the
+   * server dropped its connection), which the server answers at once ("no responders"),
+   * however busy the rank is. True otherwise, also while the rank's thread is blocked: the
+   * probe is a request the rank never answers, so a live rank lets it time out.
+   */
+  present(): Promise<boolean>;
 }
+
+/** How long a presence probe waits for the server's "no responders", ms. */
+const PROBE_MS = 2000;
 
 /** The coordinator's side of a run on NATS. */
 export interface NatsCoordinator {
@@ -91,6 +103,7 @@ class Link implements RankLink {
     private readonly receiver: WireReceiver,
     private readonly listeners: RankLinkListeners,
     private readonly unsubscribe: () => void,
+    private readonly probe: () => Promise<unknown>,
   ) {
     this.ready.catch(() => {}); // a link that never joined is reported through `down`
   }
@@ -176,6 +189,16 @@ class Link implements RankLink {
     this.#down.resolve(error);
   }
 
+  async present(): Promise<boolean> {
+    if (this.#isDown) return false;
+    try {
+      await this.probe();
+      return true;
+    } catch (e) {
+      return !(e instanceof RequestError && e.isNoResponders());
+    }
+  }
+
   async close(reason = "the coordinator closed the run"): Promise<void> {
     if (this.#isDown) return;
     if (this.#joined) await this.send({ k: "bye", reason }).catch(() => {});
@@ -244,7 +267,7 @@ export async function openCoordinator(opts: CoordinatorLinkOptions): Promise<Nat
       const receiver = new WireReceiver(fromRankSubject(run, rank), run, `r${rank}`, key, rank, true);
       const link = new Link(rank, sender, receiver, listeners, () => {
         if (!nc.isClosed()) sub.unsubscribe();
-      });
+      }, () => nc.request(toRankSubject(run, rank), new Uint8Array(0), { timeout: PROBE_MS }));
       const sub = nc.subscribe(fromRankSubject(run, rank), { callback: (_err, msg) => link.receive(msg.data.slice()) });
       links.set(rank, link);
       await nc.flush(); // the subscription is live at the server before the token goes out

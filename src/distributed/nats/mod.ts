@@ -24,4 +24,4 @@ export { serveRank } from "./rank_link.ts";
 export { remote } from "./remote.ts";
 export type { Remote } from "./remote.ts";
 export type { RankHandler, RankServeOptions, RankServer } from "./rank_link.ts";
-export { fromRankSubject, toRankSubject } from "./subjects.ts";
+export { coordinatorInbox, fromRankSubject, toRankSubject } from "./subjects.ts";

@@ -141,6 +141,9 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
   let chain: Promise<void> = Promise.resolve();
   nc.subscribe(toRankSubject(run, rank), {
     callback: (_err, msg) => {
+      // An empty message is the coordinator's presence probe (coordinator_link.ts): the
+      // server's delivery is its answer; the rank sends nothing back.
+      if (msg.data.length === 0) return;
       const chunk = msg.data.slice();
       chain = chain.then(async () => {
         if (isDown) return;

@@ -39,6 +39,14 @@ export function rankPublishPrefix(run: string, rank: number): string {
   return `flodl.${run}.r${rank}.>`;
 }
 
+/**
+ * Prefix of the coordinator's reply inboxes (its presence probes are requests): inside the
+ * run's subjects, which its permissions allow, where nats.js's default `_INBOX` is not.
+ */
+export function coordinatorInbox(run: string): string {
+  return `flodl.${run}.inbox`;
+}
+
 /** Everything of the run (the coordinator's permissions). */
 export function runPrefix(run: string): string {
   return `flodl.${run}.>`;

@@ -71,6 +71,12 @@ export interface RankTransport {
   request<K extends RankCallName>(name: K, ...args: RankCalls[K]["args"]): Promise<RankCalls[K]["result"]>;
   /** Release the connection (the client asked the rank to `stop` first, when it could). Idempotent. */
   close(): Promise<void>;
+  /**
+   * Whether the rank's end is still there, asked while it is silent: false only when it is
+   * certainly gone (a remote rank whose connection the server dropped), true when alive or
+   * unknown. Absent where silence is the only sign (a worker's thread).
+   */
+  present?(): Promise<boolean>;
 }
 
 /** The calls of a rank as methods over a transport: `view.snapshot(round, exact)` is `request("snapshot", round, exact)`. */

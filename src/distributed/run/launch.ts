@@ -193,15 +193,28 @@ async function launchRanks<M extends Module>(
   const adapters = [...hellos.map((h) => h.adapter), ...(remote?.spares ?? []).map(() => "(spare slot)")];
   const monitor = runMonitor(state, cfg, W, adapters, places);
   let coordinator: Coordinator<M> | undefined;
+  // A rank silent past its allowance is lost. One silent past the heartbeat timeout but
+  // allowed longer (compiling, slow steps) is asked, where its transport can tell, whether it
+  // is still there at all: a closed tab is lost then, not after the stall ceiling.
+  const probing = new Map<number, number>();
   const watchdog = setInterval(() => {
     const limit = cfg.heartbeatTimeoutSecs * 1000, compileLimit = stallCeilingMs(cfg.heartbeatTimeoutSecs);
+    const now = performance.now();
     for (const c of clients) {
-      const silent = c.overdueMs(performance.now(), limit, compileLimit);
+      const silent = c.overdueMs(now, limit, compileLimit);
       if (c.alive && silent > 0) {
         const why = c.compiling
           ? `compiling GPU pipelines (stall ceiling ${(compileLimit / 1000).toFixed(0)} s)`
           : `heartbeatTimeoutSecs ${cfg.heartbeatTimeoutSecs}`;
         c.fail(new RankLostError(c.rank, `rank ${c.rank} was silent for ${(silent / 1000).toFixed(1)} s (${why})`), false);
+      } else if (c.alive && c.transport.present && now - c.lastSeen > limit && now - (probing.get(c.rank) ?? -Infinity) > limit) {
+        probing.set(c.rank, now);
+        const quiet = now - c.lastSeen;
+        void c.transport.present().then((here) => {
+          if (!here && c.alive) {
+            c.fail(new RankLostError(c.rank, `rank ${c.rank} is gone: its connection left the NATS server while it was silent for ${(quiet / 1000).toFixed(1)} s`), false);
+          }
+        });
       }
     }
   }, 250);

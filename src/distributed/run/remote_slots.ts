@@ -6,7 +6,7 @@
  * the rank and the item that differs.
  */
 import { NatsTransport } from "../coordinator/transport_nats.ts";
-import { connectLink, type NatsCoordinator, openCoordinator } from "../nats/mod.ts";
+import { connectLink, coordinatorInbox, type NatsCoordinator, openCoordinator } from "../nats/mod.ts";
 import { checkRemoteHello, type JoinExpectation, type RemoteHello } from "../protocol/remote_hello.ts";
 import type { RemoteRanksSpec } from "./builder_state.ts";
 import { joinTokenFor } from "./join.ts";
@@ -57,7 +57,7 @@ export async function openRemoteSlots(
   args: Record<string, unknown>,
 ): Promise<RemoteSlots> {
   const creds = spec.credentials;
-  const nc = await connectLink(spec.url, creds.coordinator.user, creds.coordinator.pass, "coordinator");
+  const nc = await connectLink(spec.url, creds.coordinator.user, creds.coordinator.pass, "coordinator", coordinatorInbox(creds.run));
   let coordinator: NatsCoordinator;
   try {
     coordinator = await openCoordinator({ connection: nc, run: creds.run, runKey: creds.runKey });

@@ -365,3 +365,24 @@ Deno.test("NATS link: two ranks on one coordinator connection answer interleaved
     await rs.stop();
   }
 });
+
+Deno.test("NATS link: present() is true while the rank's thread is busy and false once its connection left the server", async () => {
+  const rs = await startRunServer(1);
+  try {
+    // The rank is in a call that never answers: silent, as a rank compiling pipelines.
+    const refused: string[] = [];
+    const { coord, link, rnc } = await pair(rs, 0, { hang: () => new Promise(() => {}) }, {
+      rank: { onRefused: (e) => refused.push(e.message) },
+    });
+    void link.call("hang").catch(() => {});
+    assertEquals(await link.present(), true, "a served rank is present");
+    assertEquals(await link.present(), true, "and stays so (the probe does not upset its link)");
+    assertEquals(refused, [], "the rank took no probe for a forged message");
+    // The rank's connection goes (a closed tab): the server has no subscriber on its subject.
+    await rnc.close();
+    assertEquals(await link.present(), false, "a rank whose connection left is not present");
+    await coord.close();
+  } finally {
+    await rs.stop();
+  }
+});
