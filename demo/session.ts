@@ -152,6 +152,9 @@ export class Session {
         if (this.program.data.kind === "text") this.consensus = consensus.slice();
       },
       wantsFrames: this.drift !== undefined || this.program.data.kind === "text",
+      // Membership in the live view's rank table and events (a worker that died; a joined rank).
+      rankLost: (rank, reason) => this.view.appendMembership({ ts: Date.now(), rank, kind: "lost", epoch: this.epochs, reason }),
+      rankJoined: (rank, epoch, place) => this.view.appendMembership({ ts: Date.now(), rank, kind: "joined", epoch, ...place }),
     });
     this.startedAt = performance.now();
     const handle = await b.run();
