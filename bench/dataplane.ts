@@ -36,14 +36,8 @@ import {
   writePack,
 } from "../src/index.ts";
 import { buildModel } from "../examples/models.ts";
+import { flag } from "./flags.ts";
 
-function flag(name: string, fallback: number): number {
-  const i = Deno.args.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(Deno.args[i + 1]);
-  if (!Number.isInteger(v) || v < 1) throw new RangeError(`bench/dataplane.ts: --${name} must be a positive integer, got ${Deno.args[i + 1]}`);
-  return v;
-}
 
 const ONLY = Deno.args.includes("--only") ? Deno.args[Deno.args.indexOf("--only") + 1] : undefined;
 const N = flag("subset", 12800), EPOCHS = flag("epochs", 3), REPEAT = flag("repeat", 1), B = 64;

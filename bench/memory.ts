@@ -36,16 +36,8 @@ import { collectGarbage, loadCollector } from "../src/gpu/collect.ts";
 import { messageCollections } from "../src/distributed/coordinator/rank_client.ts";
 import { exitNow } from "../examples/exit.ts";
 import { mlp } from "../examples/models.ts";
+import { flag } from "./flags.ts";
 
-function flag(name: string, fallback: number): number {
-  const i = Deno.args.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(Deno.args[i + 1]);
-  if (!Number.isInteger(v) || v < 1) {
-    throw new RangeError(`bench/memory.ts: --${name} must be a positive integer, got ${Deno.args[i + 1]}`);
-  }
-  return v;
-}
 
 const mode = Deno.args[0];
 if (mode !== "engine" && mode !== "trainer") {

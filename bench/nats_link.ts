@@ -14,11 +14,8 @@
  */
 import { startRunServer } from "../test/util/nats_server.ts";
 import { openCoordinator, serveRank } from "../src/distributed/nats/mod.ts";
+import { arg } from "./flags.ts";
 
-function arg(name: string, fallback: string): string {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 ? Deno.args[i + 1] : fallback;
-}
 const sizes = arg("sizes", "1,4").split(",").map(Number);
 const reps = Number(arg("reps", "20"));
 const maxPayload = Number(arg("max-payload", String(1024 * 1024)));

@@ -18,6 +18,7 @@
  *   deno run -A --no-check bench/relay_sim.ts [--params 203530] [--per-host 4] [--max 256] [--json out.json]
  */
 import { accumulateBf16, packBf16 } from "../src/tensor/mod.ts";
+import { flag } from "./flags.ts";
 
 interface Row {
   ranks: number;
@@ -32,13 +33,6 @@ interface Row {
   serverMiB: number;
 }
 
-function flag(name: string, fallback: number): number {
-  const i = Deno.args.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(Deno.args[i + 1]);
-  if (!Number.isInteger(v) || v <= 0) throw new RangeError(`--${name} must be a positive integer, got ${Deno.args[i + 1]}`);
-  return v;
-}
 
 const P = flag("params", 203_530); // the 784-256-10 MLP
 const PER_HOST = flag("per-host", 4);

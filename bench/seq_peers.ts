@@ -10,14 +10,8 @@
  */
 import { Device } from "../src/index.ts";
 import { CONTENDERS, notFalling, runSitting, SEQ_MODELS, type SeqContender, type SeqMode, type SeqModel, sittingTable } from "./seq_contenders.ts";
+import { flag } from "./flags.ts";
 
-function flag(name: string, fallback: number): number {
-  const i = Deno.args.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(Deno.args[i + 1]);
-  if (!Number.isInteger(v) || v <= 0) throw new RangeError(`--${name} must be a positive integer, got ${Deno.args[i + 1]}`);
-  return v;
-}
 function list(name: string): string[] | undefined {
   const i = Deno.args.indexOf(`--${name}`);
   return i < 0 ? undefined : Deno.args[i + 1].split(",");

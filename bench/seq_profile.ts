@@ -10,14 +10,8 @@
 import { Device } from "../src/index.ts";
 import { profileKernels, timeMedian } from "./profile.ts";
 import { batchIds, oursModel, oursStep, SEQ_MODELS, type SeqModel } from "./seq_contenders.ts";
+import { flag } from "./flags.ts";
 
-function flag(name: string, fallback: number): number {
-  const i = Deno.args.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(Deno.args[i + 1]);
-  if (!Number.isInteger(v) || v <= 0) throw new RangeError(`--${name} must be a positive integer, got ${Deno.args[i + 1]}`);
-  return v;
-}
 const modelAt = Deno.args.indexOf("--model");
 const model = (modelAt >= 0 ? Deno.args[modelAt + 1] : "gpt-nano") as SeqModel;
 if (!SEQ_MODELS.includes(model)) throw new RangeError(`--model must be one of ${SEQ_MODELS.join(", ")}, got ${model}`);
