@@ -66,6 +66,20 @@ function spawnRank(token: string, env: Record<string, string> = {}): RankProcess
   return { child, output };
 }
 
+/** Ranks stop on the coordinator's bye; one that does not within 15 s is killed. Waits for each to end. */
+async function reap(procs: RankProcess[]): Promise<void> {
+  for (const p of procs) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([p.child.status, new Promise((r) => (timer = setTimeout(r, 15_000)))]);
+    clearTimeout(timer);
+    try {
+      p.child.kill("SIGKILL");
+    } catch { /* exited */ }
+    await p.child.status;
+    await p.output;
+  }
+}
+
 function program(batch: number) {
   return mnistRemote.clone().elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(batch).numEpochs(1)
     .lrScaleRatio(0).heartbeatTimeoutSecs(8);
@@ -109,16 +123,7 @@ async function run(opts: {
     const acc = h.evals.filter((e) => e.value !== undefined).at(-1)?.value;
     return { state, acc, ledger, lost, devices: h.devices(), procs };
   } finally {
-    // Ranks stop on the coordinator's bye; one that does not within 15 s is killed.
-    for (const p of procs) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([p.child.status, new Promise((r) => (timer = setTimeout(r, 15_000)))]);
-      clearTimeout(timer);
-      try {
-        p.child.kill("SIGKILL");
-      } catch { /* exited */ }
-      await p.child.status;
-    }
+    await reap(procs);
     await server?.stop();
     last = procs;
     if (Deno.env.get("REMOTE_TEST_LOG")) for (const p of procs) console.log(await p.output);
@@ -299,16 +304,7 @@ gpuTest("elastic: a remote rank killed in epoch 1 and a new remote process joini
     assert(/joined run/.test(log) && /coordinator ended the run/.test(log), `the newcomer's log:\n${log}`);
     assertEquals(code, 0, `newcomer exit code (log:\n${log})`);
   } finally {
-    for (const p of procs) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([p.child.status, new Promise((r) => (timer = setTimeout(r, 15_000)))]);
-      clearTimeout(timer);
-      try {
-        p.child.kill("SIGKILL");
-      } catch { /* exited */ }
-      await p.child.status;
-      await p.output;
-    }
+    await reap(procs);
     await server.stop();
     await Deno.remove(out, { recursive: true });
   }
