@@ -27,8 +27,13 @@ import type { Report } from "../fixtures/tab_report.ts";
 const root = join(import.meta.dirname, "..", "..");
 const DENO = join(root, "node_modules", ".bin", "deno");
 const SUBSET = 1200, TEST = 300, BATCH = 24;
-/** Below the all-local band's lowest run by more than this is a failure (ranks race: runs differ). */
-const BAND = 0.05;
+/**
+ * The accuracy bar: the same world (3 ranks, this subset and batch) all local scored
+ * LOCAL_LOWEST at the lowest of its runs (bench/README.md "The join spec's accuracy bar": the
+ * distribution and the command); a run with the tab more than MARGIN below it is a failure
+ * (ranks race, so runs differ, and a tab on SwiftShader paces the others differently).
+ */
+const LOCAL_LOWEST = 0.72, MARGIN = 0.05;
 /**
  * Upper bounds, never assertions: a tab on SwiftShader compiles its pipelines before its first
  * step, which took 2.5 min on this 2-core machine under a load of 17 (seconds on a GPU).
@@ -37,7 +42,7 @@ const TAB_STEPS_MS = 900_000;
 test.describe.configure({ timeout: 1_800_000 });
 
 /**
- * A dev server of our own without file watching or HMR (as demo.spec.ts): an edit under the
+ * A dev server of our own without file watching or HMR: an edit under the
  * shared server's watch would reload the tab, and a reloaded tab is a dead rank.
  */
 const DEV_PORT = PORT + 1;
@@ -152,30 +157,19 @@ test.afterEach(({}, info) => {
 });
 
 test("a tab and a Deno process join a Deno coordinator with a worker rank: every sample once, accuracy in the all-local band", async ({ page }) => {
-  // The band: the same world (3 ranks) all local, twice.
-  const local: number[] = [];
-  for (let i = 0; i < 2; i++) {
-    const c = coordinator(3, 0);
-    procs.push(c);
-    const r = await report(c);
-    expect(r.error, `all-local run ${i}`).toBeUndefined();
-    expect(r.once, `all-local run ${i}: samples trained exactly once`).toBe(r.samples);
-    local.push(r.acc!);
-  }
-
   const c = coordinator(1, 2);
   procs.push(c);
   await openJoin(page, await token(c, 1));
   const rank = new Proc(["run", "-A", "--no-check", "examples/train.ts", "--join", await token(c, 2)]);
   procs.push(rank);
   const r = await report(c);
-  console.log(`test accuracy: all-local ${local.map((a) => a.toFixed(3)).join(", ")}; 1 local + tab + Deno process ${r.acc?.toFixed(3)}`);
+  console.log(`test accuracy: 1 local + tab + Deno process ${r.acc?.toFixed(3)} (all local, lowest of its runs: ${LOCAL_LOWEST})`);
   expect(r.error, `the run's error (coordinator output:\n${c.out})`).toBeUndefined();
   expect(r.lost, "no rank lost").toEqual([]);
   expect(r.devices.length, "three ranks").toBe(3);
   expect(r.perRank[1] ?? 0, "the tab (rank 1) trained samples").toBeGreaterThan(0);
   expect(r.once, `every sample trained exactly once (never ${r.never}, more ${r.twice})`).toBe(r.samples);
-  expect(r.acc!, `accuracy with the tab vs the all-local band ${local.join(", ")}`).toBeGreaterThanOrEqual(Math.min(...local) - BAND);
+  expect(r.acc!, `accuracy with the tab vs the all-local runs' lowest ${LOCAL_LOWEST}`).toBeGreaterThanOrEqual(LOCAL_LOWEST - MARGIN);
 
   // The page saw it all: joined as rank 1, steps, and the coordinator's end of the run.
   await expect.poll(async () => (await joinState(page)).state, { timeout: 120_000 }).toBe("stopped");
