@@ -35,6 +35,9 @@ for (const [key, mods] of groups) {
     const state = await page.evaluate(() => (globalThis as any).__gpuTests);
     const failed = state.results.filter((r: { ok: boolean }) => !r.ok);
     for (const f of failed) console.log(`FAIL ${f.name}\n${f.error}`);
+    // Where the time went, for whoever trims the suite next (SwiftShader is slow).
+    const slow = [...state.results].sort((a: { ms: number }, b: { ms: number }) => b.ms - a.ms).slice(0, 8);
+    console.log(`gpu/${key}: slowest ${slow.map((r: { name: string; ms: number }) => `${(r.ms / 1000).toFixed(1)} s ${r.name}`).join("; ")}`);
     expect(errors, "page errors").toEqual([]);
     expect(state.results.length, "tests registered").toBeGreaterThanOrEqual(mods.length);
     expect(failed.map((f: { name: string }) => f.name), `failures on ${state.adapter}`).toEqual([]);
