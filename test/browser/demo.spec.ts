@@ -1,10 +1,12 @@
 /**
- * The demo page (index.html, demo/) end to end in Chromium, on the Vite dev server and on
- * a production build (`vite build` + `vite preview`): train a small MLP on 2 ranks, watch
- * the live charts gain points and an eval accuracy arrive, see the 3-D drift view draw,
- * ask the trained model about a drawn digit, download the dashboard (opened again from
- * file://) and the model (safetensors). The dev run also saves the README screenshots,
- * checks the narrow layout, and runs a second training in the same page that it stops.
+ * The demo page (index.html, demo/) end to end in Chromium, from a production build
+ * (`vite build` + `vite preview`, what a deployment serves): train a small MLP on 2 ranks,
+ * watch the live charts gain points and an eval accuracy arrive, see the 3-D drift view
+ * draw, ask the trained model about a drawn digit, download the dashboard (opened again from
+ * file://) and the model (safetensors), save the README screenshots, check the narrow
+ * layout, and run a second training in the same page that it stops; then gpt-nano's text
+ * samples. The dev server's side (Vite serving src/ and the rank workers unbundled) is what
+ * every other spec runs on: the join spec opens this same page there.
  *
  * SwiftShader on 2 cores is slow: a few hundred samples per rank, 1 epoch, long timeouts.
  */
@@ -21,14 +23,8 @@ const distDir = join(outDir, "dist");
 // The README's screenshots are refreshed with UPDATE_SCREENSHOTS=1; a normal run keeps its
 // shots under test-results/ so `npm test` leaves the tree clean.
 const shotsDir = process.env.UPDATE_SCREENSHOTS ? join(root, "docs", "screenshots") : join(root, "test-results", "screenshots");
-/**
- * A dev server of our own (the project's vite.config.ts) without file watching: the
- * shared one (PORT) reloads the page whenever someone edits a file under src/, which
- * would end a minutes-long run halfway.
- */
-const DEV_PORT = PORT + 1;
+/** `vite preview`'s port: PORT + 1 is the join spec's dev server (playwright.config.ts). */
 const PREVIEW_PORT = PORT + 2;
-const DEV = `http://127.0.0.1:${DEV_PORT}`;
 const PREVIEW = `http://127.0.0.1:${PREVIEW_PORT}`;
 /** 600 training images per rank, 300 test images. */
 const QUERY = "?subset=1200&test=300";
@@ -283,25 +279,32 @@ async function flow(page: Page, base: string, label: string): Promise<void> {
   expect(errors, "page errors").toEqual([]);
 }
 
-test.describe("dev server", () => {
-  let server: { close(): Promise<void> } | undefined;
+test.describe("production build", () => {
+  let preview: ChildProcess | undefined;
 
   test.beforeAll(async () => {
-    test.setTimeout(120_000);
-    const { createServer } = await import("vite");
-    const s = await createServer({
-      root,
-      configFile: join(root, "vite.config.ts"),
-      cacheDir: join(outDir, "vite-cache"),
-      logLevel: "warn",
-      server: { port: DEV_PORT, strictPort: true, hmr: false, watch: null },
+    test.setTimeout(300_000);
+    const vite = join(root, "node_modules", "vite", "bin", "vite.js");
+    execFileSync(process.execPath, [vite, "build", "--outDir", distDir, "--emptyOutDir", "--logLevel", "warn"], {
+      cwd: root,
+      stdio: "pipe",
     });
-    await s.listen();
-    server = s;
+    preview = spawn(process.execPath, [vite, "preview", "--outDir", distDir, "--port", String(PREVIEW_PORT), "--strictPort", "--logLevel", "warn"], { cwd: root, stdio: "pipe" });
+    let log = "";
+    preview.stdout?.on("data", (d) => (log += d));
+    preview.stderr?.on("data", (d) => (log += d));
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (preview.exitCode !== null) throw new Error(`vite preview exited (${preview.exitCode}): ${log}`);
+      const ok = await fetch(`${PREVIEW}/`).then((r) => r.ok, () => false);
+      if (ok) break;
+      if (Date.now() > deadline) throw new Error(`vite preview did not answer on ${PREVIEW} within 60 s: ${log}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
   });
 
-  test.afterAll(async () => {
-    await server?.close();
+  test.afterAll(() => {
+    preview?.kill();
   });
 
   test("without WebGPU the page says so and how to enable it, and cannot start", async ({ page }) => {
@@ -309,7 +312,7 @@ test.describe("dev server", () => {
       Object.defineProperty(Navigator.prototype, "gpu", { get: () => undefined, configurable: true });
     });
     const errors = watchErrors(page);
-    await page.goto(`${DEV}/${QUERY}`);
+    await page.goto(`${PREVIEW}/${QUERY}`);
     await expect(page.locator("#gpu")).toContainText("does not expose WebGPU", { timeout: 60_000 });
     await expect(page.locator("#gpu li")).toHaveCount(4);
     await expect(page.locator("#gpu")).toContainText("chrome://flags");
@@ -320,9 +323,9 @@ test.describe("dev server", () => {
     expect(errors).toEqual([]);
   });
 
-  test("demo on the dev server: train, charts, 3-D view, digit, downloads, layouts, a second run stopped early", async ({ page }) => {
+  test("demo from vite build + vite preview: train, charts, 3-D view, digit, downloads, layouts, a second run stopped early", async ({ page }) => {
     test.setTimeout(1_100_000);
-    await flow(page, DEV, "dev");
+    await flow(page, PREVIEW, "build");
 
     // Screenshots for the README, and no horizontal scroll at either size.
     mkdirSync(shotsDir, { recursive: true });
@@ -365,7 +368,7 @@ test.describe("dev server", () => {
     const errors = watchErrors(page);
     // Small: 16 sequences of 32 characters, batch 8 on 2 ranks = one step per rank and epoch
     // (a gpt-nano step of 16 × 128 takes minutes on SwiftShader under load).
-    await page.goto(`${DEV}/?seqs=16&valSeqs=8&seqLen=32&sampleChars=16`);
+    await page.goto(`${PREVIEW}/?seqs=16&valSeqs=8&seqLen=32&sampleChars=16`);
     await expect(page.locator("#status")).toHaveText(/^Ready/, { timeout: 60_000 });
     await page.selectOption("#program", "gpt-nano");
     await page.fill("#ranks", "2");
@@ -396,39 +399,5 @@ test.describe("dev server", () => {
     await expect(page.locator("#text-panel")).toBeVisible();
     await expect(page.locator("#status")).toContainText("validation CE");
     expect(errors).toEqual([]);
-  });
-});
-
-test.describe("production build", () => {
-  let preview: ChildProcess | undefined;
-
-  test.beforeAll(async () => {
-    test.setTimeout(300_000);
-    const vite = join(root, "node_modules", "vite", "bin", "vite.js");
-    execFileSync(process.execPath, [vite, "build", "--outDir", distDir, "--emptyOutDir", "--logLevel", "warn"], {
-      cwd: root,
-      stdio: "pipe",
-    });
-    preview = spawn(process.execPath, [vite, "preview", "--outDir", distDir, "--port", String(PREVIEW_PORT), "--strictPort", "--logLevel", "warn"], { cwd: root, stdio: "pipe" });
-    let log = "";
-    preview.stdout?.on("data", (d) => (log += d));
-    preview.stderr?.on("data", (d) => (log += d));
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      if (preview.exitCode !== null) throw new Error(`vite preview exited (${preview.exitCode}): ${log}`);
-      const ok = await fetch(`${PREVIEW}/`).then((r) => r.ok, () => false);
-      if (ok) break;
-      if (Date.now() > deadline) throw new Error(`vite preview did not answer on ${PREVIEW} within 60 s: ${log}`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  });
-
-  test.afterAll(() => {
-    preview?.kill();
-  });
-
-  test("demo from vite build + vite preview: the same flow", async ({ page }) => {
-    test.setTimeout(900_000);
-    await flow(page, PREVIEW, "build");
   });
 });
