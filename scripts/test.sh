@@ -1,24 +1,48 @@
 #!/bin/sh
 # Every test: type-check, lint, Deno unit + GPU tests (and the doc examples), Playwright on Chromium.
+#
+# The Deno tests and the Playwright tests run side by side: each alone leaves much of a core
+# idle (single-threaded pipeline compiles, heartbeat and beacon timeouts, process start-ups),
+# and the tests are built to pass under load. Their lines are prefixed `deno │` and `pw   │`.
+# TEST_SERIAL=1 runs them one after the other, unprefixed.
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 
 echo "== type-check (tsc: src and the browser side; deno check: the Deno side)"
 tsc -p tsconfig.json
-deno check -q src/index.ts workers/rank.ts examples/ test/unit/ test/gpu/ test/util/ test/reference/ test/fixtures/ bench/*.ts
+deno check -q src/index.ts workers/rank.ts examples/ test/unit/ test/gpu/ test/util/ test/reference/ test/fixtures/ bench/*.ts bench/ddp-bench/*.ts scripts/*.ts
 
 echo "== lint (deno lint)"
 deno lint -q
 
 adapter=$(deno eval 'const a = await navigator.gpu?.requestAdapter(); console.log(a ? (a.info.description || a.info.architecture || a.info.vendor) : "none")' 2>/dev/null || echo "none")
-echo "== deno test (unit, GPU on: $adapter; doc examples)"
 if [ "$adapter" = "none" ]; then
   echo "No WebGPU adapter for Deno: GPU tests will fail. Without a GPU install Mesa's lavapipe:" >&2
   echo "  apt-get install -y mesa-vulkan-drivers" >&2
 fi
-# Type-checked above; --no-check also spares each rank worker its own check.
-deno test -A --no-check --v8-flags=--expose-gc --doc src/ test/unit/ test/gpu/
 
-echo "== playwright (Chromium)"
-playwright test
+# Type-checked above; --no-check also spares each rank worker its own check.
+deno_tests() { deno test -A --no-check --v8-flags=--expose-gc --doc src/ test/unit/ test/gpu/; }
+browser_tests() { playwright test; }
+
+if [ "${TEST_SERIAL:-}" = "1" ]; then
+  echo "== deno test (unit, GPU on: $adapter; doc examples)"
+  deno_tests
+  echo "== playwright (Chromium)"
+  browser_tests
+  exit 0
+fi
+
+echo "== deno test (unit, GPU on: $adapter; doc examples) and playwright (Chromium), side by side"
+rcs=$(mktemp -d)
+trap 'rm -rf "$rcs"' EXIT
+start=$(date +%s)
+# Each side's exit code goes to a file: a pipeline's status would be sed's.
+( set +e; deno_tests 2>&1; echo $? > "$rcs/deno" ) | sed -u 's/^/deno │ /' &
+( set +e; browser_tests 2>&1; echo $? > "$rcs/pw" ) | sed -u 's/^/pw   │ /' &
+wait
+deno_rc=$(cat "$rcs/deno" 2>/dev/null || echo 1)
+pw_rc=$(cat "$rcs/pw" 2>/dev/null || echo 1)
+echo "== deno test: exit $deno_rc; playwright: exit $pw_rc; $(($(date +%s) - start)) s side by side"
+[ "$deno_rc" = "0" ] && [ "$pw_rc" = "0" ]
