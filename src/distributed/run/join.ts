@@ -20,7 +20,6 @@ import {
   encodeJoinToken,
   encodeValue,
   importLinkKey,
-  type NatsConnection,
   type RankCredentials,
   relaySubject,
   serveRank,
@@ -174,7 +173,7 @@ async function serve(
 
   const runtime = state.createRuntime(device);
   let beat: ReturnType<typeof setInterval> | undefined;
-  let connection: NatsConnection | undefined;
+  const connection = await connectLink(t.url, t.user, t.pass, `rank ${rank}`);
   /** Behind a relay (the coordinator's init says which): frames go there, signed with this rank's key. */
   let relay: { index: number; sender: WireSender } | undefined;
   // Events go out through the server; none come before it exists (they follow init, a call over it).
@@ -184,7 +183,7 @@ async function serve(
       if (setup.rank !== rank) throw new RangeError(`rank ${rank}: the coordinator's init says rank ${setup.rank}`);
       clearInterval(beat);
       beat = setInterval(() => s.heartbeat(rank), HEARTBEAT_MS);
-      if (setup.relay !== undefined && connection) {
+      if (setup.relay !== undefined) {
         const nc = connection;
         const key = await importLinkKey(t.key);
         const sender = new WireSender((sub, d) => nc.publish(sub, d), relaySubject(t.run, rank), t.run, `r${rank}`, key, nc.info!.max_payload);
@@ -210,7 +209,6 @@ async function serve(
   const handler: Record<string, (...args: unknown[]) => unknown> = {};
   for (const name of RANK_CALLS) handler[name] = (...args) => dispatch(api, sink, name, args as never);
 
-  connection = await connectLink(t.url, t.user, t.pass, `rank ${rank}`);
   const server = await serveRank({
     connection,
     creds: t,
