@@ -13,40 +13,11 @@ import { observe } from "../../../src/distributed/run/launch.ts";
 import { mnistRemote, TRAIN } from "../../fixtures/programs/mnist_remote.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
+import { type Proc, reap, spawnDeno } from "../../util/processes.ts";
 
 const SEED = 42;
 const RANK_SCRIPT = new URL("../../fixtures/remote_rank.ts", import.meta.url).pathname;
 const RELAY_SCRIPT = new URL("../../../scripts/relay.ts", import.meta.url).pathname;
-
-interface Proc {
-  child: Deno.ChildProcess;
-  output: Promise<string>;
-}
-
-function spawn(script: string, token: string): Proc {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--no-check", script, token],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const text = (s: ReadableStream<Uint8Array>) => new Response(s).text();
-  return { child, output: Promise.all([text(child.stdout), text(child.stderr)]).then(([o, e]) => o + e) };
-}
-
-/** Processes stop on the coordinator's bye; one that does not within 15 s is killed. */
-async function reap(procs: Proc[]): Promise<void> {
-  for (const p of procs) {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([p.child.status, new Promise((r) => (timer = setTimeout(r, 15_000)))]);
-    clearTimeout(timer);
-    try {
-      p.child.kill("SIGKILL");
-    } catch { /* exited */ }
-    await p.child.status;
-    await p.output;
-  }
-}
 
 function program() {
   return mnistRemote.clone().elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(40).numEpochs(1)
@@ -83,8 +54,8 @@ gpuTest("two remote rank processes behind one relay process: all-local accuracy 
     url: server.wsUrl,
     credentials: creds,
     joinTimeoutSecs: 120,
-    onJoinToken: (_rank, token) => procs.push(spawn(RANK_SCRIPT, token)),
-    onRelayToken: (_slot, token) => procs.push(spawn(RELAY_SCRIPT, token)),
+    onJoinToken: (_rank, token) => procs.push(spawnDeno(RANK_SCRIPT, [token])),
+    onRelayToken: (_slot, token) => procs.push(spawnDeno(RELAY_SCRIPT, [token])),
   });
   observe(b.state, {
     chunk: cov.chunk,
