@@ -91,7 +91,7 @@ async function world(opts: { send?: Sender; waitMs?: number; keyOf?: (rank: numb
     adopt: (a) => (adopted.push(a), Promise.resolve(ack(0))),
   };
   const clients = [new RankClient(0, direct as RankApi)];
-  const ranks: { close(): Promise<void> }[] = [];
+  const ranks: { close(reason?: string): Promise<void> }[] = [];
   for (const k of [1, 2]) {
     const t = await NatsTransport.open(coord, k);
     const nc = await connectLink(url, creds.ranks[k].user, creds.ranks[k].pass, `rank ${k}`);
@@ -128,6 +128,7 @@ async function world(opts: { send?: Sender; waitMs?: number; keyOf?: (rank: numb
   let round = 0;
   return {
     clients,
+    ranks,
     relay,
     relayLink,
     relayNc,
@@ -267,6 +268,26 @@ Deno.test("relay: the relay going away loses its ranks, naming it; the next redu
   }
 });
 
+Deno.test("relay: a rank behind the relay that goes away is lost like any rank; the relay sums the other, Σm without it", async () => {
+  const w = await world();
+  try {
+    await w.reduce();
+    await w.ranks[1].close("the process exits"); // rank 2 leaves (its bye takes its link down)
+    await until("rank 2 lost", () => (w.lost.length ? true : undefined));
+    assert(/rank 2/.test(w.lost[0]) && /left the run/.test(w.lost[0]), w.lost[0]);
+    const out = await w.reduce();
+    assertEquals(out.steps, [STEPS[0], STEPS[1], 0]);
+    const { want, relayed } = reference([0, 1].map((k) => frameOf(k, 2, "bf16")), 1);
+    for (let j = 0; j < P; j++) {
+      const tol = 2 ** -8 * Math.abs(relayed[j]) + 4e-7 * Math.abs(want[j]) + 1e-7;
+      assert(Math.abs(out.consensus!.params[j] - want[j]) <= tol, `param ${j}: ${out.consensus!.params[j]} vs ${want[j]}`);
+    }
+    assert(w.relay.alive && w.clients[1].alive, "the relay and its other rank go on");
+  } finally {
+    await w.stop();
+  }
+});
+
 Deno.test("checkSum: a relay's answer must name exactly the ranks asked, in the round's dtype and sizes, finite", () => {
   const ask = { round: 4, dtype: "f32" as const, paramCount: 2, bufferCount: 1, waitMs: 1, members: [{ rank: 1, mass: 1, moved: true }, { rank: 2, mass: 2, moved: true }] };
   const good = { relay: 3, round: 4, dtype: "f32", ranks: [1], refused: [{ rank: 2, why: "x" }], params: new Float32Array(2), buffers: new Float32Array(1) };
@@ -290,4 +311,51 @@ Deno.test("checkSum: a relay's answer must name exactly the ranks asked, in the 
     }
     assert(err && err.message.includes("relay (slot 3)") && err.message.includes(fragment), `${JSON.stringify(fragment)}: ${err?.message}`);
   }
+});
+
+Deno.test("relay subjects: only the relay of rank k may read rank k's frames (the server refuses another rank's subscription)", async () => {
+  const creds = await createRunCredentials(4);
+  assignRelay(creds, RELAY, [1, 2]);
+  const server = await startNatsServer({ authorization: serverAuthorization(creds) });
+  const conn = (k: number) => connectLink(server.wsUrl, creds.ranks[k].user, creds.ranks[k].pass, `rank ${k}`);
+  const [r1, r2, relay] = [await conn(1), await conn(2), await conn(RELAY)];
+  try {
+    const errors: string[] = [];
+    (async () => {
+      for await (const s of r2.status()) if (s.type === "error") errors.push(s.error.message);
+    })();
+    const spied: number[] = [], relayed: number[] = [];
+    // NOTE: nats.js calls a refused subscription's callback once with the error and no message.
+    r2.subscribe(relaySubject(creds.run, 1), { callback: (err, msg) => void (!err && msg && spied.push(msg.data.length)) });
+    relay.subscribe(relaySubject(creds.run, 1), { callback: () => void relayed.push(1) });
+    await Promise.all([r2.flush(), relay.flush()]);
+    r1.publish(relaySubject(creds.run, 1), new Uint8Array([1]));
+    await r1.flush();
+    await until("the relay's delivery and rank 2's refusal", () => (relayed.length && errors.length ? true : undefined));
+    assert(/Permissions Violation/i.test(errors[0]) && errors[0].includes(relaySubject(creds.run, 1)), errors[0]);
+    assertEquals(spied, [], "rank 2 read nothing");
+  } finally {
+    await Promise.all([r1, r2, relay].map((c) => c.close().catch(() => {})));
+    await server.stop();
+  }
+});
+
+Deno.test("assignRelay: a member outside the run, the relay itself, or a rank with a relay already is refused naming it", async () => {
+  const creds = await createRunCredentials(5);
+  const refused = (slot: number, members: number[], fragment: string) => {
+    let err: Error | undefined;
+    try {
+      assignRelay(creds, slot, members);
+    } catch (e) {
+      err = e as Error;
+    }
+    assert(err instanceof RangeError && err.message.includes(fragment), `${JSON.stringify([slot, members])}: ${err?.message}`);
+  };
+  refused(4, [5], "member rank 5 is not another slot");
+  refused(4, [4], "member rank 4 is not another slot");
+  refused(7, [1], "relay slot must be one of the run's 5 slots, got 7");
+  refused(4, [], "needs at least one member");
+  assignRelay(creds, 4, [1, 2]);
+  refused(3, [2], "rank 2 already has a relay (slot 4)");
+  assertEquals(relayCredentials(creds, 4).members.map((m) => [m.rank, m.key]), [[1, creds.ranks[1].key], [2, creds.ranks[2].key]]);
 });
