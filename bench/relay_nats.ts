@@ -109,7 +109,7 @@ if (Deno.args[0] === "--fakes") {
         runKey: creds.runKey,
       });
       const transports = await Promise.all(Array.from({ length: W }, (_, k) => NatsTransport.open(coord, k)));
-      const relayLinks = relayed ? await Promise.all(Array.from({ length: hosts }, (_, h) => coord.link(W + h))) : [];
+      const relayLinks = relayed ? await Promise.all(Array.from({ length: hosts }, (_, h) => coord.link(W + h, { who: `relay (slot ${W + h})` }))) : [];
       const fakes = new Deno.Command(Deno.execPath(), {
         args: ["run", "-A", "--no-check", new URL(import.meta.url).pathname, "--fakes", JSON.stringify({
           ranks: transports.map((t) => encodeJoinToken(server.wsUrl, creds.ranks[t.rank])),

@@ -189,7 +189,8 @@ export async function serveRelay(connection: NatsConnection, t: RelayCredentials
     handler: { sum },
     hello,
     beaconLossMs: opts.beaconLossMs ?? 30_000,
-    onRefused: (e) => log(`${who}: ${e.message}`),
+    who,
+    onRefused: (e) => log(e.message),
   });
   log(`${who}: joined run ${t.run} for ranks ${hello.members.join(", ")} (${hello.host || "this host"}); summing their frames`);
   const why = (await server.down).message;

@@ -111,7 +111,7 @@ export async function openRemoteSlots(
       spec.onJoinToken?.(rank, joinTokenFor(spec.joinUrl ?? spec.url, creds.ranks[rank], site, args));
     }
     for (const r of relaysOf(spec)) {
-      relays.push({ link: await coordinator.link(r.rank), ranks: r.relayFor! });
+      relays.push({ link: await coordinator.link(r.rank, { who: `relay (slot ${r.rank})` }), ranks: r.relayFor! });
       spec.onRelayToken?.(r.rank, encodeJoinToken(spec.joinUrl ?? spec.url, relayCredentials(creds, r.rank)), r.relayFor!);
     }
   } catch (e) {

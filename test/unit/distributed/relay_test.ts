@@ -117,7 +117,7 @@ async function world(opts: { send?: Sender; waitMs?: number; keyOf?: (rank: numb
     await t.request("init", { rank: k, bf16Wire: true, relay: RELAY } as RankSetup);
     clients.push(new RankClient(k, t));
   }
-  const relayLink = await coord.link(RELAY);
+  const relayLink = await coord.link(RELAY, { who: `relay (slot ${RELAY})` });
   const relayNc = await connectLink(url, creds.ranks[RELAY].user, creds.ranks[RELAY].pass, "relay");
   const relayLog: string[] = [];
   const relayDone = serveRelay(relayNc, relayCredentials(creds, RELAY), { log: (l) => relayLog.push(l) });
