@@ -104,7 +104,7 @@ export class RelayClient implements FrameRelay {
       dtype,
       paramCount: layout.paramCount,
       bufferCount: layout.bufferCount,
-      members: frames.map((f) => ({ rank: f.rank, mass: paramMass(f.batches, gamma), moved: f.batches > 0 })),
+      members: frames.map((f) => ({ rank: f.rank, batches: f.batches, mass: paramMass(f.batches, gamma), moved: f.batches > 0 })),
       waitMs: this.#waitMs,
     };
     let sum: SummedFrame;

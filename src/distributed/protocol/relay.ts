@@ -15,11 +15,12 @@ export interface RelayAsk {
   paramCount: number;
   bufferCount: number;
   /**
-   * Each member whose snapshot answer said its frame went to this relay: its params mass
-   * m_k (spec §4.1, computed by the coordinator) and whether it moved (n_k > 0: its buffers
-   * enter the buffers' sum).
+   * Each member whose snapshot answer said its frame went to this relay: the steps n_k it
+   * told the coordinator (its frame must say the same), its params mass m_k (spec §4.1,
+   * computed by the coordinator) and whether it moved (n_k > 0: its buffers enter the
+   * buffers' sum).
    */
-  members: { rank: number; mass: number; moved: boolean }[];
+  members: { rank: number; batches: number; mass: number; moved: boolean }[];
   /** How long the relay waits for a member's frame to arrive, ms; one that does not is refused. */
   waitMs: number;
 }

@@ -158,6 +158,9 @@ export async function serveRelay(connection: NatsConnection, t: RelayCredentials
       if (typeof f === "string") return void refused.push({ rank: m.rank, why: f });
       try {
         checkFrame(f, { rank: m.rank, dtype: ask.dtype, round: ask.round, paramCount: ask.paramCount, bufferCount: ask.bufferCount });
+        if (f.batches !== m.batches) {
+          throw new RangeError(`rank ${m.rank}: frame of round ${ask.round} says ${f.batches} steps, it told the coordinator ${m.batches}`);
+        }
       } catch (e) {
         return void refused.push({ rank: m.rank, why: `${(e as Error).message} (checked at ${who})` });
       }

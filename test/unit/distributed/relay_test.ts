@@ -72,7 +72,9 @@ const ack = (rank: number): SyncAck => ({ rank, divergence: 0, postNorm: 1 });
 /** What the fake remote ranks send: their frame per round (a test may replace it). */
 type Sender = (rank: number, round: number, exact: boolean) => Frame;
 
-async function world(opts: { send?: Sender; waitMs?: number; keyOf?: (rank: number, creds: RunCredentials) => string } = {}) {
+async function world(
+  opts: { send?: Sender; waitMs?: number; keyOf?: (rank: number, creds: RunCredentials) => string; answer?: (f: Frame) => Frame } = {},
+) {
   const creds = await createRunCredentials(4);
   assignRelay(creds, RELAY, [1, 2]);
   const server = await startNatsServer({ authorization: serverAuthorization(creds) });
@@ -107,7 +109,8 @@ async function world(opts: { send?: Sender; waitMs?: number; keyOf?: (rank: numb
           snapshot: async (round: number, exact: boolean) => {
             const f = send(k, round, exact);
             await toRelay.send(encodeValue(f));
-            return { ...f, via: RELAY, params: f.dtype === "bf16" ? new Uint32Array(0) : new Float32Array(0), buffers: new Float32Array(0) };
+            const answer = { ...f, via: RELAY, params: f.dtype === "bf16" ? new Uint32Array(0) : new Float32Array(0), buffers: new Float32Array(0) };
+            return opts.answer?.(answer) ?? answer;
           },
           adopt: () => ack(k),
         },
@@ -268,6 +271,20 @@ Deno.test("relay: the relay going away loses its ranks, naming it; the next redu
   }
 });
 
+Deno.test("relay: a rank that tells the coordinator other steps than its frame holds is refused at the relay, naming both counts", async () => {
+  // Rank 1 claims twice its steps: its mass would weigh its values twice.
+  const w = await world({ answer: (f) => (f.rank === 1 ? { ...f, batches: 2 * f.batches } : f) });
+  try {
+    const out = await w.reduce();
+    await until("rank 1 lost", () => (w.lost.length ? true : undefined));
+    assert(w.lost[0].includes(`rank 1: frame of round 1 says ${STEPS[1]} steps, it told the coordinator ${2 * STEPS[1]}`), w.lost[0]);
+    assertEquals(out.steps, [STEPS[0], 0, STEPS[2]]);
+    assert(w.relay.alive && w.clients[2].alive);
+  } finally {
+    await w.stop();
+  }
+});
+
 Deno.test("relay: a rank behind the relay that goes away is lost like any rank; the relay sums the other, Σm without it", async () => {
   const w = await world();
   try {
@@ -289,7 +306,14 @@ Deno.test("relay: a rank behind the relay that goes away is lost like any rank; 
 });
 
 Deno.test("checkSum: a relay's answer must name exactly the ranks asked, in the round's dtype and sizes, finite", () => {
-  const ask = { round: 4, dtype: "f32" as const, paramCount: 2, bufferCount: 1, waitMs: 1, members: [{ rank: 1, mass: 1, moved: true }, { rank: 2, mass: 2, moved: true }] };
+  const ask = {
+    round: 4,
+    dtype: "f32" as const,
+    paramCount: 2,
+    bufferCount: 1,
+    waitMs: 1,
+    members: [{ rank: 1, batches: 1, mass: 1, moved: true }, { rank: 2, batches: 2, mass: 2, moved: true }],
+  };
   const good = { relay: 3, round: 4, dtype: "f32", ranks: [1], refused: [{ rank: 2, why: "x" }], params: new Float32Array(2), buffers: new Float32Array(1) };
   checkSum(good, ask, 3);
   for (
