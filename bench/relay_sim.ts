@@ -15,6 +15,10 @@
  * - what the NATS server carries (in + out, the consensus fanned out by the server, so the
  *   coordinator publishes it once).
  *
+ * The trainer's relays (run/relay.ts) are measured over a real nats-server by
+ * bench/relay_nats.ts; they ship their sum in the round's wire dtype (bf16 on a bf16 round),
+ * where this simulation sends f32 partials.
+ *
  *   deno run -A --no-check bench/relay_sim.ts [--params 203530] [--per-host 4] [--max 256] [--json out.json]
  */
 import { accumulateBf16, packBf16 } from "../src/tensor/mod.ts";

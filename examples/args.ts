@@ -41,6 +41,8 @@ export interface TrainArgs {
   serve: number;
   /** Spare remote slots (`--spare`): ranks that may join the running run at an epoch boundary. */
   spare: number;
+  /** Relays (`--relays`): the --serve ranks split among n relays, each summing its ranks' frames (one per host). */
+  relays: number;
   /** Address the nats-server of `--serve` listens on. */
   natsHost: string;
   /** The demo page that `--serve` prints join links to (browser tabs join there). */
@@ -101,6 +103,10 @@ Usage: npm start -- [flags]
                                  joining one while the run goes is admitted at the next epoch
                                  boundary; their join commands are printed too (starts the
                                  nats-server as --serve does, which may then be 0)
+  --relays <n>                   split the --serve ranks in order among n relays (spec §1.1: a
+                                 relay sums the frames of the ranks on its host, so the
+                                 coordinator takes in one frame per relay); prints a relay
+                                 command for each, to run on the host of its ranks
   --nats-host <addr>             address that nats-server listens on (default 127.0.0.1: this
                                  machine only; 0.0.0.0 for other machines, then use TLS: README)
   --tab-url <url>                the demo page whose join links --serve prints (default
@@ -144,6 +150,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     sample: 100,
     serve: 0,
     spare: 0,
+    relays: 0,
     natsHost: "127.0.0.1",
     tabUrl: "http://localhost:5173/",
     join: "",
@@ -234,6 +241,9 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
       case "--spare":
         a.spare = int("--spare", value(), 1);
         break;
+      case "--relays":
+        a.relays = int("--relays", value(), 1);
+        break;
       case "--nats-host": {
         const v = value();
         if (!v || !/^[\w.:-]+$/.test(v)) throw new RangeError(`--nats-host must be a host name or address, got ${JSON.stringify(v)}`);
@@ -271,6 +281,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
   if ((a.serve || a.spare) && a.join) {
     throw new RangeError(`--serve/--spare and --join exclude each other: a process coordinates a run or joins one`);
   }
+  if (a.relays > a.serve) throw new RangeError(`--relays must be at most --serve ${a.serve} (a relay sums at least one remote rank), got ${a.relays}`);
   a.name ||= `${a.model}-${a.mode}-${a.ranks}r` + (a.serve ? `+${a.serve}remote` : "") + (a.spare ? `+${a.spare}spare` : "");
   return a;
 }

@@ -15,6 +15,7 @@
  * "Ranks on other machines").
  */
 import {
+  assignRelay,
   createRunCredentials,
   Device,
   ElCheConfig,
@@ -93,7 +94,13 @@ if (!isRank()) {
  * the server's stop.
  */
 async function serve(a: TrainArgs): Promise<() => Promise<void>> {
-  const creds = await createRunCredentials(a.ranks + a.serve + a.spare);
+  const world = a.ranks + a.serve + a.spare;
+  const creds = await createRunCredentials(world + a.relays);
+  // Relay j sums an even share of the awaited remote ranks, in order; its slot follows every rank's.
+  for (let j = 0; j < a.relays; j++) {
+    const from = a.ranks + Math.floor((j * a.serve) / a.relays), to = a.ranks + Math.floor(((j + 1) * a.serve) / a.relays);
+    assignRelay(creds, world + j, Array.from({ length: to - from }, (_, i) => from + i));
+  }
   const server = await startNatsServer({ host: a.natsHost, authorization: serverAuthorization(creds) });
   const port = new URL(server.wsUrl).port;
   const any = a.natsHost === "0.0.0.0" || a.natsHost === "::";
@@ -122,6 +129,9 @@ async function serve(a: TrainArgs): Promise<() => Promise<void>> {
     onJoinToken: (rank, token) => {
       console.log(`  ${rank >= firstSpare ? "spare " : ""}rank ${rank}: deno run -A --no-check examples/train.ts --join ${token}`);
       console.log(`     or tab: ${tab(token)}`);
+    },
+    onRelayToken: (slot, token, ranks) => {
+      console.log(`  relay ${slot - world} (on the host of rank${ranks.length > 1 ? "s" : ""} ${ranks.join(", ")}): deno run -A --no-check scripts/relay.ts ${token}`);
     },
     onJoined: (rank, h) =>
       console.log(`rank ${rank} joined from ${h.host || "a remote host"} (${h.adapter})${rank >= firstSpare ? "; it trains from the next epoch" : ""}`),

@@ -36,8 +36,10 @@ export { BUNDLE_SCHEMA_VERSION, checkResumeCompatible, parseBundleMeta } from ".
 export type { BundleMeta } from "./coordinator/bundle_meta.ts";
 export { joinRun, joinTokenFor } from "./run/join.ts";
 export type { JoinOptions, RemoteRank } from "./run/join.ts";
+export { joinRelay } from "./run/relay.ts";
+export type { RelayOptions, RunningRelay } from "./run/relay.ts";
 export type { RankEvent } from "./protocol/transport.ts";
 export type { RemoteRanksSpec } from "./run/builder_state.ts";
 export type { RemoteHello } from "./protocol/remote_hello.ts";
-export { createRunCredentials, serverAuthorization } from "./nats/mod.ts";
+export { assignRelay, createRunCredentials, serverAuthorization } from "./nats/mod.ts";
 export type { RunCredentials } from "./nats/mod.ts";

@@ -7,6 +7,7 @@
 import { collectGarbage } from "../../gpu/mod.ts";
 import { describeError, RankLostError } from "../protocol/errors.ts";
 import type { BatchEvent, CoordinatorSink, RankApi } from "../protocol/messages.ts";
+import type { FrameRelay } from "../protocol/relay.ts";
 import { type RankEvent, type RankTransport, type RankView, viewOf } from "../protocol/transport.ts";
 import { LocalTransport } from "./transport_local.ts";
 import { WorkerTransport } from "./transport_worker.ts";
@@ -69,6 +70,8 @@ export class RankClient {
   lastSeen = performance.now();
   /** Set when the rank said it compiles pipelines (blocked, silent); cleared by its next message. */
   compiling = false;
+  /** The relay this rank's reduce frames go through (spec §1.1; a remote rank behind one), else none. */
+  relay?: FrameRelay;
   /** Batch events, forwarded by the coordinator. */
   onBatch?: (e: BatchEvent) => void;
   /**

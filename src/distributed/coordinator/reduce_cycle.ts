@@ -14,6 +14,7 @@ import { average } from "./averaging.ts";
 import type { RunObserver } from "./observer.ts";
 import type { OuterStepper } from "../protocol/outer.ts";
 import type { RankClient } from "./rank_client.ts";
+import type { FrameRelay, SummedFrame } from "../protocol/relay.ts";
 
 /** What a cycle needs to know: who takes part, how to weigh and ship, and where the schedule stands. */
 export interface ReduceInput {
@@ -62,18 +63,19 @@ export async function reduceCycle(inp: ReduceInput): Promise<ReduceOutcome> {
     return out.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
   };
   try {
-    const frames = await snapshot(inp, settled);
+    const { frames, sums } = await gather(inp, settled);
     const steps = new Array(inp.ranks.length).fill(0);
     for (const f of frames) steps[f.rank] = f.batches;
     let bytesUp = 0;
-    for (const f of frames) bytesUp += f.params.byteLength + f.buffers.byteLength;
+    for (const f of [...frames, ...sums]) bytesUp += f.params.byteLength + f.buffers.byteLength;
     const ta = performance.now();
-    const avg = average(frames, steps, inp.gamma, inp.layout);
+    const direct = frames.filter((f) => f.via === undefined);
+    const avg = average(direct, steps, inp.gamma, inp.layout, sums);
     if (!avg) return { steps, acks: [], consensus: null, bytesUp, bytesDown: 0, averageMs: 0 };
     const params = inp.outer ? inp.outer.apply(avg.params)! : avg.params;
     if (inp.observer.wantsFrames && inp.observer.frames) {
       const per = new Array<Float32Array | null>(inp.ranks.length).fill(null);
-      for (const f of frames) per[f.rank] = frameToFlat(f, inp.layout).params;
+      for (const f of direct) per[f.rank] = frameToFlat(f, inp.layout).params;
       inp.observer.frames(inp.round, per, params);
     }
     inp.averaged({ params, buffers: avg.buffers });
@@ -98,6 +100,37 @@ export async function reduceCycle(inp: ReduceInput): Promise<ReduceOutcome> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The round's frames: each alive rank's (between its batches; rank side `packFrame`), and
+ * each relay's sum over the ranks whose answers say their values went to it (`via`; spec
+ * §1.1). `frames` holds every rank whose work is in the round, relayed ones included
+ * (their answers carry the step counts); `sums` the relays' values.
+ */
+async function gather(
+  inp: ReduceInput,
+  settled: <T>(calls: Promise<T>[]) => Promise<T[]>,
+): Promise<{ frames: Frame[]; sums: SummedFrame[] }> {
+  const answers = await snapshot(inp, settled);
+  const byRelay = new Map<FrameRelay, Frame[]>();
+  for (const f of answers) {
+    const relay = f.via === undefined ? undefined : inp.ranks[f.rank].relay;
+    if (relay) byRelay.set(relay, [...byRelay.get(relay) ?? [], f]);
+  }
+  if (!byRelay.size) return { frames: answers, sums: [] };
+  const dtype = inp.bf16Wire && !inp.exact ? "bf16" : "f32";
+  const relayed = await settled([...byRelay].map(([relay, fs]) => relay.sum(inp.round, fs, inp.gamma, inp.layout, dtype)));
+  // NOTE: a member in a relay's sum counts even if it is lost right after: its values are
+  // in the sum, so its mass must be in the divisor.
+  const frames = answers.filter((f) => f.via === undefined && inp.ranks[f.rank].alive);
+  const sums: SummedFrame[] = [];
+  for (const r of relayed) {
+    if (!r) continue;
+    frames.push(...r.frames);
+    sums.push(r.sum);
+  }
+  return { frames, sums };
 }
 
 /** Each alive rank's frame, between its batches (rank side: `packFrame`). */

@@ -31,6 +31,8 @@ export class NatsTransport implements RankTransport {
   #closed = false;
   /** From `init`: the wire dtype and the frame sizes every answer is checked against. */
   #bf16 = false;
+  /** From `init`: the relay the rank's reduce frames go to (its snapshot answers carry no values). */
+  #relay?: number;
   #counts?: { paramCount: number; bufferCount: number };
   /** The version of the last adoption sent: the round of the rank's `finalState` frame. */
   #version?: number;
@@ -104,22 +106,23 @@ export class NatsTransport implements RankTransport {
     if (name === "init") {
       const setup = args[0] as RankSetup;
       this.#bf16 = setup.bf16Wire;
+      this.#relay = setup.relay;
       this.#counts = (result as RankHello).layout;
     } else if (name === "adopt") this.#version = (args[0] as Adoption).version;
     else if (name === "snapshot" || name === "initialState" || name === "finalState") {
       const exact = name !== "snapshot" || Boolean(args[1]);
       const frame = result as Frame;
       const round = name === "snapshot" ? args[0] as number : name === "initialState" ? 0 : this.#version ?? frame?.round;
-      this.#checked(frame, round, exact ? "f32" : this.#bf16 ? "bf16" : "f32");
+      this.#checked(frame, round, exact ? "f32" : this.#bf16 ? "bf16" : "f32", name === "snapshot" ? this.#relay : undefined);
     }
     return result as RankCalls[K]["result"];
   }
 
   /** Refuse a bad frame: the rank is dropped (its link closed), the frame never averaged. */
-  #checked(frame: unknown, round: number, dtype: "bf16" | "f32"): void {
+  #checked(frame: unknown, round: number, dtype: "bf16" | "f32", via?: number): void {
     if (!this.#counts) throw new RankLostError(this.rank, `rank ${this.rank}: sent a frame before init`);
     try {
-      checkFrame(frame, { rank: this.rank, dtype, round, ...this.#counts });
+      checkFrame(frame, { rank: this.rank, dtype, round, via, ...this.#counts });
     } catch (e) {
       const err = new RankLostError(this.rank, `${(e as Error).message}; the rank is dropped`, { cause: e });
       this.link.close(`its frame was refused: ${(e as Error).message}`).catch(() => {});

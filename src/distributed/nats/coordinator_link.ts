@@ -32,6 +32,8 @@ export interface RankLinkListeners {
   onEvent?: (event: unknown) => void;
   /** A message refused (forged, replayed, tampered, wrong run or sender) and dropped. */
   onRefused?: (error: RankLinkError) => void;
+  /** How the slot is named in messages (default `rank <k>`; a relay's: `relay (slot <k>)`). */
+  who?: string;
 }
 
 /** The coordinator's handle on one remote rank. */
@@ -112,6 +114,11 @@ class Link implements RankLink {
     return { sent: this.sender.bytesSent, received: this.#received };
   }
 
+  /** How the slot is named in messages. */
+  get who(): string {
+    return this.listeners.who ?? `rank ${this.rank}`;
+  }
+
   get joined(): boolean {
     return this.#joined && !this.#isDown;
   }
@@ -126,7 +133,7 @@ class Link implements RankLink {
       else if (r.kind === "lost") this.goDown(r.error);
       else if (r.kind === "message") this.#dispatch(decodeValue(r.bytes) as FromRank);
     }).catch((e) =>
-      this.goDown(new RankLinkError(this.rank, "down", `rank ${this.rank}: unreadable message: ${e}`, { cause: e }))
+      this.goDown(new RankLinkError(this.rank, "down", `${this.who}: unreadable message: ${e}`, { cause: e }))
     );
   }
 
@@ -152,7 +159,7 @@ class Link implements RankLink {
         return;
       }
       case "bye":
-        this.goDown(new RankLinkError(this.rank, "down", `rank ${this.rank} left the run: ${m.reason}`));
+        this.goDown(new RankLinkError(this.rank, "down", `${this.who} left the run: ${m.reason}`));
     }
   }
 
@@ -174,7 +181,7 @@ class Link implements RankLink {
     } catch (e) {
       this.#pending.delete(id);
       throw this.#isDown ??
-        new RankLinkError(this.rank, "down", `rank ${this.rank}: could not send call "${name}": ${e}`, { cause: e });
+        new RankLinkError(this.rank, "down", `${this.who}: could not send call "${name}": ${e}`, { cause: e });
     }
     return answer;
   }
@@ -202,7 +209,7 @@ class Link implements RankLink {
   async close(reason = "the coordinator closed the run"): Promise<void> {
     if (this.#isDown) return;
     if (this.#joined) await this.send({ k: "bye", reason }).catch(() => {});
-    this.goDown(new RankLinkError(this.rank, "down", `rank ${this.rank}: link closed by the coordinator (${reason})`));
+    this.goDown(new RankLinkError(this.rank, "down", `${this.who}: link closed by the coordinator (${reason})`));
   }
 }
 
@@ -229,7 +236,7 @@ export async function openCoordinator(opts: CoordinatorLinkOptions): Promise<Nat
   let closing = false;
 
   const allDown = (why: string, cause?: unknown) => {
-    for (const l of links.values()) l.goDown(new RankLinkError(l.rank, "down", `rank ${l.rank}: ${why}`, { cause }));
+    for (const l of links.values()) l.goDown(new RankLinkError(l.rank, "down", `${l.who}: ${why}`, { cause }));
   };
   const beacon = setInterval(() => {
     for (const l of links.values()) if (l.joined) l.send({ k: "beacon" }).catch(() => {});

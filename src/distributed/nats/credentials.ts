@@ -10,7 +10,7 @@
  * block in the server config (cert_file, key_file) and `websocket { tls {} }` for
  * browsers (`wss://`), so passwords and frames never cross a network in clear.
  */
-import { checkRunId, rankPublishPrefix, runPrefix, toRankSubject } from "./subjects.ts";
+import { checkRunId, rankPublishPrefix, relaySubject, runPrefix, toRankSubject } from "./subjects.ts";
 
 /** One NATS user of a run. */
 export interface NatsUser {
@@ -24,6 +24,17 @@ export interface RankCredentials extends NatsUser {
   rank: number;
   /** base64 of this rank's 32-byte HMAC key. */
   key: string;
+  /**
+   * A relay's slot (spec §1.1): the ranks whose reduce frames it sums. The slot may then
+   * also subscribe to their relay subjects (`serverAuthorization`). Set with {@link assignRelay}.
+   */
+  relayFor?: number[];
+}
+
+/** What a relay needs to run: its own slot's credentials, and the ranks it sums with their keys. */
+export interface RelayCredentials extends RankCredentials {
+  /** The member ranks and their HMAC keys (base64): the relay verifies their frames. */
+  members: { rank: number; key: string }[];
 }
 
 /** Everything the coordinator holds for one run. */
@@ -114,7 +125,10 @@ export function serverAuthorization(creds: RunCredentials): string {
     `    { user: "${u.user}", password: "${u.pass}", permissions: { publish: { allow: ${JSON.stringify(pub)} }, ` +
     `subscribe: { allow: ${JSON.stringify(sub)} } } }`;
   const lines = [user(creds.coordinator, [runPrefix(creds.run)], [runPrefix(creds.run)])];
-  for (const r of creds.ranks) lines.push(user(r, [rankPublishPrefix(r.run, r.rank)], [toRankSubject(r.run, r.rank)]));
+  for (const r of creds.ranks) {
+    const sub = [toRankSubject(r.run, r.rank), ...(r.relayFor ?? []).map((m) => relaySubject(r.run, m))];
+    lines.push(user(r, [rankPublishPrefix(r.run, r.rank)], sub));
+  }
   return `authorization {\n  users = [\n${lines.join("\n")}\n  ]\n}\n`;
 }
 
@@ -141,4 +155,43 @@ export function decodeJoinToken(token: string): { url: string } & RankCredential
   }
   if (!Number.isInteger(v.rank)) throw new TypeError(`decodeJoinToken: the token has no integer "rank"`);
   return v as unknown as { url: string } & RankCredentials;
+}
+
+/**
+ * Make slot `slot` the relay of `members` (spec §1.1: it sums their reduce frames): call it
+ * before `serverAuthorization`, which then lets the slot subscribe to their relay subjects.
+ * @throws {RangeError} When the slot or a member is not a slot of the run, a member is the
+ * relay itself, or a member already has a relay.
+ */
+export function assignRelay(creds: RunCredentials, slot: number, members: readonly number[]): void {
+  const n = creds.ranks.length;
+  const bad = (k: number) => !Number.isInteger(k) || k < 0 || k >= n;
+  if (bad(slot)) throw new RangeError(`assignRelay: relay slot must be one of the run's ${n} slots, got ${slot}`);
+  if (members.length < 1) throw new RangeError(`assignRelay: relay slot ${slot} needs at least one member rank, got none`);
+  for (const k of members) {
+    if (bad(k) || k === slot) throw new RangeError(`assignRelay: relay slot ${slot}: member rank ${k} is not another slot of the run (0..${n - 1})`);
+    const other = creds.ranks.find((r) => r.relayFor?.includes(k));
+    if (other) throw new RangeError(`assignRelay: rank ${k} already has a relay (slot ${other.rank}); a rank sends its frames to one relay`);
+  }
+  creds.ranks[slot].relayFor = [...members];
+}
+
+/** A relay's credentials (its slot's, with its members' keys) from the run's. */
+export function relayCredentials(creds: RunCredentials, slot: number): RelayCredentials {
+  const own = creds.ranks[slot];
+  if (!own?.relayFor) throw new RangeError(`relayCredentials: slot ${slot} is not a relay (assignRelay first)`);
+  return { ...own, members: own.relayFor.map((k) => ({ rank: k, key: creds.ranks[k].key })) };
+}
+
+/**
+ * Read a relay's token ({@link encodeJoinToken} of {@link relayCredentials}).
+ * @throws {TypeError} When the token is not a relay's (names the missing field).
+ */
+export function decodeRelayToken(token: string): { url: string } & RelayCredentials {
+  const t = decodeJoinToken(token) as { url: string } & RelayCredentials;
+  const members = (t as Partial<RelayCredentials>).members;
+  if (!Array.isArray(members) || members.length < 1 || !members.every((m) => Number.isInteger(m?.rank) && typeof m?.key === "string")) {
+    throw new TypeError(`decodeRelayToken: the token has no "members" (a rank's join token, not a relay's?)`);
+  }
+  return t;
 }

@@ -13,6 +13,10 @@ export interface FrameLike {
   /** bf16: two values per u32 word, element 2i in the low half; f32: one per element. */
   params: Uint32Array | Float32Array;
   buffers: Float32Array;
+  /** Optimizer steps since the last reduce (a rank's frame; a relay's sum has none). */
+  batches?: number;
+  /** The relay that holds this rank's values (a relayed rank's snapshot answer: no values here). */
+  via?: number;
 }
 
 /** What the coordinator expects of a frame from `rank`. */
@@ -25,6 +29,13 @@ export interface FrameExpectation {
   bufferCount: number;
   /** The round asked for: a frame of an earlier round is stale (a replay or a lagging answer). */
   round: number;
+  /**
+   * The rank sits behind this relay: its snapshot answer must say so (`via`) and hold no
+   * values (the relay checks and sums them).
+   */
+  via?: number;
+  /** Who sent it, for messages (default `rank <rank>`; a relay's sum: `relay 0`). */
+  who?: string;
 }
 
 /** bf16 exponent bits: all ones is Inf or NaN. */
@@ -62,12 +73,15 @@ function firstNonFiniteBf16(words: Uint32Array, n: number): number {
  * ```
  */
 export function checkFrame(frame: unknown, want: FrameExpectation): FrameLike {
-  const who = `rank ${want.rank}`;
+  const who = want.who ?? `rank ${want.rank}`;
   if (frame === null || typeof frame !== "object") {
     throw new TypeError(`${who}: sent a ${frame === null ? "null" : typeof frame}, not a frame`);
   }
   const f = frame as Partial<FrameLike>;
   if (f.rank !== want.rank) throw new RangeError(`${who}: sent a frame that says rank ${f.rank}`);
+  if (f.batches !== undefined && !(Number.isInteger(f.batches) && f.batches >= 0)) {
+    throw new RangeError(`${who}: frame batches is ${f.batches}, not an integer >= 0`);
+  }
   if (!Number.isInteger(f.round)) throw new TypeError(`${who}: frame round is ${f.round}, not an integer`);
   if (f.round! < want.round) {
     throw new RangeError(`${who}: frame of round ${f.round}, from the past (round ${want.round} asked)`);
@@ -78,6 +92,7 @@ export function checkFrame(frame: unknown, want: FrameExpectation): FrameLike {
   if (f.dtype !== want.dtype) {
     throw new TypeError(`${who}: frame dtype "${f.dtype}", the run's wire is "${want.dtype}"`);
   }
+  if (want.via !== undefined || f.via !== undefined) return checkVia(f, want, who);
   if (!(f.buffers instanceof Float32Array)) {
     throw new TypeError(`${who}: frame buffers are a ${typeName(f.buffers)}, expected Float32Array`);
   }
@@ -109,6 +124,22 @@ export function checkFrame(frame: unknown, want: FrameExpectation): FrameLike {
   const badBuf = firstNonFinite(f.buffers);
   if (badBuf >= 0) {
     throw new RangeError(`${who}: frame buffer value ${badBuf} of round ${f.round} is NaN or Inf; not averaged`);
+  }
+  return f as FrameLike;
+}
+
+/** A relayed rank's snapshot answer: the relay it names, and no values of its own. */
+function checkVia(f: Partial<FrameLike>, want: FrameExpectation, who: string): FrameLike {
+  if (f.via !== want.via) {
+    throw new RangeError(
+      want.via === undefined
+        ? `${who}: frame says it went to relay ${f.via}, but the rank has no relay`
+        : `${who}: frame says relay ${f.via}, the rank's relay is ${want.via}`,
+    );
+  }
+  const n = (x: unknown) => (ArrayBuffer.isView(x) ? (x as Float32Array).length : -1);
+  if (n(f.params) !== 0 || n(f.buffers) !== 0) {
+    throw new RangeError(`${who}: a relayed frame must carry no values here (its relay sums them), got ${n(f.params)} params and ${n(f.buffers)} buffer values`);
   }
   return f as FrameLike;
 }

@@ -7,13 +7,16 @@ export { decodeValue, encodeValue } from "./codec.ts";
 export { connectLink, maxPayloadOf } from "./connect.ts";
 export type { NatsConnection } from "./connect.ts";
 export {
+  assignRelay,
   createRunCredentials,
   decodeJoinToken,
+  decodeRelayToken,
   deriveRankKey,
   encodeJoinToken,
+  relayCredentials,
   serverAuthorization,
 } from "./credentials.ts";
-export type { NatsUser, RankCredentials, RunCredentials } from "./credentials.ts";
+export type { NatsUser, RankCredentials, RelayCredentials, RunCredentials } from "./credentials.ts";
 export { openCoordinator } from "./coordinator_link.ts";
 export type { CoordinatorLinkOptions, NatsCoordinator, RankLink, RankLinkListeners } from "./coordinator_link.ts";
 export { RankLinkError } from "./errors.ts";
@@ -24,4 +27,5 @@ export { serveRank } from "./rank_link.ts";
 export { remote } from "./remote.ts";
 export type { Remote } from "./remote.ts";
 export type { RankHandler, RankServeOptions, RankServer } from "./rank_link.ts";
-export { coordinatorInbox, fromRankSubject, toRankSubject } from "./subjects.ts";
+export { coordinatorInbox, fromRankSubject, relaySubject, toRankSubject } from "./subjects.ts";
+export { importLinkKey, WireReceiver, WireSender } from "./wire.ts";

@@ -35,6 +35,8 @@ export interface RankServeOptions {
   onDown?: (reason: RankLinkError) => void | Promise<void>;
   /** A message refused (forged, replayed, tampered) or a permission error of the server, dropped. */
   onRefused?: (error: RankLinkError) => void;
+  /** How this side is named in messages (default `rank <k>`; a relay's slot: `relay (slot <k>)`). */
+  who?: string;
 }
 
 /** A serving rank. */
@@ -77,6 +79,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
   checkRunId(run);
   const lossMs = opts.beaconLossMs ?? 10_000;
   const helloMs = opts.helloMs ?? 500;
+  const who = opts.who ?? `rank ${rank}`;
   if (!(lossMs > 0)) throw new RangeError(`serveRank: beaconLossMs must be > 0, got ${lossMs}`);
   if (!(helloMs > 0)) throw new RangeError(`serveRank: helloMs must be > 0, got ${helloMs}`);
   const key = await importLinkKey(opts.creds.key);
@@ -86,7 +89,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     run,
     `r${rank}`,
     key,
-    maxPayloadOf(nc, `rank ${rank}`),
+    maxPayloadOf(nc, who),
   );
   const receiver = new WireReceiver(toRankSubject(run, rank), run, "c", key, rank);
 
@@ -121,7 +124,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
   const answer = async (id: number, name: string, args: unknown[]) => {
     try {
       const fn = handler[name];
-      if (FORBIDDEN.has(name) || typeof fn !== "function") throw new TypeError(`rank ${rank} has no method "${name}"`);
+      if (FORBIDDEN.has(name) || typeof fn !== "function") throw new TypeError(`${who} has no method "${name}"`);
       const value = await fn.apply(handler, args);
       if (!isDown) await send({ k: "result", id, value });
     } catch (e) {
@@ -134,7 +137,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     lastHeard = Date.now();
     if (m.k === "call") answer(m.id, m.name, m.args);
     else if (m.k === "bye") {
-      goDown(new RankLinkError(rank, "down", `rank ${rank}: the coordinator ended the run (${m.reason})`));
+      goDown(new RankLinkError(rank, "down", `${who}: the coordinator ended the run (${m.reason})`));
     }
   };
 
@@ -153,7 +156,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
         else if (r.kind === "message") dispatch(decodeValue(r.bytes) as ToRank);
       }).catch((e) =>
         goDown(
-          new RankLinkError(rank, "down", `rank ${rank}: unreadable message from the coordinator: ${e}`, { cause: e }),
+          new RankLinkError(rank, "down", `${who}: unreadable message from the coordinator: ${e}`, { cause: e }),
         )
       );
     },
@@ -162,19 +165,19 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     for await (const s of nc.status()) {
       if (s.type === "error") {
         opts.onRefused?.(
-          new RankLinkError(rank, "refused", `rank ${rank}: the NATS server refused: ${s.error.message}`, {
+          new RankLinkError(rank, "refused", `${who}: the NATS server refused: ${s.error.message}`, {
             cause: s.error,
           }),
         );
       } else if (s.type === "disconnect" || s.type === "staleConnection") {
-        goDown(new RankLinkError(rank, "down", `rank ${rank}: its NATS connection was lost (${s.type})`));
+        goDown(new RankLinkError(rank, "down", `${who}: its NATS connection was lost (${s.type})`));
         nc.close().catch(() => {});
       }
     }
   })();
   nc.closed().then((err) => {
     goDown(
-      new RankLinkError(rank, "down", `rank ${rank}: its NATS connection closed${err ? `: ${err.message}` : ""}`, {
+      new RankLinkError(rank, "down", `${who}: its NATS connection closed${err ? `: ${err.message}` : ""}`, {
         cause: err,
       }),
     );
@@ -200,7 +203,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
           new RankLinkError(
             rank,
             "down",
-            `rank ${rank}: ${what} for ${now - lastHeard} ms (beaconLossMs ${lossMs}); stopping`,
+            `${who}: ${what} for ${now - lastHeard} ms (beaconLossMs ${lossMs}); stopping`,
           ),
         );
       }
@@ -215,7 +218,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     async close(reason = "the rank stopped") {
       if (isDown) return;
       if (!nc.isClosed()) await send({ k: "bye", reason }).catch(() => {});
-      await goDown(new RankLinkError(rank, "down", `rank ${rank}: ${reason}`));
+      await goDown(new RankLinkError(rank, "down", `${who}: ${reason}`));
     },
   };
 }

@@ -7,6 +7,7 @@
  * |-----------------------------|-------------|-------------|----------------------------------|
  * | `flodl.<run>.to.r<k>`       | coordinator | rank k      | calls, beacons, bye              |
  * | `flodl.<run>.r<k>.out`      | rank k      | coordinator | results, errors, events, bye     |
+ * | `flodl.<run>.r<k>.relay`    | rank k      | its relay   | its reduce frames (behind a relay) |
  *
  * A rank may publish only under `flodl.<run>.r<k>.>` and subscribe only to
  * `flodl.<run>.to.r<k>`; the coordinator may publish and subscribe under `flodl.<run>.>`.
@@ -32,6 +33,15 @@ export function toRankSubject(run: string, rank: number): string {
 /** Rank k → coordinator: results, errors, events and the rank's bye. */
 export function fromRankSubject(run: string, rank: number): string {
   return `flodl.${run}.r${rank}.out`;
+}
+
+/**
+ * Rank k → the relay of its host: the rank's reduce frames, when it sits behind a relay
+ * (spec §1.1). Under the rank's own prefix, so its publish permission covers it; only the
+ * relay that sums for rank k may subscribe (credentials.ts).
+ */
+export function relaySubject(run: string, rank: number): string {
+  return `flodl.${run}.r${rank}.relay`;
 }
 
 /** Everything a rank may publish on (its own prefix; permissions use this). */

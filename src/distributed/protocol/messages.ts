@@ -52,6 +52,11 @@ export interface RankSetup {
   hasScheduler: boolean;
   /** The data plane's knobs (spec §9.2); the rank sizes its tiers from them. */
   data: DataSetup;
+  /**
+   * A remote rank behind a relay (spec §1.1): its reduce frames go to relay `relay`, its
+   * snapshot answer says so (`Frame.via`) and carries no values. Unset: frames come here.
+   */
+  relay?: number;
 }
 
 /** What a rank needs to build its data plane (spec §9.2, docs/TRAINER.md "Data plane"). */
@@ -148,6 +153,11 @@ export interface Frame {
   params: Uint32Array<ArrayBuffer> | Float32Array<ArrayBuffer>;
   /** Buffers (BatchNorm running stats) always f32. */
   buffers: Float32Array<ArrayBuffer>;
+  /**
+   * Set by a rank behind a relay (spec §1.1): its values went to relay `via`, which sums
+   * them with its other members' (protocol/relay.ts); `params` and `buffers` are empty here.
+   */
+  via?: number;
 }
 
 /** Adopt a consensus (spec §4.2): overwrite or EASGD-blend params, overwrite buffers. */

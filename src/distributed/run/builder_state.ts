@@ -81,6 +81,13 @@ export interface RemoteRanksSpec {
   onJoined?: (rank: number, hello: RemoteHello) => void;
   /** Seconds to wait for every slot to join (default 600). */
   joinTimeoutSecs?: number;
+  /**
+   * Each relay's token once its slot is open (spec §1.1: a relay sums the frames of the
+   * ranks on its host; run it there, `deno run -A scripts/relay.ts <token>`). Relays are
+   * the credentials' slots made relays with `assignRelay` (after every rank slot); the run
+   * waits for them as for its ranks.
+   */
+  onRelayToken?: (slot: number, token: string, ranks: number[]) => void;
 }
 
 /** Coordinator-side pieces of a builder (the rank side is a {@link RankSpec}). */

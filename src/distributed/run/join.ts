@@ -14,8 +14,18 @@
  */
 import { Device } from "../../gpu/mod.ts";
 import type { Module } from "../../nn/mod.ts";
-import { connectLink, decodeJoinToken, encodeJoinToken, type RankCredentials, serveRank } from "../nats/mod.ts";
-import type { CoordinatorSink, RankApi } from "../protocol/messages.ts";
+import {
+  connectLink,
+  decodeJoinToken,
+  encodeJoinToken,
+  encodeValue,
+  importLinkKey,
+  type RankCredentials,
+  relaySubject,
+  serveRank,
+  WireSender,
+} from "../nats/mod.ts";
+import type { CoordinatorSink, Frame, RankApi } from "../protocol/messages.ts";
 import { layoutDigest, programId, type RemoteHello } from "../protocol/remote_hello.ts";
 import { dispatch, RANK_CALLS, type RankEvent, type RankListener, sinkOf } from "../protocol/transport.ts";
 import { forwardRankApi } from "../rank/rank_forward.ts";
@@ -163,16 +173,34 @@ async function serve(
 
   const runtime = state.createRuntime(device);
   let beat: ReturnType<typeof setInterval> | undefined;
+  const connection = await connectLink(t.url, t.user, t.pass, `rank ${rank}`);
+  /** Behind a relay (the coordinator's init says which): frames go there, signed with this rank's key. */
+  let relay: { index: number; sender: WireSender } | undefined;
   // Events go out through the server; none come before it exists (they follow init, a call over it).
   const sink: CoordinatorSink = sinkOf(() => listener);
   const api: RankApi = {
-    init(setup, s) {
+    async init(setup, s) {
       if (setup.rank !== rank) throw new RangeError(`rank ${rank}: the coordinator's init says rank ${setup.rank}`);
       clearInterval(beat);
       beat = setInterval(() => s.heartbeat(rank), HEARTBEAT_MS);
+      if (setup.relay !== undefined) {
+        const nc = connection;
+        const key = await importLinkKey(t.key);
+        const sender = new WireSender((sub, d) => nc.publish(sub, d), relaySubject(t.run, rank), t.run, `r${rank}`, key, nc.info!.max_payload);
+        relay = { index: setup.relay, sender };
+      }
       return runtime.init(setup, s);
     },
     ...forwardRankApi(() => runtime, (f) => f),
+    async snapshot(round, exact) {
+      const f = await runtime.snapshot(round, exact);
+      if (!relay) return f;
+      // The values go to the relay (sent before this answer leaves); the coordinator gets the count.
+      await relay.sender.send(encodeValue(f));
+      const empty: Frame = { ...f, via: relay.index, params: new Float32Array(0), buffers: new Float32Array(0) };
+      if (f.dtype === "bf16") empty.params = new Uint32Array(0);
+      return empty;
+    },
     async stop() {
       clearInterval(beat);
       await runtime.stop();
@@ -181,7 +209,6 @@ async function serve(
   const handler: Record<string, (...args: unknown[]) => unknown> = {};
   for (const name of RANK_CALLS) handler[name] = (...args) => dispatch(api, sink, name, args as never);
 
-  const connection = await connectLink(t.url, t.user, t.pass, `rank ${rank}`);
   const server = await serveRank({
     connection,
     creds: t,

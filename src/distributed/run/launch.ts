@@ -14,6 +14,7 @@ import type { NatsTransport } from "../coordinator/transport_nats.ts";
 import type { JoinExpectation } from "../protocol/remote_hello.ts";
 import { awaitHello, WorkerTransport } from "../coordinator/transport_worker.ts";
 import { RankClient } from "../coordinator/rank_client.ts";
+import { RelayClient } from "../coordinator/relay_client.ts";
 import { programArgs, type RankRole } from "./reentry.ts";
 import { runMonitor } from "./run_monitor.ts";
 import { loadCollector } from "../../gpu/mod.ts";
@@ -136,7 +137,9 @@ async function launchRanks<M extends Module>(
   const clients: RankClient[] = [];
   const timeoutMs = state.entryTimeoutSecs * 1000;
   let remote: RemoteSlots | undefined;
+  const relays: RelayClient[] = [];
   const close = async () => {
+    await Promise.all(relays.map((r) => r.close()));
     await Promise.all(clients.map((c) => c.close()));
     await remote?.close();
   };
@@ -173,7 +176,12 @@ async function launchRanks<M extends Module>(
       const joined = await remote.joined(want);
       const far = remote.transports.map((t) => new RankClient(t.rank, t));
       clients.push(...far);
-      const farHellos = await Promise.all(far.map((c) => c.call("init", (api) => api.init(setupFor(state, cfg, c.rank, W, undefined, 1)))));
+      // A rank behind a relay sends its reduce frames there (spec §1.1); the relay's client loses them with it.
+      const relayOf = new Map(remote.relays.flatMap((r) => r.ranks.map((k) => [k, r.link.rank] as const)));
+      for (const r of remote.relays) relays.push(new RelayClient(r.link, far.filter((c) => r.ranks.includes(c.rank))));
+      const farHellos = await Promise.all(far.map((c) =>
+        c.call("init", (api) => api.init({ ...setupFor(state, cfg, c.rank, W, undefined, 1), relay: relayOf.get(c.rank) }))
+      ));
       farHellos.forEach((h, i) => places.push({ host: joined[i].host, adapter: h.adapter, transport: "remote" }));
       // The dashboard names a remote rank by its machine.
       hellos.push(...farHellos.map((h, i) => ({ ...h, adapter: `${joined[i].host || "remote"}: ${h.adapter}` })));

@@ -6,10 +6,19 @@
  * the rank and the item that differs.
  */
 import { NatsTransport } from "../coordinator/transport_nats.ts";
-import { connectLink, coordinatorInbox, type NatsCoordinator, openCoordinator } from "../nats/mod.ts";
+import {
+  connectLink,
+  coordinatorInbox,
+  encodeJoinToken,
+  type NatsCoordinator,
+  openCoordinator,
+  type RankLink,
+  relayCredentials,
+} from "../nats/mod.ts";
 import { checkRemoteHello, type JoinExpectation, type RemoteHello } from "../protocol/remote_hello.ts";
 import type { RemoteRanksSpec } from "./builder_state.ts";
 import { joinTokenFor } from "./join.ts";
+import type { RelayHello } from "./relay.ts";
 import type { CallSite } from "./reentry.ts";
 
 /** The open remote slots of a run. */
@@ -18,6 +27,8 @@ export interface RemoteSlots {
   transports: NatsTransport[];
   /** The spare slots' transports (elastic membership), ranks after those. */
   spares: NatsTransport[];
+  /** The relays' links (spec §1.1) and the ranks each sums; `joined` waits for their hellos too. */
+  relays: { link: RankLink; ranks: number[] }[];
   /** Wait for every awaited slot's hello and check it; resolves with the hellos, rejects naming the rank. */
   joined(want: JoinExpectation): Promise<RemoteHello[]>;
   /**
@@ -29,6 +40,11 @@ export interface RemoteSlots {
   close(): Promise<void>;
 }
 
+/** The credentials' relay slots (`assignRelay`). */
+function relaysOf(spec: RemoteRanksSpec) {
+  return spec.credentials.ranks.filter((r) => r.relayFor);
+}
+
 /** Check `.remoteRanks(...)` against the world (before anything starts). */
 export function checkRemote(spec: RemoteRanksSpec, localRanks: number): void {
   const remote = spec.maxSlots ?? spec.slots;
@@ -38,6 +54,19 @@ export function checkRemote(spec: RemoteRanksSpec, localRanks: number): void {
       `Trainer.run: remoteRanks credentials must have a slot per rank (${localRanks} local + ${remote} remote = ${world}), ` +
         `got ${spec.credentials?.ranks.length}; make them with createRunCredentials(${world})`,
     );
+  }
+  for (const r of relaysOf(spec)) {
+    if (r.rank < world) {
+      throw new RangeError(`Trainer.run: remoteRanks relay slot ${r.rank} is a rank's slot (ranks are 0..${world - 1}); relays take the slots after`);
+    }
+    for (const k of r.relayFor!) {
+      if (k < localRanks || k >= localRanks + spec.slots) {
+        throw new RangeError(
+          `Trainer.run: remoteRanks relay slot ${r.rank} sums rank ${k}, which is not an awaited remote rank ` +
+            `(${localRanks}..${localRanks + spec.slots - 1}): local ranks and spare slots send their frames to the coordinator`,
+        );
+      }
+    }
   }
   if (spec.joinTimeoutSecs !== undefined && !(spec.joinTimeoutSecs > 0)) {
     throw new RangeError(`Trainer.run: remoteRanks joinTimeoutSecs must be > 0, got ${spec.joinTimeoutSecs}`);
@@ -66,18 +95,24 @@ export async function openRemoteSlots(
     throw e;
   }
   const transports: NatsTransport[] = [];
+  const relays: { link: RankLink; ranks: number[] }[] = [];
   const total = spec.maxSlots ?? spec.slots;
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
     await Promise.all(transports.map((t) => t.close().catch(() => {})));
+    await Promise.all(relays.map((r) => r.link.close().catch(() => {})));
     await coordinator.close().catch(() => {});
   };
   try {
     for (let rank = first; rank < first + total; rank++) {
       transports.push(await NatsTransport.open(coordinator, rank));
       spec.onJoinToken?.(rank, joinTokenFor(spec.joinUrl ?? spec.url, creds.ranks[rank], site, args));
+    }
+    for (const r of relaysOf(spec)) {
+      relays.push({ link: await coordinator.link(r.rank, { who: `relay (slot ${r.rank})` }), ranks: r.relayFor! });
+      spec.onRelayToken?.(r.rank, encodeJoinToken(spec.joinUrl ?? spec.url, relayCredentials(creds, r.rank)), r.relayFor!);
     }
   } catch (e) {
     await close();
@@ -100,25 +135,39 @@ export async function openRemoteSlots(
   return {
     transports: awaited,
     spares: transports.slice(spec.slots),
+    relays,
     close,
     spareJoined: check,
     async joined(want) {
       let timer: ReturnType<typeof setTimeout> | undefined;
-      const waiting = new Set(awaited.map((t) => t.rank));
+      const waiting = new Set([...awaited.map((t) => `rank ${t.rank}`), ...relays.map((r) => `relay slot ${r.link.rank}`)]);
       const late = new Promise<never>((_, reject) =>
         timer = setTimeout(() => {
-          reject(new Error(`remote rank(s) ${[...waiting].join(", ")} did not join within ${timeoutMs / 1000} s (remoteRanks joinTimeoutSecs)`));
+          reject(new Error(`remote ${[...waiting].join(", ")} did not join within ${timeoutMs / 1000} s (remoteRanks joinTimeoutSecs)`));
         }, timeoutMs)
       );
       try {
-        return await Promise.race([
+        const relaysIn = Promise.all(relays.map(async (r) => {
+          const hello = await r.link.ready as Partial<RelayHello> | null;
+          waiting.delete(`relay slot ${r.link.rank}`);
+          if (hello?.relay !== r.link.rank || JSON.stringify(hello.members) !== JSON.stringify(r.ranks)) {
+            const why = `relay slot ${r.link.rank}: refused at join: its hello ${JSON.stringify(hello)} is not this slot's relay for ranks ${r.ranks.join(", ")}`;
+            await r.link.close(why);
+            throw new Error(why);
+          }
+        }));
+        const [hellos] = await Promise.race([
           late,
-          Promise.all(awaited.map(async (t) => {
-            await t.link.ready;
-            waiting.delete(t.rank);
-            return check(t, want);
-          })),
+          Promise.all([
+            Promise.all(awaited.map(async (t) => {
+              await t.link.ready;
+              waiting.delete(`rank ${t.rank}`);
+              return check(t, want);
+            })),
+            relaysIn,
+          ]),
         ]);
+        return hellos;
       } finally {
         clearTimeout(timer);
       }

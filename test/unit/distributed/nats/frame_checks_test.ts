@@ -82,3 +82,18 @@ Deno.test("checkFrame: wrong rank, round, dtype, sizes and non-finite values are
   });
   assert(got === "RangeError: rank 2: frame parameter 9 of round 5 is NaN or Inf; not averaged", got);
 });
+
+Deno.test("checkFrame: a relayed rank's answer names its relay and carries no values; steps must be a count", () => {
+  const relayed = { ...good(), via: 9, params: new Uint32Array(0), buffers: new Float32Array(0) };
+  assert(refusal(relayed, { ...want, via: 9 }) === "accepted", refusal(relayed, { ...want, via: 9 }));
+  const cases: [unknown, string, FrameExpectation][] = [
+    [relayed, "RangeError: rank 2: frame says it went to relay 9, but the rank has no relay", want],
+    [{ ...relayed, via: 8 }, "RangeError: rank 2: frame says relay 8, the rank's relay is 9", { ...want, via: 9 }],
+    [good(), "RangeError: rank 2: frame says relay undefined, the rank's relay is 9", { ...want, via: 9 }],
+    [{ ...relayed, buffers: new Float32Array(7) }, "RangeError: rank 2: a relayed frame must carry no values here (its relay sums them), got 0 params and 7 buffer values", { ...want, via: 9 }],
+    [{ ...relayed, round: 4 }, "RangeError: rank 2: frame of round 4, from the past (round 5 asked)", { ...want, via: 9 }],
+    [{ ...good(), batches: -1 }, "RangeError: rank 2: frame batches is -1, not an integer >= 0", want],
+    [{ ...good(), batches: 2.5 }, "RangeError: rank 2: frame batches is 2.5, not an integer >= 0", want],
+  ];
+  for (const [frame, msg, w] of cases) assert(refusal(frame, w) === msg, `want "${msg}", got "${refusal(frame, w)}"`);
+});

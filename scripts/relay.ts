@@ -1,0 +1,22 @@
+/**
+ * Run a relay of a NATS run (spec §1.1): on the host of the ranks it sums, with the token
+ * the coordinator printed for it. It needs no GPU and no program.
+ *
+ *   deno run -A --no-check scripts/relay.ts <relay token>
+ *
+ * Exit code 0 when the run ended (the coordinator's bye), 1 when it never served.
+ */
+import { joinRelay } from "../src/index.ts";
+
+if (!Deno.args[0]) {
+  console.error("usage: deno run -A scripts/relay.ts <relay token>");
+  Deno.exit(2);
+}
+const relay = joinRelay(Deno.args[0], { log: (line) => console.log(line) });
+relay.done.then(
+  () => Deno.exit(0),
+  (e) => {
+    console.error(`relay (slot ${relay.slot}): ${e?.stack ?? e}`);
+    Deno.exit(1);
+  },
+);

@@ -1,0 +1,95 @@
+/**
+ * The NATS server killed and restarted on the same port mid-run (issue 10, "Tests"): one
+ * local worker rank and one remote rank process. The link has no retransmission, so a
+ * server restart is a lost connection on both sides (nats/README.md "Liveness"): the
+ * remote rank is lost, naming the NATS connection, and the run goes on without it — or,
+ * with `maxFailure(absolute(1))`, stops with a bundle whose error says why and where to
+ * resume. Never a hang: every wait here is bounded by `within`, which fails loudly naming
+ * what did not happen (a bound, not a timing assertion). The rank process stops on its own.
+ */
+import { startNatsServer } from "../../../scripts/nats_server.ts";
+import { createRunCredentials, ElCheConfig, MaxFailureThreshold, permutation, readBundleMeta, serverAuthorization } from "../../../src/index.ts";
+import { observe } from "../../../src/distributed/run/launch.ts";
+import { FsStorage } from "../../../src/io/mod.ts";
+import { mnistRemote, TRAIN } from "../../fixtures/programs/mnist_remote.ts";
+import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
+import { gpuTest } from "../../util/gpu.ts";
+import { type Proc, reap, spawnDeno, within } from "../../util/processes.ts";
+
+const SEED = 42;
+const RANK_SCRIPT = new URL("../../fixtures/remote_rank.ts", import.meta.url).pathname;
+/** Bound on the run after the restart: far above a 2000-sample epoch here, so only a hang reaches it. */
+const RUN_BOUND_MS = 180_000;
+
+/**
+ * One run of 1 local + 1 remote rank; the server is killed and restarted on its port at the
+ * remote rank's first batch after the first reduce. `stem`: savePath (and maxFailure(1)).
+ */
+async function restartedRun(stem?: string) {
+  const creds = await createRunCredentials(2);
+  const server = await startNatsServer({ authorization: serverAuthorization(creds) });
+  const port = new URL(server.wsUrl).port;
+  const procs: Proc[] = [];
+  const counts = new Uint8Array(TRAIN);
+  const perm = permutation(SEED, 0, TRAIN);
+  const lost: string[] = [];
+  let restart: Promise<void> | undefined;
+  let reduced = false;
+  let b = mnistRemote.clone().elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(16).numEpochs(1).lrScaleRatio(0)
+    .heartbeatTimeoutSecs(8).cluster({ ranks: [{}] })
+    .remoteRanks({ slots: 1, url: server.wsUrl, credentials: creds, joinTimeoutSecs: 120, onJoinToken: (_r, t) => procs.push(spawnDeno(RANK_SCRIPT, [t])) });
+  if (stem) b = b.savePath(stem).maxFailure(MaxFailureThreshold.absolute(1));
+  observe(b.state, {
+    chunk: (_e, _r, offset, size) => {
+      for (let i = offset; i < offset + size; i++) counts[perm[i]]++;
+    },
+    rankLost: (r, why) => lost.push(`${r}: ${why}`),
+    reduce: () => void (reduced = true),
+    // After a first consensus (a bundle has something to hold), at a batch of the remote rank: mid-epoch, work in flight.
+    batch: (e) => {
+      if (e.rank === 1 && reduced && !restart) restart = server.kill().then(() => server.start());
+    },
+  });
+  try {
+    const h = await b.run();
+    const joined = within(h.join(), RUN_BOUND_MS, "the run neither finished nor stopped after the NATS server restart");
+    const outcome = await joined.then(() => undefined, (e: Error) => e);
+    if (outcome?.message.startsWith("hang:")) throw outcome;
+    assert(restart, "the server was restarted mid-epoch");
+    await within(restart, 30_000, "nats-server restarted on its port");
+    assertEquals(new URL(server.wsUrl).port, port, "same port");
+    // The rank process stops on its own: its connection was lost, it never trains on.
+    const [own] = await reap(procs, 30_000);
+    const log = await procs[0].output;
+    assert(own, `the rank process did not stop on its own after the restart:\n${log}`);
+    return { outcome, counts, lost, log, acc: h.evals.filter((e) => e.value !== undefined).at(-1)?.value };
+  } finally {
+    await reap(procs);
+    await server.stop();
+  }
+}
+
+gpuTest("NATS server restarted mid-epoch: the remote rank is lost naming the connection, the run finishes on the local rank, every sample once", async () => {
+  const r = await restartedRun();
+  assertEquals(r.outcome, undefined, `the run finished (${r.outcome?.message})`);
+  assertEquals(r.lost.length, 1, `one rank lost: ${r.lost.join("; ")}`);
+  assert(/^1: /.test(r.lost[0]) && /NATS connection/.test(r.lost[0]), `the loss names rank 1 and the NATS connection: ${r.lost[0]}`);
+  const bad = [...r.counts.keys()].filter((i) => r.counts[i] !== 1);
+  assertEquals(bad.length, 0, `samples not trained exactly once (e.g. #${bad[0]} ×${r.counts[bad[0]]})`);
+  assert(r.acc !== undefined && r.acc > 0.5, `accuracy after the restart ${r.acc}`);
+  assert(/NATS connection was lost|NATS connection closed|no beacon/.test(r.log), `the rank says why it stopped:\n${r.log}`);
+});
+
+gpuTest("NATS server restarted mid-epoch with maxFailure(1): the run stops with a max_failure_exceeded bundle and says so", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "flodl-nats-restart-" });
+  try {
+    const r = await restartedRun(`${dir}/ckpt`);
+    assert(r.outcome, "the run stopped");
+    // The error says why it stopped and which loss did it; the bundle holds the last consensus.
+    await assertRejects(() => Promise.reject(r.outcome), Error, "max_failure_exceeded", "rank 1", "NATS connection was lost", `${dir}/ckpt`, "resumeFrom");
+    assert(/NATS connection/.test(r.lost[0] ?? ""), `the loss names the NATS connection: ${r.lost.join("; ")}`);
+    assertEquals((await readBundleMeta(new FsStorage(dir), "ckpt")).save_reason, "max_failure_exceeded", "bundle reason");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
