@@ -27,7 +27,7 @@
 // Mesa 22.3's lavapipe inlines the uniforms an `if` tests and, when that removes half the
 // shader's SSA values (it did for these kernels), compiles a new variant at every dispatch and
 // never frees it: ~120 KiB of RSS and ~7 ms per step kernel, 67 MiB per epoch of char-rnn
-// (bench/README.md "Memory: char-rnn"; test/gpu/rnn_memory_deno_test.ts).
+// (bench/README.md "Memory", "char-rnn, 50 epochs"; test/gpu/nn/rnn_memory_deno_test.ts).
 override WG: u32 = 256;
 
 struct Params {  // mirrored in src/tensor/ops/rnn.ts

@@ -1,5 +1,5 @@
 /**
- * LSTM and GRU training keeps the process RSS flat (bench/README.md "Memory: char-rnn").
+ * LSTM and GRU training keeps the process RSS flat (bench/README.md "Memory", "char-rnn, 50 epochs").
  * Mesa 22.3's lavapipe inlines the uniforms that an `if` tests alone and, when that removes
  * half of a shader's SSA values, compiles a fresh shader variant at every dispatch and never
  * frees it. shaders/rnn.wgsl's step kernels branched on p.t / p.steps / p.has_rec: ~120 KiB
