@@ -25,8 +25,9 @@
 //
 // NO_PARAM_BRANCH: no `if` here tests params alone (p.t, p.steps, p.has_rec); `select` does.
 // Mesa 22.3's lavapipe inlines the uniforms an `if` tests and, when that removes half the
-// shader's SSA values (it did for these kernels), compiles a new variant at every dispatch and
-// never frees it: ~120 KiB of RSS and ~7 ms per step kernel, 67 MiB per epoch of char-rnn
+// shader's SSA values (it did for these kernels at some shapes: B 32 × T 16, not B 16 × T 32),
+// compiles a new variant at every dispatch and never frees it: ~120 KiB of RSS and ~7 ms per
+// step kernel, 67 MiB per epoch of char-rnn
 // (bench/README.md "Memory", "char-rnn, 50 epochs"; test/gpu/nn/rnn_memory_deno_test.ts).
 override WG: u32 = 256;
 
