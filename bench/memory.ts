@@ -4,7 +4,12 @@
  *
  *   deno run -A --no-check bench/memory.ts engine  [--steps 10000] [--every 1000] [--warm 2000]
  *   deno run -A --no-check bench/memory.ts trainer [--steps 10000] [--every 1000] [--warm 2000] [--subset 12800] [--collect N] [--smaps]
+ *   deno run -A --no-check bench/memory.ts engine --model char-rnn [--epochs 50] [--subset 256] [--seq 16] [--batch 32]
+ *     [--val 64] [--warm-epochs 10] [--rss-allowance-mib 5] [--heap-allowance-mib 2] [--collect N] [--out f.json]
  *
+ * `engine --model char-rnn`: spec §11.1's char-rnn on a Brown Corpus subset, one sample per
+ * epoch, the least-squares trend after warm-up and the verdict; exits 1 when something grows
+ * (charRnnEngine below).
  * `engine`: one process, no workers, the plain loop of examples/mnist_mlp.ts (MNIST batches of
  * 64 through toDevice, MLP 784-256-10, cross-entropy, Adam 1e-3, loss read one step behind).
  * `trainer`: what `npm start` runs, 2 ranks (Web Workers, each its own GPUDevice) in this
@@ -22,6 +27,8 @@
 import {
   Adam,
   crossEntropy,
+  loadBrown,
+  RMSprop,
   Device,
   ElCheConfig,
   loadMnist,
@@ -35,8 +42,10 @@ import type { RunEpochMetrics } from "../src/index.ts";
 import { collectGarbage, loadCollector } from "../src/gpu/collect.ts";
 import { messageCollections } from "../src/distributed/coordinator/rank_client.ts";
 import { exitNow } from "../examples/exit.ts";
-import { mlp } from "../examples/models.ts";
-import { flag } from "./flags.ts";
+import { charRnn, mlp } from "../examples/models.ts";
+import { meanLoss, nextCharLoss, spreadSubset } from "../examples/recipes.ts";
+import { arg, flag } from "./flags.ts";
+import { flatVerdict } from "./memory_trend.ts";
 
 
 const mode = Deno.args[0];
@@ -44,6 +53,13 @@ if (mode !== "engine" && mode !== "trainer") {
   throw new RangeError(
     `bench/memory.ts: the first argument must be "engine" or "trainer", got ${JSON.stringify(mode)}`,
   );
+}
+const MODEL = arg("model", "mlp");
+if (MODEL !== "mlp" && MODEL !== "char-rnn") {
+  throw new RangeError(`bench/memory.ts: --model must be mlp or char-rnn, got ${JSON.stringify(MODEL)}`);
+}
+if (MODEL === "char-rnn" && mode !== "engine") {
+  throw new RangeError(`bench/memory.ts: --model char-rnn runs in the engine mode only, got ${JSON.stringify(mode)}`);
 }
 const STEPS = flag("steps", 10_000);
 const EVERY = flag("every", 1000);
@@ -204,6 +220,104 @@ async function trainer(): Promise<void> {
   sample(Math.min(...steps), `steps per rank [${steps}] (after join, not in the growth figure)`);
 }
 
-if (mode === "engine") await engine();
+/**
+ * `engine --model char-rnn`: spec §11.1's char-rnn (examples/models.ts: Embedding 128, two
+ * LSTM layers of 256, Dropout 0.2, Linear) with RMSprop 2e-3 and next-character CE, the plain
+ * engine loop (loss read one step behind), on `--subset` Brown Corpus training sequences of
+ * `--seq` characters (spread over the split), batch `--batch`, `--epochs` epochs, the
+ * validation CE on `--val` sequences after every epoch. One sample per epoch (after its
+ * eval): RSS, JS heap, the pool's GPU bytes; then the least-squares trend of each over the
+ * epochs from `--warm-epochs` on, and the verdict (bench/memory_trend.ts).
+ */
+async function charRnnEngine(): Promise<void> {
+  const epochs = flag("epochs", 50), batch = flag("batch", 32), seqLen = flag("seq", 16);
+  const subset = flag("subset", 256), valN = flag("val", 64), warm = flag("warm-epochs", 10);
+  const rssAllowMiB = flag("rss-allowance-mib", 5), heapAllowMiB = flag("heap-allowance-mib", 2);
+  const collectEvery = Deno.args.includes("--collect") ? flag("collect", 1) : 0;
+  if (collectEvery && !(await loadCollector())) throw new Error("bench/memory.ts: --collect needs node:v8 / node:vm");
+  let stepsDone = 0, ownCollections = 0;
+  const device = await Device.request({ label: "memory" });
+  const corpus = await loadBrown({ seqLen });
+  const train = spreadSubset(corpus.train, subset, "--subset (train sequences)");
+  const val = spreadSubset(corpus.validation, valN, "--val (validation sequences)");
+  const model = charRnn(device, corpus.vocab.size);
+  const opt = new RMSprop(model.parameters(), { lr: 2e-3 });
+  const perEpoch = Math.floor(subset / batch);
+  if (perEpoch < 1) throw new RangeError(`bench/memory.ts: --subset ${subset} holds no full batch of --batch ${batch}`);
+  const load0 = Deno.loadavg();
+  console.log(
+    `bench/memory engine --model char-rnn: ${subset} train sequences of ${seqLen} (vocab ${corpus.vocab.size}), batch ${batch}, ` +
+      `${perEpoch} steps/epoch, ${epochs} epochs, validation CE on ${valN}; ${device.info.description || device.info.architecture}; ` +
+      `load ${load0.map((v) => v.toFixed(2)).join(" ")}`,
+  );
+  const rows: { epoch: number; rss: number; heapUsed: number; heapTotal: number; external: number; gpuLive: number; gpuPooled: number; bindGroups: number; collections: number; trainLoss: number; valCe: number; s: number }[] = [];
+  const t0 = performance.now();
+  for (let epoch = 0; epoch < epochs; epoch++) {
+    const te = performance.now();
+    const perm = permutation(7, epoch, subset);
+    let pending: Promise<ArrayLike<number>> | undefined, sum = 0;
+    for (let s = 0; s < perEpoch; s++) {
+      const b = toDevice(train.getBatch(Array.from(perm.subarray(s * batch, (s + 1) * batch))), device);
+      const loss = nextCharLoss(model, b);
+      loss.backward();
+      opt.step();
+      opt.zeroGrad();
+      const read = loss.data.toArray();
+      device.endStep();
+      if (pending) sum += (await pending)[0];
+      pending = read;
+      if (collectEvery && ++stepsDone % collectEvery === 0 && collectGarbage()) ownCollections++;
+    }
+    if (pending) sum += (await pending)[0];
+    const valCe = await meanLoss(model, val, nextCharLoss, batch);
+    const m = Deno.memoryUsage(), g = device.memory();
+    const row = {
+      epoch,
+      rss: m.rss,
+      heapUsed: m.heapUsed,
+      heapTotal: m.heapTotal,
+      external: m.external,
+      gpuLive: g.liveBytes,
+      gpuPooled: g.pooledBytes,
+      bindGroups: g.bindGroupsCreated,
+      collections: g.collections,
+      trainLoss: sum / perEpoch,
+      valCe,
+      s: (performance.now() - te) / 1000,
+    };
+    rows.push(row);
+    console.log(
+      `epoch ${String(epoch).padStart(2)}  rss ${MiB(row.rss).padStart(6)} MiB  heap ${MiB(row.heapUsed).padStart(5)} of ${MiB(row.heapTotal).padStart(5)} MiB  ` +
+        `external ${MiB(row.external).padStart(5)} MiB  gpu live ${row.gpuLive} + pooled ${row.gpuPooled} B  bind groups ${row.bindGroups}  ` +
+        `collections ${row.collections}${collectEvery ? ` + ${ownCollections} (--collect)` : ""}  submits ${device.submits}  loss ${row.trainLoss.toFixed(3)}  val CE ${row.valCe.toFixed(3)}  ${row.s.toFixed(1)} s`,
+    );
+  }
+  const ep = rows.map((r) => r.epoch), MB = 2 ** 20;
+  const trends = [
+    flatVerdict("rss", ep, rows.map((r) => r.rss), warm, rssAllowMiB * MB),
+    flatVerdict("heap", ep, rows.map((r) => r.heapUsed), warm, heapAllowMiB * MB),
+    // The pool's bytes are exact: any growth after warm-up is a leak (allowance: one byte).
+    flatVerdict("gpu", ep, rows.map((r) => r.gpuLive + r.gpuPooled), warm, 1),
+  ];
+  const load1 = Deno.loadavg();
+  console.log(`trend over epochs ${warm}..${epochs - 1} (least squares; allowance on the fitted growth):`);
+  for (const t of trends) {
+    console.log(
+      `  ${t.name.padEnd(4)} slope ${(t.slopePerEpoch / 1024).toFixed(2)} KiB/epoch, fitted growth ${(t.fittedGrowth / MB).toFixed(2)} MiB ` +
+        `(end to end ${(t.endToEnd / MB).toFixed(2)} MiB), allowance ${(t.allowance / MB).toFixed(2)} MiB: ${t.flat ? "flat" : "GROWS"}`,
+    );
+  }
+  const flat = trends.every((t) => t.flat);
+  console.log(`verdict: ${flat ? "FLAT" : "GROWS"}; ${((performance.now() - t0) / 60000).toFixed(1)} min, load after ${load1.map((v) => v.toFixed(2)).join(" ")}`);
+  const out = arg("out", "");
+  if (out) {
+    const scale = { epochs, batch, seqLen, subset, val: valN, warm, vocab: corpus.vocab.size };
+    Deno.writeTextFileSync(out, JSON.stringify({ date: new Date().toISOString(), runtime: `deno ${Deno.version.deno}`, adapter: device.info, scale, load: { before: load0, after: load1 }, rows, trends, flat }, null, 2) + "\n");
+  }
+  if (!flat) exitNow(1);
+}
+
+if (MODEL === "char-rnn") await charRnnEngine();
+else if (mode === "engine") await engine();
 else await trainer();
 exitNow(0); // Deno 2.9 sometimes segfaults tearing down after many WebGPU devices (examples/exit.ts)

@@ -5,7 +5,9 @@
  * bench/seq_page.ts in Chromium (bench/seq.spec.ts), the same code on the same adapter.
  *
  * char-rnn: Embedding(85, 128) → LSTM(128, 256) → LSTM(256, 256) → Dropout(0.2) → Linear(256, 85),
- * RMSprop 2e-3 (spec §11.1). Ours vs `tf.layers.lstm`.
+ * RMSprop 2e-3 (spec §11.1). Ours vs `tf.layers.lstm` (recurrent activation sigmoid, as
+ * PyTorch's), both from our weights seeded with CHAR_RNN_SEED (TF.js loads them: Keras'
+ * orthogonal init took minutes in Chromium), so their first losses agree up to dropout.
  *
  * gpt-nano: spec §11.1's model (examples/gpt_nano.ts): token + learned position embedding,
  * 4 pre-norm blocks (LayerNorm, 4-head causal self-attention d = 128, LayerNorm, 128-512-128
@@ -32,7 +34,7 @@
 import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-webgpu";
 import { defaultDevice, init, jit, nn, numpy as np, tree, valueAndGrad } from "@jax-js/jax";
-import { Adam, type Device, fromArray, type Module, RMSprop, Variable } from "../src/index.ts";
+import { Adam, type Device, fromArray, manualSeed, type Module, RMSprop, Variable } from "../src/index.ts";
 import { charRnn } from "../examples/models.ts";
 import { GptNano } from "../examples/gpt_nano.ts";
 import { nextCharLoss } from "../examples/recipes.ts";
@@ -123,9 +125,17 @@ async function timeSteps<L>(
 
 // ---------------------------------------------------------------- ours
 
-/** Our model and optimizer for `s` (fresh weights). */
+/**
+ * char-rnn's weights (and ours' dropout masks) come from the global stream seeded with this:
+ * ours builds its model after `manualSeed(CHAR_RNN_SEED)`, and TF.js loads the same values
+ * ({@link charRnnKerasWeights}), so both start every run from the same weights.
+ */
+export const CHAR_RNN_SEED = 11;
+
+/** Our model and optimizer for `s` (fresh weights; char-rnn's seeded with CHAR_RNN_SEED). */
 export function oursModel(device: Device, s: SeqShape): { model: Module; opt: Adam | RMSprop } {
   if (s.model === "char-rnn") {
+    manualSeed(CHAR_RNN_SEED);
     const model = charRnn(device, V);
     return { model, opt: new RMSprop(model.parameters(), { lr: 2e-3 }) };
   }
@@ -194,21 +204,69 @@ async function tfBackend(): Promise<void> {
   if (!ok || tf.getBackend() !== "webgpu") throw new Error(`tfjs: the webgpu backend is not available (backend ${tf.getBackend()})`);
 }
 
-async function tfCharRnn(s: SeqShape, mode: SeqMode) {
+/** `rows × cols` row-major → its transpose (`cols × rows`). */
+function transpose(a: ArrayLike<number>, rows: number, cols: number): Float32Array<ArrayBuffer> {
+  const out = new Float32Array(rows * cols);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = a[r * cols + c];
+  return out;
+}
+
+/**
+ * The weights of our char-rnn seeded with CHAR_RNN_SEED, in the order and layout of the
+ * TF.js model's `setWeights`: embedding [V, 128]; per LSTM layer kernel [in, 4H] (W_ihᵀ),
+ * recurrent kernel [H, 4H] (W_hhᵀ), bias [4H] (b_ih + b_hh; Keras has one bias); dense
+ * kernel [256, V] (Wᵀ), bias [V]. PyTorch's gate order i, f, g, o is Keras' i, f, c, o.
+ */
+export async function charRnnKerasWeights(device: Device): Promise<{ shape: number[]; values: Float32Array<ArrayBuffer> }[]> {
+  manualSeed(CHAR_RNN_SEED);
+  const model = charRnn(device, V);
+  const p = new Map<string, { shape: number[]; values: Float32Array<ArrayBuffer> }>();
+  for (const [name, param] of model.namedParameters()) {
+    p.set(name, { shape: [...param.data.shape], values: Float32Array.from(await param.data.toArray()) });
+    param.data.dispose();
+  }
+  const get = (name: string) => {
+    const w = p.get(name);
+    if (!w) throw new Error(`charRnnKerasWeights: our char-rnn has no parameter ${name} (has ${[...p.keys()].join(", ")})`);
+    return w;
+  };
+  const t = (name: string) => {
+    const { shape: [r, c], values } = get(name);
+    return { shape: [c, r], values: transpose(values, r, c) };
+  };
+  const out = [get("0.weight")];
+  for (const l of [0, 1]) {
+    const bih = get(`1.bias_ih_l${l}`).values, bhh = get(`1.bias_hh_l${l}`).values;
+    out.push(t(`1.weight_ih_l${l}`), t(`1.weight_hh_l${l}`), { shape: [bih.length], values: bih.map((v, i) => v + bhh[i]) });
+  }
+  out.push(t("3.weight"), get("3.bias"));
+  return out;
+}
+
+async function tfCharRnn(device: Device, s: SeqShape, mode: SeqMode) {
   const B = s.batch, T = s.seq;
   const { x, y } = batchIds(B, T);
+  // Zero initializers, then our seeded weights: Keras' default orthogonal init of the
+  // [256, 1024] recurrent kernels (a QR decomposition in tf ops) took minutes in Chromium.
+  // recurrentActivation sigmoid as PyTorch's (tfjs-layers' default is hardSigmoid).
+  const lstm = () => tf.layers.lstm({ units: 256, returnSequences: true, recurrentActivation: "sigmoid", kernelInitializer: "zeros", recurrentInitializer: "zeros" });
   const model = tf.sequential({
     layers: [
-      tf.layers.embedding({ inputDim: V, outputDim: 128, inputLength: T }),
-      tf.layers.lstm({ units: 256, returnSequences: true }),
-      tf.layers.lstm({ units: 256, returnSequences: true }),
+      tf.layers.embedding({ inputDim: V, outputDim: 128, inputLength: T, inputShape: [T], embeddingsInitializer: "zeros" }),
+      lstm(),
+      lstm(),
       tf.layers.dropout({ rate: 0.2 }),
-      tf.layers.dense({ units: V }),
+      tf.layers.dense({ units: V, kernelInitializer: "zeros" }),
     ],
   });
+  const init = (await charRnnKerasWeights(device)).map((w) => tf.tensor(w.values, w.shape));
+  model.setWeights(init);
+  tf.dispose(init);
   const xs = tf.tensor2d(x, [B, T], "int32");
   const onehot = tf.oneHot(tf.tensor1d(y, "int32"), V).toFloat();
-  const opt = tf.train.rmsprop(2e-3);
+  // PyTorch's RMSprop (ours): alpha 0.99, eps 1e-8 added to √v. TF.js adds its ε inside the
+  // root (default 1e-7, which swamps v for small gradients) and decays by 0.9: 1e-16 inside ≈ 1e-8 outside.
+  const opt = tf.train.rmsprop(2e-3, 0.99, 0, 1e-16);
   const vars = model.trainableWeights.map((w) => (w as unknown as { val: tf.Variable }).val);
   const lossFn = () => {
     const logits = (model.apply(xs, { training: true }) as tf.Tensor).reshape([B * T, V]);
@@ -369,7 +427,7 @@ export async function runOne(device: Device, s: SeqShape, contender: SeqContende
   if (contender === "ours") r = await ours(device, s, mode);
   else if (contender === "tf") {
     await tfBackend();
-    r = s.model === "char-rnn" ? await tfCharRnn(s, mode) : await tfGpt(s, mode);
+    r = s.model === "char-rnn" ? await tfCharRnn(device, s, mode) : await tfGpt(s, mode);
   } else {
     if (s.model !== "gpt-nano") throw new RangeError(`seq bench: jax-js runs gpt-nano only, got ${s.model}`);
     await jaxBackend();

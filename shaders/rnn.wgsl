@@ -22,6 +22,13 @@
 //   dgx [T, B, G]    gradient of gx (LSTM: also of gh)
 //   dgh [T, B, G]    GRU: gradient of gh (differs from dgx in the n gate by the factor r)
 //   dstep [B, G]     gradient of this step's gh alone, the operand of the next backward matmul
+//
+// NO_PARAM_BRANCH: no `if` here tests params alone (p.t, p.steps, p.has_rec); `select` does.
+// Mesa 22.3's lavapipe inlines the uniforms an `if` tests and, when that removes half the
+// shader's SSA values (it did for these kernels at some shapes: B 32 × T 16, not B 16 × T 32),
+// compiles a new variant at every dispatch and never frees it: ~120 KiB of RSS and ~7 ms per
+// step kernel, 67 MiB per epoch of char-rnn
+// (bench/README.md "Memory", "char-rnn, 50 epochs"; test/gpu/nn/rnn_memory_deno_test.ts).
 override WG: u32 = 256;
 
 struct Params {  // mirrored in src/tensor/ops/rnn.ts
@@ -77,11 +84,13 @@ fn lstm_step_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workg
   let h = a[3] * tanh_safe(c);
   cs[(p.t + 1u) * p.n + idx] = c;
   out[p.t * p.n + idx] = h;
-  if (p.t + 1u == p.steps) {
-    out[p.steps * p.n + idx] = c;
-  } else {
-    hprev[(p.t + 1u) * p.n + idx] = h;
-  }
+  // No branch on params alone (see NO_PARAM_BRANCH above): every step writes its c into out's
+  // last row (the last step's c_T stays), and h into hprev's row t + 1 but at the last step,
+  // which rewrites row T - 1 with what it holds.
+  out[p.steps * p.n + idx] = c;
+  let last = p.t + 1u == p.steps;
+  let at = (p.t + select(1u, 0u, last)) * p.n + idx;
+  hprev[at] = select(h, hprev[at], last);
   hnext[idx] = h;
 }
 
@@ -95,7 +104,7 @@ fn lstm_step_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_work
   let row = p.t * p.n * 4u;
   let last = p.t + 1u == p.steps;
   var dh = dout[p.t * p.n + idx];
-  if (p.has_rec != 0u) { dh += dhrec[idx]; }
+  dh += select(0.0, dhrec[idx], p.has_rec != 0u);  // dhrec is bound (to dout) at the last step too
   let i = act[row + gate_at(b, 0u, j, 4u)];
   let f = act[row + gate_at(b, 1u, j, 4u)];
   let gg = act[row + gate_at(b, 2u, j, 4u)];
@@ -135,7 +144,9 @@ fn gru_step_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgr
   act[row4 + gate_at(b, 2u, j, 4u)] = nn;
   act[row4 + gate_at(b, 3u, j, 4u)] = hn;
   out[p.t * p.n + idx] = h;
-  if (p.t + 1u < p.steps) { hprev[(p.t + 1u) * p.n + idx] = h; }
+  let last = p.t + 1u == p.steps;  // as in lstm_step_forward: no branch on params alone
+  let at = (p.t + select(1u, 0u, last)) * p.n + idx;
+  hprev[at] = select(h, hprev[at], last);
   hnext[idx] = h;
 }
 
@@ -149,7 +160,8 @@ fn gru_step_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workg
   let row3 = p.t * p.n * 3u;
   let row4 = p.t * p.n * 4u;
   var dh = dout[p.t * p.n + idx];
-  if (p.has_rec != 0u) { dh += dhrec[idx] + carry[idx]; }
+  // carry is unset at the last step: select picks 0 whatever it holds.
+  dh += select(0.0, dhrec[idx] + carry[idx], p.has_rec != 0u);
   let r = act[row4 + gate_at(b, 0u, j, 4u)];
   let z = act[row4 + gate_at(b, 1u, j, 4u)];
   let nn = act[row4 + gate_at(b, 2u, j, 4u)];
