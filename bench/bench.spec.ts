@@ -1,7 +1,8 @@
 /**
  * Runs the bench page (bench/engine.html) in Chromium (WebGPU on SwiftShader without a GPU)
  * and writes bench/results/<date>-chromium[-<BENCH_TAG>].json; prints the tables.
- * BENCH_SIZES=256,512 limits W1; BENCH_ONLY=ours,tf limits the contenders.
+ * BENCH_SIZES=256,512 limits W1; BENCH_ONLY=ours,tf limits the contenders. The second test
+ * times matmul tilings on first use (bench/tiling_first_use.ts; BENCH_TILINGS=8x8x8x1,…).
  */
 import { expect, test } from "@playwright/test";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -38,4 +39,15 @@ test("flodl-webgpu vs TF.js webgpu vs jax-js in Chromium", async ({ page, browse
     for (const w of c!.w1) expect(w.ok, `${c!.name} W1 n=${w.n}: C differs from the f64 reference`).toBe(true);
     for (const w of c!.w2) expect(w.ok, `${c!.name} W2 ${w.mode}: loss ${w.firstLoss} → ${w.lastLoss} off the reference`).toBe(true);
   }
+});
+
+test("matmul tilings on first use: compile included (bench/tiling_first_use.ts)", async ({ page }) => {
+  page.on("console", (m) => console.log(m.text()));
+  page.on("pageerror", (e) => console.log("pageerror", e.message));
+  await page.goto("/bench/engine.html");
+  await expect(page.locator("#status")).toHaveText("ready", { timeout: 180_000 });
+  const tilings = process.env.BENCH_TILINGS?.split(",");
+  const rows = await page.evaluate((t) => (globalThis as unknown as { bench: { firstUse(t?: string[]): Promise<unknown[]> } }).bench.firstUse(t), tilings);
+  console.log(`load ${loadavg().map((x) => x.toFixed(1)).join(" ")}; ${rows.length} tilings`);
+  expect(rows.length).toBeGreaterThan(0);
 });

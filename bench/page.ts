@@ -4,6 +4,7 @@
  * bench/bench.spec.ts drives it; opened by hand it also shows the log.
  */
 import { runSuite, type SuiteOptions, type SuiteResult } from "./suite.ts";
+import { type FirstUse, firstUse } from "./tiling_first_use.ts";
 
 const logEl = document.getElementById("log")!;
 const log = (line: string) => {
@@ -11,7 +12,8 @@ const log = (line: string) => {
   logEl.textContent += line + "\n";
 };
 
-(globalThis as unknown as { bench: { run(o?: SuiteOptions): Promise<SuiteResult> } }).bench = {
+(globalThis as unknown as { bench: { run(o?: SuiteOptions): Promise<SuiteResult>; firstUse(t?: string[]): Promise<FirstUse[]> } }).bench = {
   run: (options = {}) => runSuite({ ...options, log }),
+  firstUse: (tilings) => firstUse(tilings, log),
 };
 document.getElementById("status")!.textContent = "ready";

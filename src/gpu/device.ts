@@ -19,6 +19,7 @@ import {
   type AdapterKind,
   MATMUL_CLASS_TILINGS,
   MATMUL_CPU,
+  MATMUL_SWIFTSHADER,
   MATMUL_GPU,
   type MatmulClassTilings,
   type MatmulTiling,
@@ -162,7 +163,7 @@ export class Device {
       : adapter.info.architecture === "swiftshader" || /swiftshader/i.test(adapter.info.description)
       ? "swiftshader"
       : "lavapipe";
-    this.matmul = matmul ?? (this.isFallback ? MATMUL_CPU : MATMUL_GPU);
+    this.matmul = matmul ?? { lavapipe: MATMUL_CPU, swiftshader: MATMUL_SWIFTSHADER, gpu: MATMUL_GPU }[this.adapterKind];
     this.matmulClasses = { ...(classes ?? (matmul ? {} : MATMUL_CLASS_TILINGS[this.adapterKind])) };
     this.#pool = new BufferPool((bytes) => gpu.createBuffer({ label: `${label}/pool/${bytes}`, size: bytes, usage: STORAGE_USAGE }));
     this.#slot = Math.max(UNIFORM_SLOT_BYTES, gpu.limits.minUniformBufferOffsetAlignment);

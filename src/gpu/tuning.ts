@@ -56,13 +56,21 @@ export interface MatmulTiling {
 }
 
 /**
- * Register tiling for CPU adapters (lavapipe, SwiftShader). There every storage load is a
+ * Register tiling for lavapipe (SwiftShader: below). There every storage load is a
  * loop over the 8 SIMD lanes and dominates, so the kernel wants the most FMAs per load,
  * tm·tn/(tm+tn): 32×32 blocks. wgx = 8 fills one SIMD batch along N. bench/matmul_sweep.ts
  * (lavapipe, 1024³): 32×32 3.3 GFLOP/s, 16×32 2.5, 16×16 1.9, 8×8 1.0, 8×4 0.5; the cost is
  * compile time, about 6 s per pipeline variant on first use (cached on disk by Mesa).
  */
 export const MATMUL_CPU: MatmulTiling = { tm: 32, tn: 32, wgx: 8, wgy: 1, bk: 0 };
+/**
+ * SwiftShader's tiling (Chromium without a GPU): 16×16 blocks. There the block's compile time
+ * decides a short run: the MLP's products compile in 83–111 s at 32×32 and in 10–15 s at
+ * 16×16, which then runs them as fast (85–102 ms per step vs 77–114) and a 512³ product 14–31%
+ * slower; 8×8 compiles in half 16×16's time but runs large products 1.4–2× slower.
+ * bench/tiling_first_use.ts, bench/README.md "Tiling on first use".
+ */
+export const MATMUL_SWIFTSHADER: MatmulTiling = { tm: 16, tn: 16, wgx: 8, wgy: 1, bk: 0 };
 /**
  * Largest register block when an operand is not vec4-aligned or N % 4 != 0 (element stores).
  * Compile time on CPU adapters grows steeply with the block (lavapipe: 32×32 with element
