@@ -34,5 +34,7 @@ const p = await profileKernels(device, record, syncMs, REPEAT);
 const f = (x: number, n = 1) => x.toFixed(n);
 console.log(`attention B=${b} H=${h} T=${t} D=${d} causal; load ${load.map((x) => f(x, 2)).join(" ")}`);
 for (const kt of p.kernels.filter((x) => x.family === "attention")) {
-  console.log(`${kt.kernel.padEnd(34)} ${f(kt.ms, 2).padStart(8)} ms  ${kt.flop ? f(kt.flop / 1e6 / kt.ms, 2) : ""} GFLOP/s`);
+  console.log(
+    `${kt.kernel.padEnd(34)} ${f(kt.ms, 2).padStart(8)} ms  ${kt.flop ? f(kt.flop / 1e6 / kt.ms, 2) : ""} GFLOP/s`,
+  );
 }
