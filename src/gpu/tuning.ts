@@ -136,12 +136,14 @@ export const UNIFORM_SLOT_BYTES = 256;
 export const MAX_DISPATCHES_PER_SUBMIT = 4096;
 
 /**
- * Threads per workgroup of the fused attention kernels (shaders/attention.wgsl): one
- * workgroup per query (or key) row, one key (or query) per thread in each block, then one
- * head-dim column per thread. 64 covers gpt-nano's head dim (32) and a 128-token row in two
- * blocks, and fills 8-wide SIMD on CPU adapters.
+ * Rows per workgroup of the fused attention kernels (shaders/attention.wgsl), one row per
+ * thread: a workgroup owns this many query rows (key rows in the dK/dV kernel) of one head
+ * and shares every staged block of K and V (Q and dO) among them. Larger blocks read K and V
+ * fewer times but, under a causal mask, waste more of the diagonal block; 32 is one key
+ * block (the shader's BK) and fills 8-wide SIMD on CPU adapters. bench/README.md
+ * ("gpt-nano step … attention's share") has the measurements.
  */
-export const ATTENTION_WG = 64;
+export const ATTENTION_WG = 32;
 
 /**
  * Bind groups the device keeps for reuse (least recently used dropped first). In Deno a

@@ -104,14 +104,20 @@ function noMask(device: Device): Tensor {
   return t;
 }
 
-/** One workgroup per query (or key) row. */
-function rowLaunch(entry: string, params: Record<string, number>) {
-  return { entry, params, groups: Device.grid(params.rows, 1), overrides: { WG: tuning.ATTENTION_WG } };
+/**
+ * One workgroup per block of ATTENTION_WG query (or key) rows of one head: `rows` is
+ * B·H·len, `len` the row count of a head (Tq, or Tk for the dK/dV kernel).
+ */
+function rowLaunch(entry: string, params: Record<string, number>, len: number) {
+  const wg = tuning.ATTENTION_WG;
+  const blocks = (params.rows / len) * Math.ceil(len / wg);
+  return { entry, params, groups: Device.grid(blocks, 1), overrides: { WG: wg } };
 }
 
 /**
  * Fused scaled-dot-product attention (shaders/attention.wgsl): scores, max-subtracted
- * softmax and the weighted sum of values in one kernel per query row, never writing the
+ * softmax and the weighted sum of values in one kernel, a workgroup per block of query rows
+ * sharing each staged block of K and V (FlashAttention's tiling), never writing the
  * [Tq, Tk] weights. Saves q, k, v, the masks and the per-row logsumexp [B, H, Tq]; the
  * backward recomputes the weights from them in two kernels (dQ, then dK and dV).
  */
@@ -147,7 +153,7 @@ export const attentionOp: OpDef<AttentionAttrs> = {
     const m = mask ?? noMask(dev), pad = kpm ?? noMask(dev);
     const values = paramsOf(attrs, { rows: b * h * tq, heads: h, tq, tk, d, scale }, !!mask, !!kpm);
     launch(dev, ATTENTION, {
-      ...rowLaunch("attention_forward", values),
+      ...rowLaunch("attention_forward", values, tq),
       io: {
         q,
         k,
@@ -175,7 +181,11 @@ export const attentionOp: OpDef<AttentionAttrs> = {
     const a = ctx.attrs;
     // dQ first: it also writes delta, which the dK/dV kernel reads.
     launch(dev, ATTENTION, {
-      ...rowLaunch("attention_backward_dq", paramsOf(a, { ...base, rows: b * h * tq }, a.attnMask, a.keyPaddingMask)),
+      ...rowLaunch(
+        "attention_backward_dq",
+        paramsOf(a, { ...base, rows: b * h * tq }, a.attnMask, a.keyPaddingMask),
+        tq,
+      ),
       io: {
         ...io,
         o: ctx.output,
@@ -190,6 +200,7 @@ export const attentionOp: OpDef<AttentionAttrs> = {
         ...rowLaunch(
           "attention_backward_dkv",
           paramsOf(a, { ...base, rows: b * h * tk }, a.attnMask, a.keyPaddingMask),
+          tk,
         ),
         io: {
           ...io,
@@ -245,7 +256,7 @@ export interface AttentionOptions {
 /**
  * Scaled dot-product attention on [B, H, T, D] tensors, as
  * `torch.nn.functional.scaled_dot_product_attention` with a boolean mask:
- * softmax(q·kᵀ·scale, hidden keys removed)·v, in one fused kernel per query row.
+ * softmax(q·kᵀ·scale, hidden keys removed)·v, in one fused tiled kernel.
  * A query row whose keys are all hidden gives 0 (PyTorch gives NaN).
  * @throws {TypeError} For non-4-D q, k, v, non-f32 values or a mask that is not f32/i32.
  * @throws {RangeError} For mismatched shapes (all shown), dropoutP outside [0, 1) or a bad seed.

@@ -30,6 +30,16 @@ const CASES: Case[] = [
   { b: 1, h: 2, tq: 5, tk: 70, d: 3, mask: true, kpm: true }, // keys span two blocks of 64
   { b: 3, h: 1, tq: 65, tk: 65, d: 9, causal: true, dropoutP: 0.25 },
   { b: 1, h: 1, tq: 128, tk: 128, d: 64, causal: true }, // gpt-nano's longest row and a wide head
+  // Block edges of shaders/attention.wgsl's tiling: 32 rows per workgroup, key blocks of 32,
+  // head columns in chunks of 32 (src/gpu/tuning.ts ATTENTION_WG; the shader's BK and DC).
+  { b: 1, h: 1, tq: 1, tk: 1, d: 1, causal: true }, // one row, one key, one column
+  { b: 2, h: 1, tq: 1, tk: 5, d: 2, kpm: true }, // a single query row over a partial block
+  { b: 2, h: 2, tq: 31, tk: 33, d: 4, causal: true, kpm: true }, // a row short of a block, a key past one
+  { b: 1, h: 3, tq: 33, tk: 31, d: 6, causal: true }, // rows past the last key see every key
+  { b: 2, h: 2, tq: 64, tk: 64, d: 32, causal: true, mask: true, kpm: true }, // gpt-nano's head, every mask
+  { b: 1, h: 2, tq: 97, tk: 97, d: 8, causal: true, kpm: true, dropoutP: 0.1 }, // 4 row blocks, the last of 1
+  { b: 1, h: 1, tq: 40, tk: 40, d: 33, causal: true, kpm: true }, // 2 column chunks, the last of 1 column
+  { b: 1, h: 1, tq: 35, tk: 29, d: 70, mask: true, dropoutP: 0.2 }, // 3 column chunks, the last of 6
 ];
 
 for (const c of CASES) {
