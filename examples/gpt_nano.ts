@@ -62,7 +62,8 @@ export class GptBlock extends Module {
     const n1 = this.ln1.forward(x);
     x = x.add(this.drop.forward(this.attn.forward(n1, n1, n1, { causal: true })));
     const n2 = this.ln2.forward(x);
-    return x.add(this.drop.forward(this.ff_down.forward(this.act.forward(this.ff_up.forward(n2)))));
+    // ff_up → GELU is one launch, GELU's gradient folded into ff_down's dx product.
+    return x.add(this.drop.forward(this.ff_down.forward(this.ff_up.forwardThen(n2, this.act))));
   }
 }
 

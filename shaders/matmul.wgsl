@@ -49,6 +49,7 @@ struct Params {  // mirrored in src/tensor/ops/matmul.ts
   d1: u32, d2: u32,
   sa0: u32, sa1: u32, sa2: u32,
   sb0: u32, sb1: u32, sb2: u32,
+  zo: u32,
 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<vec4f>;
@@ -59,9 +60,16 @@ struct Params {  // mirrored in src/tensor/ops/matmul.ts
 // The ReLU output whose gradient a *_mask entry computes, [batch, M, N] like C.
 @group(0) @binding(6) var<storage, read> mask: array<f32>;
 
-// Epilogue of the linear entries: 1 applies ReLU in the store (relu_forward's rule: NaN
-// passes), so Linear + ReLU is one dispatch. 0: none.
+// #include "lib/act.wgsl"
+
+// Epilogue of the linear entries: the activation kind of lib/act.wgsl applied in the store
+// (1 relu, 2 gelu, ...; 0 none), so Linear + activation is one dispatch. With PRE the store
+// also writes the pre-activation (what gelu's and silu's backward read) at element p.zo of C's
+// buffer, after the activated values.
 override ACT: u32 = 0u;
+override PRE: bool = false;
+// The activation whose backward the *_mask entries apply (lib/act.wgsl kinds).
+override DACT: u32 = 1u;
 
 var<workgroup> tileA: array<f32, TILE>;
 var<workgroup> tileB: array<f32, TILE>;
@@ -254,22 +262,23 @@ fn biasQuad(col0: u32) -> array<vec4f, 8> {
   return bq;
 }
 
-// The ACT epilogue. NaN is tested on the bits: compilers assume no NaN (unary.wgsl's is_nan).
+// The ACT epilogue (lib/act.wgsl's act_forward, unary.wgsl's rule for the same kind).
 fn act(v: vec4f) -> vec4f {
   if (ACT == 0u) { return v; }
-  let nan = (bitcast<vec4u>(v) & vec4u(0x7fffffffu)) > vec4u(0x7f800000u);
-  return select(max(v, vec4f(0.0)), v, nan);
+  return vec4f(act_forward(ACT, v.x), act_forward(ACT, v.y), act_forward(ACT, v.z), act_forward(ACT, v.w));
 }
 
-// relu_backward's rule folded into the product (the *_mask entries): C = select(0, C, y > 0)
-// for y = mask, so the gradient through a ReLU costs no launch of its own. Rows and columns
-// past the edge read a clamped element; the store drops them.
+// An activation's backward folded into the product (the *_mask entries): C = act_backward(DACT,
+// s, C) for s = mask, the activation's saved output (relu, tanh, sigmoid) or input (gelu,
+// silu), so the gradient through it costs no launch of its own. Rows and columns past the
+// edge read a clamped element; the store drops them.
 fn maskRow(base: u32, row: u32, col: u32, v: vec4f) -> vec4f {
   let o = base + min(row, d.m - 1u) * d.n;
   let last = d.n - 1u;
   let y = vec4f(mask[o + min(col, last)], mask[o + min(col + 1u, last)], mask[o + min(col + 2u, last)],
     mask[o + min(col + 3u, last)]);
-  return select(vec4f(0.0), v, y > vec4f(0.0));
+  return vec4f(act_backward(DACT, y.x, v.x), act_backward(DACT, y.y, v.y), act_backward(DACT, y.z, v.z),
+    act_backward(DACT, y.w, v.w));
 }
 
 fn maskMat(m: mat4x4f, base: u32, row: u32, col: u32) -> mat4x4f {
@@ -300,14 +309,20 @@ fn maskBlock(z: u32, row0: u32, col0: u32) {
   if (TM > 28u) { maskQuad(&q7, base, row0 + 28u, col0); }
 }
 
+// act(v) at vec4 i of C, and v itself past p.zo with PRE.
+fn store4(i: u32, v: vec4f) {
+  c4[i] = act(v);
+  if (PRE) { c4[d.zo / 4u + i] = v; }
+}
+
 // Rows row..row+3 (m's columns, plus bias) at vec4 column c4i, with vec4 stores (N % 4 == 0).
 fn storeMat4(base: u32, row: u32, c4i: u32, m: mat4x4f, bias: vec4f) {
   let n4 = d.n / 4u;
   if (c4i >= n4) { return; }
-  if (row < d.m) { c4[base + row * n4 + c4i] = act(m[0] + bias); }
-  if (row + 1u < d.m) { c4[base + (row + 1u) * n4 + c4i] = act(m[1] + bias); }
-  if (row + 2u < d.m) { c4[base + (row + 2u) * n4 + c4i] = act(m[2] + bias); }
-  if (row + 3u < d.m) { c4[base + (row + 3u) * n4 + c4i] = act(m[3] + bias); }
+  if (row < d.m) { store4(base + row * n4 + c4i, m[0] + bias); }
+  if (row + 1u < d.m) { store4(base + (row + 1u) * n4 + c4i, m[1] + bias); }
+  if (row + 2u < d.m) { store4(base + (row + 2u) * n4 + c4i, m[2] + bias); }
+  if (row + 3u < d.m) { store4(base + (row + 3u) * n4 + c4i, m[3] + bias); }
 }
 
 // One row of 4 values at (row, col) with element stores (any N). The trip count is data
@@ -316,16 +331,19 @@ fn storeMat4(base: u32, row: u32, c4i: u32, m: mat4x4f, bias: vec4f) {
 fn storeRow1(base: u32, row: u32, col: u32, v: vec4f) {
   if (row >= d.m) { return; }
   let count = min(4u, d.n - min(col, d.n));
+  let y = act(v);
   for (var t = 0u; t < count; t++) {
-    c[base + row * d.n + col + t] = v[t];
+    let i = base + row * d.n + col + t;
+    c[i] = y[t];
+    if (PRE) { c[d.zo + i] = v[t]; }
   }
 }
 
 fn storeMat1(base: u32, row: u32, col: u32, m: mat4x4f, bias: vec4f) {
-  storeRow1(base, row, col, act(m[0] + bias));
-  storeRow1(base, row + 1u, col, act(m[1] + bias));
-  storeRow1(base, row + 2u, col, act(m[2] + bias));
-  storeRow1(base, row + 3u, col, act(m[3] + bias));
+  storeRow1(base, row, col, m[0] + bias);
+  storeRow1(base, row + 1u, col, m[1] + bias);
+  storeRow1(base, row + 2u, col, m[2] + bias);
+  storeRow1(base, row + 3u, col, m[3] + bias);
 }
 
 // Store one row group (written out, as in accumulate).
@@ -490,9 +508,13 @@ fn storeShared(acc: ptr<function, array<vec4f, 16>>, z: u32, lid: vec3u, wid: ve
     let row = wid.y * WGY * TM + lid.y + i * WGY;
     for (var j = 0u; j < TN / 4u; j++) {
       let col0 = wid.x * WGX * TN + 4u * (lid.x + j * WGX);
-      let v = act((*acc)[i * 2u + j] + (*bq)[j]);
+      let z = (*acc)[i * 2u + j] + (*bq)[j];
+      let v = act(z);
       for (var t = 0u; t < 4u; t++) {
-        if (row < d.m && col0 + t < d.n) { c[base + row * d.n + col0 + t] = v[t]; }
+        if (row < d.m && col0 + t < d.n) {
+          c[base + row * d.n + col0 + t] = v[t];
+          if (PRE) { c[d.zo + base + row * d.n + col0 + t] = z[t]; }
+        }
       }
     }
   }

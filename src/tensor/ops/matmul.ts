@@ -1,9 +1,9 @@
 /**
  * Matrix products: `matmul` with batching and broadcasting, its backward, the fused
- * Linear (x·Wᵀ + b, with an optional ReLU epilogue) and the tiling plan the kernels use.
+ * Linear (x·Wᵀ + b, with an optional activation epilogue) and the tiling plan the kernels use.
  *
- * Over ~400 lines on purpose: the forward, the two backward products and the fused entry
- * all dispatch through one tiling plan (register blocks, batch strides, the ReLU mask) that
+ * Over ~400 lines on purpose: the forward, the two backward products and the fused entries
+ * all dispatch through one tiling plan (register blocks, batch strides, the epilogue) that
  * must agree with shaders/matmul.wgsl; split apart, each would re-derive it.
  */
 import { type Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
@@ -11,7 +11,7 @@ import type { OpContext, OpDef } from "../op.ts";
 import { broadcastShapes, fmt, numel, type Shape, stridesOf } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { sumOp, sumTo } from "./reduce.ts";
-import { reluOp } from "./unary.ts";
+import { geluOp, geluTanhOp, reluOp, sigmoidOp, siluOp, tanhOp, type UnaryAttrs } from "./unary.ts";
 
 /** Mirrors `struct Params` in shaders/matmul.wgsl. */
 export const MATMUL_PARAMS = layout("matmul", "Params", {
@@ -26,6 +26,7 @@ export const MATMUL_PARAMS = layout("matmul", "Params", {
   sb0: "u32",
   sb1: "u32",
   sb2: "u32",
+  zo: "u32",
 });
 /** Storage bindings of shaders/matmul.wgsl (c4: C as vec4 rows, for the vec4 entries). */
 export const MATMUL = kernel(MATMUL_PARAMS, {
@@ -232,20 +233,33 @@ function fit(block: number, size: number, threads: number): number {
   return Math.min(block, need);
 }
 
-/** What a product's store does besides writing C (+ bias). */
+/**
+ * The activations a product's store can apply, by name: their kind in shaders/lib/act.wgsl
+ * (`act_forward` / `act_backward`, which the unary op of the same name runs too), what their
+ * backward reads (the output y or the input x) and that unary op.
+ */
+export const ACTIVATIONS = {
+  relu: { kind: 1, saves: "output", op: reluOp },
+  gelu: { kind: 2, saves: "input", op: geluOp },
+  geluTanh: { kind: 3, saves: "input", op: geluTanhOp },
+  tanh: { kind: 4, saves: "output", op: tanhOp },
+  sigmoid: { kind: 5, saves: "output", op: sigmoidOp },
+  silu: { kind: 6, saves: "input", op: siluOp },
+} as const satisfies Record<string, { kind: number; saves: "input" | "output"; op: OpDef<UnaryAttrs> }>;
+/** An activation a Linear's store can apply (see {@link ACTIVATIONS}). */
+export type Activation = keyof typeof ACTIVATIONS;
+
+/** What a product's store does besides writing C (+ bias): the epilogue descriptor. */
 interface Epilogue {
-  /** Apply ReLU (the linear entries). */
-  relu?: boolean;
-  /** Zero C where this tensor (a ReLU's output, C's shape) is <= 0: relu_backward folded in. */
-  mask?: Tensor;
+  /** Apply this activation in the store (linear entries); one that saves its input also stores C before it. */
+  act?: Activation;
+  /** C = act_backward(kind, s, C) with s [C's shape] what that activation saved: its backward folded in. */
+  mask?: { s: Tensor; act: Activation };
   /** Write C here when it has C's size (a leaf's gradient home), else into a new tensor. */
   out?: Tensor | null;
 }
 
-/**
- * C = op(A)·op(B) (+ bias along the last dim) in one dispatch, for contiguous f32 A and B.
- * The output has the broadcast batch shape.
- */
+/** C = op(A)·op(B) (+ bias) with the epilogue `epi` (see {@link gemmPre}). */
 function gemm(
   a: Tensor,
   b: Tensor,
@@ -255,11 +269,41 @@ function gemm(
   origin = "matmul",
   epi: Epilogue = {},
 ): Tensor {
+  return gemmPre(a, b, transA, transB, bias, origin, epi).c;
+}
+
+/**
+ * C = op(A)·op(B) (+ bias along the last dim) in one dispatch, for contiguous f32 A and B,
+ * with the epilogue `epi` applied in the store. The output has the broadcast batch shape.
+ * When the activation's backward reads its input, `pre` is C before the activation: a view
+ * into the same buffer as C, after it (one allocation, one binding).
+ */
+function gemmPre(
+  a: Tensor,
+  b: Tensor,
+  transA: boolean,
+  transB: boolean,
+  bias?: Tensor,
+  origin = "matmul",
+  epi: Epilogue = {},
+): { c: Tensor; pre?: Tensor } {
   const device = a.device;
   const plan = matmulPlan(a.shape, b.shape, transA, transB);
-  const c = epi.out && epi.out.numel === numel(plan.out) ? epi.out : Tensor.empty(plan.out, { device }, origin);
+  const total = numel(plan.out);
+  const savePre = !!epi.act && ACTIVATIONS[epi.act].saves === "input";
+  let c: Tensor, pre: Tensor | undefined, target: Tensor, zo = 0;
+  if (savePre && total > 0) {
+    const q = device.limits.minStorageBufferOffsetAlignment / 4;
+    zo = Math.ceil(total / q) * q;
+    target = Tensor.empty([zo + total], { device }, origin);
+    c = Tensor.view(target, 0, plan.out, origin);
+    pre = Tensor.view(target, zo, plan.out, `${origin}.pre`);
+  } else {
+    c = epi.out && epi.out.numel === total ? epi.out : Tensor.empty(plan.out, { device }, origin);
+    target = c;
+  }
   const { m, n, k } = plan;
-  if (c.numel === 0) return c;
+  if (c.numel === 0) return { c };
   const t = tilingOf(device, m, transA, transB);
   const shared = t.bk > 0;
   const vec4 = !shared && n % 4 === 0;
@@ -276,7 +320,9 @@ function gemm(
   const kind = epi.mask ? "matmul_forward_mask" : `${bias ? "linear" : "matmul"}_forward`;
   const entry = `${kind}${shared ? "_shared" : vec4 ? "_vec4" : ""}`;
   const overrides: Record<string, number> = { TA: +transA, TB: +transB, TM: tm, TN: tn, WGX: t.wgx, WGY: t.wgy };
-  if (epi.relu) overrides.ACT = 1;
+  if (epi.act) overrides.ACT = ACTIVATIONS[epi.act].kind;
+  if (savePre) overrides.PRE = 1;
+  if (epi.mask) overrides.DACT = ACTIVATIONS[epi.mask.act].kind;
   if (shared) overrides.BK = t.bk;
   else {
     overrides.VA = +va;
@@ -286,11 +332,12 @@ function gemm(
   launch(device, MATMUL, {
     entry,
     overrides,
-    params: { m, n, k, d1: plan.d1, d2: plan.d2, sa0, sa1, sa2, sb0, sb1, sb2 },
-    io: vec4 ? { a, b, c4: c, bias, mask: epi.mask } : { a, b, c, bias, mask: epi.mask },
+    params: { m, n, k, d1: plan.d1, d2: plan.d2, sa0, sa1, sa2, sb0, sb1, sb2, zo },
+    io: vec4 ? { a, b, c4: target, bias, mask: epi.mask?.s } : { a, b, c: target, bias, mask: epi.mask?.s },
     groups: [Math.ceil(n / (tn * t.wgx)), Math.ceil(m / (tm * t.wgy)), plan.batch],
   });
-  return c;
+  if (pre) target.dispose(); // the two views keep the memory
+  return { c, pre };
 }
 
 function checkOperands(op: string, ...ts: Tensor[]): void {
@@ -364,15 +411,15 @@ export function matmul(a: Tensor, b: Tensor, opts: MatmulAttrs = {}): Tensor {
   return matmulOp.forward([a, b], opts).output;
 }
 
-/** Outputs of {@link linearReluOp}: a product consuming one may fold ReLU's gradient in. */
-const reluOutputs = new WeakSet<Tensor>();
-/** Gradients already masked by a ReLU output (the key's value): its backward skips the mask. */
+/** Outputs of a fused Linear + activation: a product consuming one may fold the activation's gradient in. */
+const actOutputs = new WeakMap<Tensor, { act: Activation; s: Tensor }>();
+/** Gradients already taken through an activation whose output is the key's value: its backward skips it. */
 const maskedBy = new WeakMap<Tensor, Tensor>();
 
 /**
  * The backward of y = x·wᵀ (+ b) from dy: dx = dy·w, dw = dyᵀ·x, db = Σ dy. When x is the
- * output of a fused Linear + ReLU, dx's product also applies that ReLU's gradient (one
- * launch fewer) and says so in `maskedBy`.
+ * output of a fused Linear + activation, dx's product also applies that activation's
+ * gradient (one launch fewer) and says so in `maskedBy`.
  */
 function linearBackward(
   dy: Tensor,
@@ -384,8 +431,9 @@ function linearBackward(
   const dy2 = dy.reshape(rows(dy.shape));
   let dx: Tensor | null = null;
   if (needs[0]) {
-    const mask = reluOutputs.has(x) && tilingOf(x.device, dy2.shape[0], false, false).bk === 0
-      ? x.reshape(rows(x.shape))
+    const from = actOutputs.get(x);
+    const mask = from && tilingOf(x.device, dy2.shape[0], false, false).bk === 0
+      ? { s: from.s.reshape(rows(x.shape)), act: from.act }
       : undefined;
     dx = gemm(dy2, w, false, false, undefined, "linear.backward", { mask }).reshape(x.shape);
     if (mask) maskedBy.set(dx, x);
@@ -420,29 +468,42 @@ export const linearOp: OpDef<undefined> = {
 };
 
 /**
- * relu(x·wᵀ + b) in one dispatch (ReLU applied in the matmul's store, relu_forward's rule):
- * `nn.Sequential` runs a `Linear` followed by a `ReLU` so. Backward applies ReLU's gradient
- * (skipped when the product that made dy already did: the next Linear's dx) and then
- * Linear's. The same f32 operations as the two ops apart, so the same bits.
+ * act(x·wᵀ + b) in one dispatch, `act` applied in the matmul's store with the unary op's own
+ * rule (shaders/lib/act.wgsl); one that saves its input (gelu, silu) stores the product
+ * before it too, in the same launch. Backward applies the activation's gradient (skipped when
+ * the product that made dy already did: the next Linear's dx) and then Linear's. The same
+ * f32 operations as the two ops apart.
  */
-export const linearReluOp: OpDef<undefined> = {
-  name: "linearRelu",
-  forward(inputs) {
-    const [x, w, b] = inputs;
-    checkOperands("linear", ...inputs);
-    const out = linearShape(x.shape, w.shape, b?.shape);
-    const y = gemm(x.reshape(rows(x.shape)), w, false, true, b, "linear", { relu: true }).reshape(out);
-    reluOutputs.add(y);
-    return { output: y, saved: [x, w, y] };
-  },
-  backward(dy, ctx) {
-    const [x, w, y] = ctx.saved;
-    const dz = maskedBy.get(dy) === y
-      ? dy
-      : reluOp.backward!(dy, { shapes: [y.shape], needs: [true], saved: [y], output: y, attrs: {} })[0]!;
-    return linearBackward(dz, x, w, ctx);
-  },
-};
+function defineLinearAct(act: Activation): OpDef<undefined> {
+  const spec = ACTIVATIONS[act];
+  return {
+    name: `linear${act[0].toUpperCase()}${act.slice(1)}`,
+    forward(inputs) {
+      const [x, w, b] = inputs;
+      checkOperands("linear", ...inputs);
+      const out = linearShape(x.shape, w.shape, b?.shape);
+      const r = gemmPre(x.reshape(rows(x.shape)), w, false, true, b, "linear", { act });
+      const y = r.c.reshape(out), s = r.pre ? r.pre.reshape(out) : y;
+      actOutputs.set(y, { act, s });
+      return { output: y, saved: [x, w, s] };
+    },
+    backward(dy, ctx) {
+      const [x, w, s] = ctx.saved;
+      const dz = maskedBy.get(dy) === ctx.output
+        ? dy
+        : spec.op.backward!(dy, { shapes: [s.shape], needs: [true], saved: [s], output: ctx.output, attrs: {} })[0]!;
+      return linearBackward(dz, x, w, ctx);
+    },
+  };
+}
+
+/** The fused Linear + activation op of each {@link Activation} (`linearActOps.gelu` is gelu(x·wᵀ + b)). */
+export const linearActOps: Readonly<Record<Activation, OpDef<undefined>>> = Object.fromEntries(
+  (Object.keys(ACTIVATIONS) as Activation[]).map((a) => [a, defineLinearAct(a)]),
+) as Record<Activation, OpDef<undefined>>;
+
+/** relu(x·wᵀ + b) in one dispatch: `nn.Sequential` runs a `Linear` followed by a `ReLU` so. */
+export const linearReluOp: OpDef<undefined> = linearActOps.relu;
 
 /**
  * `nn.Linear`'s forward: y = x·wᵀ + b for x [..., in], w [out, in], b [out].
@@ -463,4 +524,18 @@ export function linear(x: Tensor, w: Tensor, b?: Tensor): Tensor {
 /** relu(linear(x, w, b)) in one dispatch (see {@link linearReluOp}). */
 export function linearRelu(x: Tensor, w: Tensor, b?: Tensor): Tensor {
   return linearReluOp.forward(b ? [x, w, b] : [x, w], undefined).output;
+}
+
+/**
+ * act(linear(x, w, b)) in one dispatch (see {@link linearActOps}).
+ * @example
+ * ```ts
+ * import { Device, fromArray, ops } from "../../index.ts";
+ * await Device.request();
+ * const y = ops.linearAct(fromArray([1, -2], [1, 2]), fromArray([1, 0, 0, 1], [2, 2]), fromArray([0, 0]), "tanh");
+ * console.log(await y.toArray()); // [tanh(1), tanh(-2)]
+ * ```
+ */
+export function linearAct(x: Tensor, w: Tensor, b: Tensor | undefined, act: Activation): Tensor {
+  return linearActOps[act].forward(b ? [x, w, b] : [x, w], undefined).output;
 }

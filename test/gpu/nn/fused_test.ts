@@ -1,21 +1,24 @@
 /**
  * Fused elementwise paths against the float64 references, and against the unfused ops bit for
- * bit: Linear + ReLU in one kernel (`linearReluOp`, what Sequential runs for Linear → ReLU),
- * ReLU's gradient folded into the next Linear's dx product, leaf gradients written straight
- * into an optimizer's flat gradient buffer, and cross entropy's rows + class mean in one launch.
+ * bit: Linear + activation in one kernel (`linearActOps`, what Sequential runs for Linear →
+ * ReLU/GELU/Tanh/Sigmoid/SiLU), the activation's gradient folded into the next Linear's dx
+ * product, leaf gradients written straight into an optimizer's flat gradient buffer, and cross
+ * entropy's rows + class mean in one launch.
  */
 import { apply, Variable } from "../../../src/autograd/mod.ts";
 import type { Device, Dispatch } from "../../../src/gpu/mod.ts";
 import { crossEntropy } from "../../../src/nn/functional.ts";
-import { Linear, ReLU } from "../../../src/nn/mod.ts";
+import { GELU, Linear, ReLU, Sigmoid, SiLU, Tanh } from "../../../src/nn/mod.ts";
+import type { Module } from "../../../src/nn/mod.ts";
 import { Sequential } from "../../../src/nn/container.ts";
 import { Adam } from "../../../src/optim/mod.ts";
 import { fromArray } from "../../../src/tensor/creation.ts";
 import { forwardBackward } from "../../../src/tensor/op.ts";
-import { linearOp, linearReluOp } from "../../../src/tensor/ops/matmul.ts";
+import { type Activation, ACTIVATIONS, linearActOps, linearOp, linearReluOp } from "../../../src/tensor/ops/matmul.ts";
 import { reluOp } from "../../../src/tensor/ops/unary.ts";
 import { crossEntropyRef } from "../../reference/loss.ts";
 import { linearRef } from "../../reference/matmul.ts";
+import { unaryRef } from "../../reference/unary.ts";
 import { assert, assertEquals, assertRelClose } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 import { count, mulberry32, randint, randn } from "../../util/random.ts";
@@ -27,6 +30,14 @@ function linearReluRef(x: Float32Array, sx: number[], w: Float32Array, sw: numbe
   const z = linearRef(x, sx, w, sw, b, new Float64Array(dy.length)).y;
   const y = z.map((v) => Math.max(0, v));
   const dz = Float64Array.from(dy, (g, i) => (z[i] > 0 ? g : 0));
+  const g = linearRef(x, sx, w, sw, b, dz);
+  return { y, dx: g.dx, dw: g.dw, db: g.db };
+}
+
+/** act(x·wᵀ + b) and its gradients for L = Σ y·dy, in f64 (test/reference/unary.ts's rules). */
+function linearActRef(act: Activation, x: Float32Array, sx: number[], w: Float32Array, sw: number[], b: Float32Array | undefined, dy: Float32Array) {
+  const z = linearRef(x, sx, w, sw, b, new Float64Array(dy.length)).y;
+  const { y, dx: dz } = unaryRef(act, z, dy);
   const g = linearRef(x, sx, w, sw, b, dz);
   return { y, dx: g.dx, dw: g.dw, db: g.db };
 }
@@ -52,6 +63,32 @@ gpuTest("linearRelu matches f64 relu(linear) and the two ops apart bit for bit (
     const z = linearOp.forward(inputs, undefined).output;
     const y = reluOp.forward([z], {}).output;
     assertEquals(await bits(fused.output), await bits(y), `${tag} y bits vs linear → relu`);
+  }
+});
+
+const OTHER_ACTS: Activation[] = ["gelu", "geluTanh", "tanh", "sigmoid", "silu"];
+
+gpuTest("linearAct (gelu, geluTanh, tanh, sigmoid, silu) matches f64 act(linear) and the two ops apart bit for bit", async () => {
+  let seed = 1350;
+  for (const act of OTHER_ACTS) {
+    for (const [sx, out, bias] of [[[5, 7], 9, true], [[6, 12], 8, true], [[2, 3, 16], 12, false]] as [number[], number, boolean][]) {
+      const rng = mulberry32(seed++);
+      const sw = [out, sx[sx.length - 1]], ys = [...sx.slice(0, -1), out];
+      const x = randn(count(sx), rng), w = randn(count(sw), rng), b = randn(out, rng), dy = randn(count(ys), rng);
+      const ref = linearActRef(act, x, sx, w, sw, bias ? b : undefined, dy);
+      const inputs = [fromArray(x, sx), fromArray(w, sw), ...(bias ? [fromArray(b, [out])] : [])];
+      const tag = `linearAct ${act} x=[${sx}] out=${out}${bias ? " +b" : ""}`;
+      const fused = forwardBackward(linearActOps[act], inputs, undefined, fromArray(dy, ys));
+      assertEquals(fused.output.shape, ys, `${tag} shape`);
+      assertRelClose(await fused.output.toArray(), ref.y, TOL, `${tag} y`);
+      assertRelClose(await fused.grads[0]!.toArray(), ref.dx, TOL, `${tag} dx`);
+      assertRelClose(await fused.grads[1]!.toArray(), ref.dw, TOL, `${tag} dw`);
+      if (bias) assertRelClose(await fused.grads[2]!.toArray(), ref.db, TOL, `${tag} db`);
+      // The same through linear then the unary op, forward and backward.
+      const z = linearOp.forward(inputs, undefined).output;
+      const apart = forwardBackward(ACTIVATIONS[act].op, [z], {}, fromArray(dy, ys));
+      assertEquals(await bits(fused.output), await bits(apart.output), `${tag} y bits vs linear → ${act}`);
+    }
   }
 });
 
@@ -119,3 +156,57 @@ for (const foreach of [false, true]) {
     }
   });
 }
+
+const MODULES: Record<Activation, () => Module> = {
+  relu: () => new ReLU(),
+  gelu: () => new GELU(),
+  geluTanh: () => new GELU("tanh"),
+  tanh: () => new Tanh(),
+  sigmoid: () => new Sigmoid(),
+  silu: () => new SiLU(),
+};
+
+gpuTest("Linear → activation → Linear + cross entropy for every fused activation: one launch forward, its backward in dx's product; f64 gradients, bits of the unfused chain", async (device) => {
+  let seed = 1450;
+  for (const act of OTHER_ACTS) {
+    const rng = mulberry32(seed++);
+    const [B, D, H, C] = [9, 13, 17, 5];
+    const x = randn(B * D, rng), t = randint(B, C, rng);
+    const model = new Sequential(new Linear(D, H), MODULES[act](), new Linear(H, C));
+    const [w1, b1, w2, b2] = model.parameters();
+    try {
+      const xs = fromArray(x, [B, D]), ts = fromArray(t, [B]);
+      const seen = launches(device, () => crossEntropy(model.forward(new Variable(xs)), ts).backward());
+      const kernel = act === "geluTanh" ? "gelu_tanh" : act;
+      assert(!seen.some((e) => e.startsWith(`unary/${kernel}_`)), `${act} launched: ${seen.join(", ")}`);
+      assert(seen.some((e) => e.startsWith("matmul/matmul_forward_mask")), `${act}: no masked dx: ${seen}`);
+      // f64 reference.
+      const W1 = await w1.data.toF32(), B1 = await b1.data.toF32(), W2 = await w2.data.toF32(), B2 = await b2.data.toF32();
+      const z1 = linearRef(x, [B, D], W1, [H, D], B1, new Float64Array(B * H)).y;
+      const h = unaryRef(act, z1, new Float64Array(B * H)).y;
+      const logits = linearRef(h, [B, H], W2, [C, H], B2, new Float64Array(B * C)).y;
+      const ce = crossEntropyRef(logits, B, C, t, { reduction: "mean" }, [1]);
+      const l2 = linearRef(h, [B, H], W2, [C, H], B2, ce.dx);
+      const dz = unaryRef(act, z1, l2.dx).dx;
+      const l1 = linearRef(x, [B, D], W1, [H, D], B1, dz);
+      assertRelClose(await w1.grad!.toArray(), l1.dw, TOL, `${act} dW1`);
+      assertRelClose(await b1.grad!.toArray(), l1.db, TOL, `${act} db1`);
+      assertRelClose(await w2.grad!.toArray(), l2.dw, TOL, `${act} dW2`);
+      assertRelClose(await b2.grad!.toArray(), l2.db, TOL, `${act} db2`);
+      // The unfused chain (linear, the unary op, linear) gives the same bits.
+      const fusedGrads = await Promise.all([w1, b1, w2, b2].map((p) => bits(p.grad!)));
+      for (const p of [w1, b1, w2, b2]) p.zeroGrad();
+      const a1 = apply(ACTIVATIONS[act].op, [apply(linearOp, [new Variable(xs), w1, b1], undefined)], {});
+      const loss = crossEntropy(apply(linearOp, [a1, w2, b2], undefined), ts);
+      loss.backward();
+      assertRelClose(await loss.data.toArray(), ce.y, TOL, `${act} loss`);
+      const plain = await Promise.all([w1, b1, w2, b2].map((p) => bits(p.grad!)));
+      assertEquals(fusedGrads, plain, `${act} gradient bits, fused vs unfused`);
+    } finally {
+      for (const p of model.parameters()) {
+        p.zeroGrad();
+        p.data.dispose();
+      }
+    }
+  }
+});
