@@ -60,6 +60,10 @@ struct Params {  // mirrored in src/tensor/ops/matmul.ts
 // The ReLU output whose gradient a *_mask entry computes, [batch, M, N] like C.
 @group(0) @binding(6) var<storage, read> mask: array<f32>;
 
+// Row sums of op(A), [batch, M], written by the *_rowsum entries: Σ_k op(A)[row, k], which for
+// a Linear's weight gradient dW = dyᵀ·x is the bias gradient Σ_batch dy (no launch of its own).
+@group(0) @binding(7) var<storage, read_write> rowsum: array<f32>;
+
 // #include "lib/act.wgsl"
 
 // Epilogue of the linear entries: the activation kind of lib/act.wgsl applied in the store
@@ -70,6 +74,8 @@ override ACT: u32 = 0u;
 override PRE: bool = false;
 // The activation whose backward the *_mask entries apply (lib/act.wgsl kinds).
 override DACT: u32 = 1u;
+// Sum op(A)'s rows along k while accumulating (the *_rowsum entries).
+override ROWSUM: bool = false;
 
 var<workgroup> tileA: array<f32, TILE>;
 var<workgroup> tileB: array<f32, TILE>;
@@ -113,6 +119,8 @@ var<private> q4: Quad;
 var<private> q5: Quad;
 var<private> q6: Quad;
 var<private> q7: Quad;
+// With ROWSUM: Σ_k op(A)[row0 + 4i + r, k] in component r of rs[i], summed in k order.
+var<private> rs: array<vec4f, 8>;
 
 // acc + bk·ak: column r gains Σ_s bk[s]·ak[r][s] (ak's columns are rows of A along k, bk's
 // columns are rows of B along k).
@@ -212,6 +220,16 @@ fn accumulate(quad: ptr<private, Quad>, bq: ptr<function, Quad>, ak: mat4x4f) {
   if (TN > 28u) { (*quad)[7] = mma((*quad)[7], (*bq)[7], ak); }
 }
 
+// One row group's k-step: the products, and with ROWSUM its rows' sums (k in order, as a
+// serial sum over k would add them).
+fn rowGroup(quad: ptr<private, Quad>, bq: ptr<function, Quad>, ak: mat4x4f, i: u32) {
+  accumulate(quad, bq, ak);
+  if (ROWSUM) {
+    let t = transpose(ak);
+    rs[i] = (((rs[i] + t[0]) + t[1]) + t[2]) + t[3];
+  }
+}
+
 // Accumulate the TM×TN block of output matrix z at (row0, col0) into q0..q7.
 fn registerBlock(z: u32, row0: u32, col0: u32) {
   let o = batchOffsets(z);
@@ -226,14 +244,14 @@ fn registerBlock(z: u32, row0: u32, col0: u32) {
     if (TN > 20u) { bq[5] = loadB(o.y, q, col0 + 20u); }
     if (TN > 24u) { bq[6] = loadB(o.y, q, col0 + 24u); }
     if (TN > 28u) { bq[7] = loadB(o.y, q, col0 + 28u); }
-    accumulate(&q0, &bq, loadA(o.x, q, row0));
-    if (TM > 4u) { accumulate(&q1, &bq, loadA(o.x, q, row0 + 4u)); }
-    if (TM > 8u) { accumulate(&q2, &bq, loadA(o.x, q, row0 + 8u)); }
-    if (TM > 12u) { accumulate(&q3, &bq, loadA(o.x, q, row0 + 12u)); }
-    if (TM > 16u) { accumulate(&q4, &bq, loadA(o.x, q, row0 + 16u)); }
-    if (TM > 20u) { accumulate(&q5, &bq, loadA(o.x, q, row0 + 20u)); }
-    if (TM > 24u) { accumulate(&q6, &bq, loadA(o.x, q, row0 + 24u)); }
-    if (TM > 28u) { accumulate(&q7, &bq, loadA(o.x, q, row0 + 28u)); }
+    rowGroup(&q0, &bq, loadA(o.x, q, row0), 0u);
+    if (TM > 4u) { rowGroup(&q1, &bq, loadA(o.x, q, row0 + 4u), 1u); }
+    if (TM > 8u) { rowGroup(&q2, &bq, loadA(o.x, q, row0 + 8u), 2u); }
+    if (TM > 12u) { rowGroup(&q3, &bq, loadA(o.x, q, row0 + 12u), 3u); }
+    if (TM > 16u) { rowGroup(&q4, &bq, loadA(o.x, q, row0 + 16u), 4u); }
+    if (TM > 20u) { rowGroup(&q5, &bq, loadA(o.x, q, row0 + 20u), 5u); }
+    if (TM > 24u) { rowGroup(&q6, &bq, loadA(o.x, q, row0 + 24u), 6u); }
+    if (TM > 28u) { rowGroup(&q7, &bq, loadA(o.x, q, row0 + 28u), 7u); }
   }
 }
 
@@ -433,6 +451,33 @@ fn matmul_forward_mask(@builtin(global_invocation_id) g: vec3u) {
 fn matmul_forward_mask_vec4(@builtin(global_invocation_id) g: vec3u) {
   if (!blockAt(g)) { return; }
   maskBlock(g.z, g.y * TM, g.x * TN);
+  var zero: array<vec4f, 8>;
+  storeBlock4(g.z, g.y * TM, g.x * TN, &zero);
+}
+
+// The row sums of the rows a thread owns (only the first column block stores them).
+fn storeRowsum(z: u32, row0: u32) {
+  for (var i = 0u; i < TM / 4u; i++) {
+    for (var r = 0u; r < 4u; r++) {
+      let row = row0 + 4u * i + r;
+      if (row < d.m) { rowsum[z * d.m + row] = rs[i][r]; }
+    }
+  }
+}
+
+// C and the row sums of op(A) (a Linear's weight and bias gradients in one dispatch).
+@compute @workgroup_size(WGX, WGY)
+fn matmul_forward_rowsum(@builtin(global_invocation_id) g: vec3u) {
+  if (!blockAt(g)) { return; }
+  if (g.x == 0u) { storeRowsum(g.z, g.y * TM); }
+  var zero: array<vec4f, 8>;
+  storeBlock1(g.z, g.y * TM, g.x * TN, &zero);
+}
+
+@compute @workgroup_size(WGX, WGY)
+fn matmul_forward_rowsum_vec4(@builtin(global_invocation_id) g: vec3u) {
+  if (!blockAt(g)) { return; }
+  if (g.x == 0u) { storeRowsum(g.z, g.y * TM); }
   var zero: array<vec4f, 8>;
   storeBlock4(g.z, g.y * TM, g.x * TN, &zero);
 }

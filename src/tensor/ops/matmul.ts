@@ -36,6 +36,7 @@ export const MATMUL = kernel(MATMUL_PARAMS, {
   c4: [4, "read_write"],
   bias: [5, "read"],
   mask: [6, "read"],
+  rowsum: [7, "read_write"],
 });
 
 /** Attributes of {@link matmulOp}: transpose the last two dims of A and/or B (read in place, no copy). */
@@ -257,6 +258,8 @@ interface Epilogue {
   mask?: { s: Tensor; act: Activation };
   /** Write C here when it has C's size (a leaf's gradient home), else into a new tensor. */
   out?: Tensor | null;
+  /** Also write Σ_k op(A)[row, k], [batch, m], here (register kernel, no bias): a Linear's db beside dW. */
+  rowSums?: Tensor;
 }
 
 /** C = op(A)·op(B) (+ bias) with the epilogue `epi` (see {@link gemmPre}). */
@@ -316,13 +319,17 @@ function gemmPre(
   // (m <= TM) ran 12-38x slower than with half the block (m = 32: 38 ms at TM 32, 1 ms at
   // TM 16; bench/README.md "Skinny products"), which is what an LSTM step at batch <= 32 does.
   const tm = fit(bm, m / 2, t.wgy), tn = fit(bn, n, t.wgx);
-  if (epi.mask && (shared || bias)) throw new Error(`${origin}: a masked product needs the register kernel and no bias`);
-  const kind = epi.mask ? "matmul_forward_mask" : `${bias ? "linear" : "matmul"}_forward`;
+  if ((epi.mask || epi.rowSums) && (shared || bias)) {
+    throw new Error(`${origin}: a masked or row-summing product needs the register kernel and no bias`);
+  }
+  if (epi.mask && epi.rowSums) throw new Error(`${origin}: a product either masks or sums rows, not both`);
+  const kind = epi.mask ? "matmul_forward_mask" : epi.rowSums ? "matmul_forward_rowsum" : `${bias ? "linear" : "matmul"}_forward`;
   const entry = `${kind}${shared ? "_shared" : vec4 ? "_vec4" : ""}`;
   const overrides: Record<string, number> = { TA: +transA, TB: +transB, TM: tm, TN: tn, WGX: t.wgx, WGY: t.wgy };
   if (epi.act) overrides.ACT = ACTIVATIONS[epi.act].kind;
   if (savePre) overrides.PRE = 1;
   if (epi.mask) overrides.DACT = ACTIVATIONS[epi.mask.act].kind;
+  if (epi.rowSums) overrides.ROWSUM = 1;
   if (shared) overrides.BK = t.bk;
   else {
     overrides.VA = +va;
@@ -333,7 +340,14 @@ function gemmPre(
     entry,
     overrides,
     params: { m, n, k, d1: plan.d1, d2: plan.d2, sa0, sa1, sa2, sb0, sb1, sb2, zo },
-    io: vec4 ? { a, b, c4: target, bias, mask: epi.mask?.s } : { a, b, c: target, bias, mask: epi.mask?.s },
+    io: {
+      a,
+      b,
+      ...(vec4 ? { c4: target } : { c: target }),
+      bias,
+      mask: epi.mask?.s,
+      rowsum: epi.rowSums,
+    },
     groups: [Math.ceil(n / (tn * t.wgx)), Math.ceil(m / (tm * t.wgy)), plan.batch],
   });
   if (pre) target.dispose(); // the two views keep the memory
@@ -438,11 +452,18 @@ function linearBackward(
     dx = gemm(dy2, w, false, false, undefined, "linear.backward", { mask }).reshape(x.shape);
     if (mask) maskedBy.set(dx, x);
   }
+  // db = Σ dy rides along dW's product (its row sums) when both are wanted on the register kernel.
+  const hasBias = ctx.shapes.length > 2;
+  const sumsInProduct = hasBias && needs[1] && needs[2] && tilingOf(dy.device, w.shape[0], true, false).bk === 0;
+  let db: Tensor | null = null;
+  if (sumsInProduct) {
+    db = into[2] && into[2].numel === w.shape[0] ? into[2] : Tensor.empty([w.shape[0]], { device: dy.device }, "linear.backward");
+  }
   const dw = needs[1]
-    ? gemm(dy2, x.reshape(rows(x.shape)), true, false, undefined, "linear.backward", { out: into[1] })
+    ? gemm(dy2, x.reshape(rows(x.shape)), true, false, undefined, "linear.backward", { out: into[1], rowSums: db ?? undefined })
     : null;
   const grads = [dx, dw];
-  if (ctx.shapes.length > 2) grads.push(needs[2] ? sumOp.forward([dy2], { dims: 0, out: into[2] ?? undefined }).output : null);
+  if (hasBias) grads.push(needs[2] ? db ?? sumOp.forward([dy2], { dims: 0, out: into[2] ?? undefined }).output : null);
   return grads;
 }
 

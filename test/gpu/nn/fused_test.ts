@@ -124,6 +124,9 @@ for (const foreach of [false, true]) {
       assert(seen.includes("matmul/matmul_forward_mask") || seen.includes("matmul/matmul_forward_mask_vec4"), `no masked dx: ${seen}`);
       assertEquals(seen.filter((e) => e === "copy").length, foreach ? 0 : 4, "gradient copies");
       assertEquals(seen.filter((e) => e.startsWith("loss/")).length, 2, "cross entropy launches (forward + backward)");
+      // Each bias gradient is its weight gradient's row sums: no reduction launch.
+      assert(!seen.some((e) => e.startsWith("reduce/")), `reduction launched: ${seen.join(", ")}`);
+      assertEquals(seen.filter((e) => e.startsWith("matmul/matmul_forward_rowsum")).length, 2, "dW + db products");
       // f64 reference.
       const W1 = await w1.data.toF32(), B1 = await b1.data.toF32(), W2 = await w2.data.toF32(), B2 = await b2.data.toF32();
       const h = linearRef(x, [B, D], W1, [H, D], B1, new Float64Array(B * H)).y.map((v) => Math.max(0, v));
