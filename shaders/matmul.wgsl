@@ -50,6 +50,7 @@ struct Params {  // mirrored in src/tensor/ops/matmul.ts
   sa0: u32, sa1: u32, sa2: u32,
   sb0: u32, sb1: u32, sb2: u32,
   zo: u32,
+  seed: u32, drop: f32, drop_scale: f32,
 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<vec4f>;
@@ -57,7 +58,9 @@ struct Params {  // mirrored in src/tensor/ops/matmul.ts
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read_write> c4: array<vec4f>;
 @group(0) @binding(5) var<storage, read> bias: array<vec4f>;
-// The ReLU output whose gradient a *_mask entry computes, [batch, M, N] like C.
+// The epilogue's side input, [batch, M, N] like C: what the activation saved for a *_mask entry
+// (DACT), the residual added in the store with RES. Every entry binds it (the stores are
+// shared), an operand when it is not read.
 @group(0) @binding(6) var<storage, read> mask: array<f32>;
 
 // Row sums of op(A), [batch, M], written by the *_rowsum entries: Σ_k op(A)[row, k], which for
@@ -65,6 +68,7 @@ struct Params {  // mirrored in src/tensor/ops/matmul.ts
 @group(0) @binding(7) var<storage, read_write> rowsum: array<f32>;
 
 // #include "lib/act.wgsl"
+// #include "lib/pcg.wgsl"
 
 // Epilogue of the linear entries: the activation kind of lib/act.wgsl applied in the store
 // (1 relu, 2 gelu, ...; 0 none), so Linear + activation is one dispatch. With PRE the store
@@ -74,6 +78,11 @@ override ACT: u32 = 0u;
 override PRE: bool = false;
 // The activation whose backward the *_mask entries apply (lib/act.wgsl kinds).
 override DACT: u32 = 1u;
+// Dropout in the store (after the activation): element i of C kept when unit(p.seed, i) >=
+// p.drop and scaled by p.drop_scale, shaders/dropout.wgsl's mask for the same seed.
+override DROP: bool = false;
+// Add the residual mask[i] in the store, last: C = res + dropout(act(A·B + bias)).
+override RES: bool = false;
 // Sum op(A)'s rows along k while accumulating (the *_rowsum entries).
 override ROWSUM: bool = false;
 
@@ -327,9 +336,24 @@ fn maskBlock(z: u32, row0: u32, col0: u32) {
   if (TM > 28u) { maskQuad(&q7, base, row0 + 28u, col0); }
 }
 
-// act(v) at vec4 i of C, and v itself past p.zo with PRE.
+// Elements e..e+3 of C after the epilogue: act, then dropout's mask, then the residual; each
+// step the f32 operation of the op it replaces (unary, dropout, add), in that order.
+fn epilogue(v: vec4f, e: u32) -> vec4f {
+  var y = act(v);
+  if (DROP) {
+    let u = vec4f(unit(d.seed, e), unit(d.seed, e + 1u), unit(d.seed, e + 2u), unit(d.seed, e + 3u));
+    y = y * select(vec4f(0.0), vec4f(d.drop_scale), u >= vec4f(d.drop));
+  }
+  if (RES) {
+    let last = arrayLength(&mask) - 1u;
+    y = vec4f(mask[min(e, last)], mask[min(e + 1u, last)], mask[min(e + 2u, last)], mask[min(e + 3u, last)]) + y;
+  }
+  return y;
+}
+
+// The epilogue of v at vec4 i of C, and v itself past p.zo with PRE.
 fn store4(i: u32, v: vec4f) {
-  c4[i] = act(v);
+  c4[i] = epilogue(v, 4u * i);
   if (PRE) { c4[d.zo / 4u + i] = v; }
 }
 
@@ -349,7 +373,7 @@ fn storeMat4(base: u32, row: u32, c4i: u32, m: mat4x4f, bias: vec4f) {
 fn storeRow1(base: u32, row: u32, col: u32, v: vec4f) {
   if (row >= d.m) { return; }
   let count = min(4u, d.n - min(col, d.n));
-  let y = act(v);
+  let y = epilogue(v, base + row * d.n + col);
   for (var t = 0u; t < count; t++) {
     let i = base + row * d.n + col + t;
     c[i] = y[t];
@@ -554,7 +578,7 @@ fn storeShared(acc: ptr<function, array<vec4f, 16>>, z: u32, lid: vec3u, wid: ve
     for (var j = 0u; j < TN / 4u; j++) {
       let col0 = wid.x * WGX * TN + 4u * (lid.x + j * WGX);
       let z = (*acc)[i * 2u + j] + (*bq)[j];
-      let v = act(z);
+      let v = epilogue(z, base + row * d.n + col0);
       for (var t = 0u; t < 4u; t++) {
         if (row < d.m && col0 + t < d.n) {
           c[base + row * d.n + col0 + t] = v[t];

@@ -83,6 +83,15 @@ export class Flow extends Module {
 
   forward(x: Variable): Variable {
     for (const s of this.#steps) {
+      if (s.kind === "also" && s.module.constructor === Linear) {
+        // x + linear(x) in one launch: the residual is added in the matmul's store.
+        const lin = s.module as Linear;
+        if (lin.inFeatures !== lin.outFeatures) {
+          throw new RangeError(`Flow.also: residual branch Linear(${lin.inFeatures}, ${lin.outFeatures}) must keep the shape, got [${[...x.shape.slice(0, -1), lin.outFeatures]}] from [${x.shape}]`);
+        }
+        x = lin.forwardResidual(x, x);
+        continue;
+      }
       const y = s.module.forward(x);
       if (s.kind === "through") x = y;
       else {

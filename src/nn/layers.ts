@@ -60,6 +60,19 @@ export class Linear extends Module {
     const act = fusedActivation(then);
     return act ? this.forwardAct(x, act) : then.forward(this.forward(x));
   }
+  /**
+   * res + drop.forward(this.forward(x)) in one dispatch (`T.linearResidualOp`: the dropout
+   * mask and the residual add run in the matmul's store; dropout draws its seed as
+   * `Dropout.forward` would, so the stream and the mask are the same). A `drop` of another
+   * class than `Dropout` runs unfused. A transformer block's `x + drop(ff_down(h))`.
+   * @throws {RangeError} When res does not have the output's shape.
+   */
+  forwardResidual(x: Variable, res: Variable, drop?: Module): Variable {
+    if (drop && drop.constructor !== Dropout) return res.add(drop.forward(this.forward(x)));
+    const d = drop as Dropout | undefined;
+    const dropout = d && d.training && d.p > 0 ? { p: d.p, training: true, seed: nextSeed() } : null;
+    return apply(T.linearResidualOp, [...this.#inputs(x), res], { bias: !!this.bias, dropout });
+  }
   #inputs(x: Variable): Variable[] {
     const last = x.shape[x.shape.length - 1];
     if (last !== this.inFeatures) {

@@ -10,6 +10,7 @@ import { type Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import type { OpContext, OpDef } from "../op.ts";
 import { broadcastShapes, fmt, numel, type Shape, stridesOf } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
+import { checkDropout, type DropoutAttrs, dropoutOp } from "./dropout.ts";
 import { sumOp, sumTo } from "./reduce.ts";
 import { geluOp, geluTanhOp, reluOp, sigmoidOp, siluOp, tanhOp, type UnaryAttrs } from "./unary.ts";
 
@@ -27,6 +28,9 @@ export const MATMUL_PARAMS = layout("matmul", "Params", {
   sb1: "u32",
   sb2: "u32",
   zo: "u32",
+  seed: "u32",
+  drop: "f32",
+  drop_scale: "f32",
 });
 /** Storage bindings of shaders/matmul.wgsl (c4: C as vec4 rows, for the vec4 entries). */
 export const MATMUL = kernel(MATMUL_PARAMS, {
@@ -37,7 +41,7 @@ export const MATMUL = kernel(MATMUL_PARAMS, {
   bias: [5, "read"],
   mask: [6, "read"],
   rowsum: [7, "read_write"],
-});
+}, { zo: 0, seed: 0, drop: 0, drop_scale: 1 });
 
 /** Attributes of {@link matmulOp}: transpose the last two dims of A and/or B (read in place, no copy). */
 export interface MatmulAttrs {
@@ -260,6 +264,10 @@ interface Epilogue {
   out?: Tensor | null;
   /** Also write Σ_k op(A)[row, k], [batch, m], here (register kernel, no bias): a Linear's db beside dW. */
   rowSums?: Tensor;
+  /** Dropout's mask (shaders/dropout.wgsl's for the seed) applied after the activation. */
+  drop?: { p: number; seed: number };
+  /** Added last, C's shape: C = res + dropout(act(A·B + bias)). */
+  res?: Tensor;
 }
 
 /** C = op(A)·op(B) (+ bias) with the epilogue `epi` (see {@link gemmPre}). */
@@ -330,6 +338,9 @@ function gemmPre(
   if (savePre) overrides.PRE = 1;
   if (epi.mask) overrides.DACT = ACTIVATIONS[epi.mask.act].kind;
   if (epi.rowSums) overrides.ROWSUM = 1;
+  if (epi.drop) overrides.DROP = 1;
+  if (epi.res) overrides.RES = 1;
+  const drop = epi.drop ? { seed: epi.drop.seed, drop: epi.drop.p, drop_scale: 1 / (1 - epi.drop.p) } : {};
   if (shared) overrides.BK = t.bk;
   else {
     overrides.VA = +va;
@@ -339,13 +350,14 @@ function gemmPre(
   launch(device, MATMUL, {
     entry,
     overrides,
-    params: { m, n, k, d1: plan.d1, d2: plan.d2, sa0, sa1, sa2, sb0, sb1, sb2, zo },
+    params: { m, n, k, d1: plan.d1, d2: plan.d2, sa0, sa1, sa2, sb0, sb1, sb2, zo, ...drop },
     io: {
       a,
       b,
       ...(vec4 ? { c4: target } : { c: target }),
       bias,
-      mask: epi.mask?.s,
+      // Every entry binds the side input (the shared store reads it under RES): A when unused.
+      mask: epi.mask?.s ?? epi.res ?? a,
       rowsum: epi.rowSums,
     },
     groups: [Math.ceil(n / (tn * t.wgx)), Math.ceil(m / (tm * t.wgy)), plan.batch],
@@ -525,6 +537,44 @@ export const linearActOps: Readonly<Record<Activation, OpDef<undefined>>> = Obje
 
 /** relu(x·wᵀ + b) in one dispatch: `nn.Sequential` runs a `Linear` followed by a `ReLU` so. */
 export const linearReluOp: OpDef<undefined> = linearActOps.relu;
+
+/** Attributes of {@link linearResidualOp}: whether a bias is given, and the dropout (null: none). */
+export interface LinearResidualAttrs {
+  bias: boolean;
+  dropout: DropoutAttrs | null;
+}
+
+/**
+ * res + dropout(x·wᵀ + b) in one dispatch (inputs `[x, w, b, res]`, or `[x, w, res]` without a
+ * bias): a transformer block's `x + drop(ff_down(h))`. The mask is dropout's for the seed
+ * (regenerated in backward, nothing saved) and the residual is added in the store, the same
+ * f32 operations as linear, dropout and add apart. Backward: res gets dy itself, the product
+ * gets dropout's backward of dy, then Linear's.
+ */
+export const linearResidualOp: OpDef<LinearResidualAttrs> = {
+  name: "linearResidual",
+  forward(inputs, attrs) {
+    const [x, w] = inputs, b = attrs.bias ? inputs[2] : undefined, res = inputs[inputs.length - 1];
+    checkOperands("linear", ...inputs);
+    const out = linearShape(x.shape, w.shape, b?.shape);
+    if (res.shape.length !== out.length || res.shape.some((d, i) => d !== out[i])) {
+      throw new RangeError(`linearResidual: the residual must have the output's shape ${fmt(out)}, got ${fmt(res.shape)}`);
+    }
+    if (attrs.dropout) checkDropout(attrs.dropout);
+    const drop = attrs.dropout && attrs.dropout.training && attrs.dropout.p > 0 ? attrs.dropout : undefined;
+    const y = gemm(x.reshape(rows(x.shape)), w, false, true, b, "linear", { res, drop }).reshape(out);
+    return { output: y, saved: [x, w] };
+  },
+  backward(dy, ctx) {
+    const [x, w] = ctx.saved, n = ctx.shapes.length;
+    const d = ctx.attrs.dropout;
+    const sub = { ...ctx, shapes: ctx.shapes.slice(0, n - 1), needs: ctx.needs.slice(0, n - 1), into: ctx.into?.slice(0, n - 1), attrs: undefined };
+    const needLinear = sub.needs.some(Boolean);
+    const dz = needLinear && d ? dropoutOp.backward!(dy, { shapes: [dy.shape], needs: [true], saved: [], output: dy, attrs: d })[0]! : dy;
+    const grads = needLinear ? linearBackward(dz, x, w, sub) : sub.needs.map(() => null);
+    return [...grads, ctx.needs[n - 1] ? dy : null];
+  },
+};
 
 /**
  * `nn.Linear`'s forward: y = x·wᵀ + b for x [..., in], w [out, in], b [out].

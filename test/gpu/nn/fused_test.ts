@@ -14,7 +14,11 @@ import { Sequential } from "../../../src/nn/container.ts";
 import { Adam } from "../../../src/optim/mod.ts";
 import { fromArray } from "../../../src/tensor/creation.ts";
 import { forwardBackward } from "../../../src/tensor/op.ts";
-import { type Activation, ACTIVATIONS, linearActOps, linearOp, linearReluOp } from "../../../src/tensor/ops/matmul.ts";
+import { type Activation, ACTIVATIONS, linearActOps, linearOp, linearReluOp, linearResidualOp } from "../../../src/tensor/ops/matmul.ts";
+import { addOp } from "../../../src/tensor/ops/binary.ts";
+import { dropoutOp } from "../../../src/tensor/ops/dropout.ts";
+import { FlowBuilder } from "../../../src/nn/container.ts";
+import { dropoutMultipliers } from "../../reference/attention.ts";
 import { reluOp } from "../../../src/tensor/ops/unary.ts";
 import { crossEntropyRef } from "../../reference/loss.ts";
 import { linearRef } from "../../reference/matmul.ts";
@@ -210,6 +214,64 @@ gpuTest("Linear → activation → Linear + cross entropy for every fused activa
         p.zeroGrad();
         p.data.dispose();
       }
+    }
+  }
+});
+
+gpuTest("linearResidual: res + dropout(linear) in one launch matches f64 and linear → dropout → add bit for bit (odd, vec4, batched; with and without dropout)", async (device) => {
+  let seed = 1500;
+  const cases: [number[], number, boolean, number][] = [[[5, 7], 9, true, 0.25], [[6, 12], 8, true, 0], [[2, 3, 16], 12, false, 0.5]];
+  for (const [sx, out, bias, p] of cases) {
+    const rng = mulberry32(seed++);
+    const sw = [out, sx[sx.length - 1]], ys = [...sx.slice(0, -1), out];
+    const x = randn(count(sx), rng), w = randn(count(sw), rng), b = randn(out, rng), r = randn(count(ys), rng);
+    const dy = randn(count(ys), rng);
+    const mult = p > 0 ? dropoutMultipliers(seed + 77, p, count(ys)) : new Float64Array(count(ys)).fill(1);
+    const z = linearRef(x, sx, w, sw, bias ? b : undefined, new Float64Array(count(ys))).y;
+    const g = linearRef(x, sx, w, sw, bias ? b : undefined, Float64Array.from(dy, (v, i) => v * mult[i]));
+    const tag = `linearResidual x=[${sx}] out=${out}${bias ? " +b" : ""} p=${p}`;
+    const inputs = [fromArray(x, sx), fromArray(w, sw), ...(bias ? [fromArray(b, [out])] : []), fromArray(r, ys)];
+    const dropout = p > 0 ? { p, training: true, seed: seed + 77 } : null;
+    const seen = launches(device, () => linearResidualOp.forward(inputs, { bias, dropout }));
+    assertEquals(seen, [seen.find((e) => e.startsWith("matmul/linear_forward") || e.startsWith("matmul/matmul_forward"))], `${tag}: one launch`);
+    const fused = forwardBackward(linearResidualOp, inputs, { bias, dropout }, fromArray(dy, ys));
+    assertRelClose(await fused.output.toArray(), Float64Array.from(z, (v, i) => r[i] + v * mult[i]), TOL, `${tag} y`);
+    assertRelClose(await fused.grads[0]!.toArray(), g.dx, TOL, `${tag} dx`);
+    assertRelClose(await fused.grads[1]!.toArray(), g.dw, TOL, `${tag} dw`);
+    if (bias) assertRelClose(await fused.grads[2]!.toArray(), g.db, TOL, `${tag} db`);
+    assertRelClose(await fused.grads[fused.grads.length - 1]!.toArray(), dy, 0, `${tag} dres`);
+    // The three ops apart.
+    const lin = linearOp.forward(inputs.slice(0, -1), undefined).output;
+    const dropped = dropout ? dropoutOp.forward([lin], dropout).output : lin;
+    const y = addOp.forward([inputs[inputs.length - 1], dropped], undefined).output;
+    assertEquals(await bits(fused.output), await bits(y), `${tag} y bits vs linear → dropout → add`);
+  }
+});
+
+gpuTest("Flow.also(Linear) adds the residual in the product's store: no add launch, f64 gradients", async (device) => {
+  const rng = mulberry32(1550);
+  const [B, D, H] = [7, 11, 6];
+  const x = randn(B * D, rng), t = randint(B, H, rng);
+  const net = FlowBuilder.from(new Linear(D, H)).also(new Linear(H, H)).build();
+  const [w1, b1, w2, b2] = net.parameters();
+  try {
+    const seen = launches(device, () => crossEntropy(net.forward(new Variable(fromArray(x, [B, D]))), fromArray(t, [B])).backward());
+    // (x feeds the product and the residual, so backward accumulates its two gradients.)
+    assert(!seen.includes("binary/add_forward"), `an add launched: ${seen.join(", ")}`);
+    const W1 = await w1.data.toF32(), B1 = await b1.data.toF32(), W2 = await w2.data.toF32(), B2 = await b2.data.toF32();
+    const h = linearRef(x, [B, D], W1, [H, D], B1, new Float64Array(B * H)).y;
+    const y = linearRef(h, [B, H], W2, [H, H], B2, new Float64Array(B * H)).y.map((v, i) => h[i] + v);
+    const ce = crossEntropyRef(y, B, H, t, { reduction: "mean" }, [1]);
+    const l2 = linearRef(h, [B, H], W2, [H, H], B2, ce.dx);
+    const l1 = linearRef(x, [B, D], W1, [H, D], B1, l2.dx.map((v, i) => v + ce.dx[i]));
+    assertRelClose(await w2.grad!.toArray(), l2.dw, TOL, "dW2");
+    assertRelClose(await b2.grad!.toArray(), l2.db, TOL, "db2");
+    assertRelClose(await w1.grad!.toArray(), l1.dw, TOL, "dW1");
+    assertRelClose(await b1.grad!.toArray(), l1.db, TOL, "db1");
+  } finally {
+    for (const p of net.parameters()) {
+      p.zeroGrad();
+      p.data.dispose();
     }
   }
 });
