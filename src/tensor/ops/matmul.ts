@@ -455,10 +455,14 @@ function linearBackward(
 ): (Tensor | null)[] {
   const { needs } = ctx, into = ctx.into ?? [];
   const dy2 = dy.reshape(rows(dy.shape));
+  const from = actOutputs.get(x);
   let dx: Tensor | null = null;
   if (needs[0]) {
-    const from = actOutputs.get(x);
-    const mask = from && tilingOf(x.device, dy2.shape[0], false, false).bk === 0
+    // Folding is safe when no other gradient of x joins dx before the activation's backward
+    // (this op is x's only consumer), or when applying the activation's gradient twice is the
+    // same as once (relu's mask).
+    const foldable = from && (from.act === "relu" || ctx.sole?.[0] === true);
+    const mask = foldable && tilingOf(x.device, dy2.shape[0], false, false).bk === 0
       ? { s: from.s.reshape(rows(x.shape)), act: from.act }
       : undefined;
     dx = gemm(dy2, w, false, false, undefined, "linear.backward", { mask }).reshape(x.shape);

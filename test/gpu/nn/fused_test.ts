@@ -275,3 +275,40 @@ gpuTest("Flow.also(Linear) adds the residual in the product's store: no add laun
     }
   }
 });
+
+gpuTest("a GELU output read by two Linears: neither folds GELU's gradient (it would be applied twice), f64 gradients; one reader folds", async (device) => {
+  const rng = mulberry32(1600);
+  const [B, D, H, C] = [6, 9, 11, 4];
+  const x = randn(B * D, rng), t = randint(B, C, rng);
+  const l1 = new Linear(D, H), l2 = new Linear(H, C), l3 = new Linear(H, C);
+  const params = [l1, l2, l3].flatMap((l) => l.parameters());
+  try {
+    const xs = fromArray(x, [B, D]), ts = fromArray(t, [B]);
+    const seen = launches(device, () => {
+      const h = l1.forwardAct(new Variable(xs), "gelu");
+      crossEntropy(apply(addOp, [l2.forward(h), l3.forward(h)], undefined), ts).backward();
+    });
+    assert(!seen.some((e) => e.startsWith("matmul/matmul_forward_mask")), `a dx product folded GELU: ${seen.join(", ")}`);
+    assert(seen.includes("unary/gelu_backward"), `no gelu backward: ${seen.join(", ")}`);
+    const [W1, B1, W2, B2, W3, B3] = await Promise.all(params.map((p) => p.data.toF32()));
+    const z = linearRef(x, [B, D], W1, [H, D], B1, new Float64Array(B * H)).y;
+    const h = unaryRef("gelu", z, new Float64Array(B * H)).y;
+    const o2 = linearRef(h, [B, H], W2, [C, H], B2, new Float64Array(B * C)).y;
+    const o3 = linearRef(h, [B, H], W3, [C, H], B3, new Float64Array(B * C)).y;
+    const ce = crossEntropyRef(o2.map((v, i) => v + o3[i]), B, C, t, { reduction: "mean" }, [1]);
+    const g2 = linearRef(h, [B, H], W2, [C, H], B2, ce.dx), g3 = linearRef(h, [B, H], W3, [C, H], B3, ce.dx);
+    const g1 = linearRef(x, [B, D], W1, [H, D], B1, unaryRef("gelu", z, g2.dx.map((v, i) => v + g3.dx[i])).dx);
+    assertRelClose(await params[0].grad!.toArray(), g1.dw, TOL, "dW1");
+    assertRelClose(await params[1].grad!.toArray(), g1.db, TOL, "db1");
+    assertRelClose(await params[2].grad!.toArray(), g2.dw, TOL, "dW2");
+    // One reader: the fold is back.
+    for (const p of params) p.zeroGrad();
+    const one = launches(device, () => crossEntropy(l2.forward(l1.forwardAct(new Variable(xs), "gelu")), ts).backward());
+    assert(one.some((e) => e.startsWith("matmul/matmul_forward_mask")) && !one.includes("unary/gelu_backward"), `not folded: ${one}`);
+  } finally {
+    for (const p of params) {
+      p.zeroGrad();
+      p.data.dispose();
+    }
+  }
+});
