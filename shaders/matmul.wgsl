@@ -325,6 +325,7 @@ fn maskQuad(quad: ptr<private, Quad>, base: u32, row: u32, col0: u32) {
 }
 
 fn maskBlock(z: u32, row0: u32, col0: u32) {
+  if (DACT != 1u) { return; }  // the other activations' backward runs in the late pass
   let base = z * d.m * d.n;
   maskQuad(&q0, base, row0, col0);
   if (TM > 4u) { maskQuad(&q1, base, row0 + 4u, col0); }
@@ -335,6 +336,13 @@ fn maskBlock(z: u32, row0: u32, col0: u32) {
   if (TM > 24u) { maskQuad(&q6, base, row0 + 24u, col0); }
   if (TM > 28u) { maskQuad(&q7, base, row0 + 28u, col0); }
 }
+
+// Epilogue steps other than relu cost many instructions (GELU's erfc and exp, dropout's hash):
+// inlined at each of a 32×32 block's 256 stores, lavapipe compiled the GELU linear entry
+// 6.5x slower than the plain one (146 s vs 22 s under load). The register entries therefore
+// store the product and apply them in a late pass over the thread's block, a loop the
+// compiler keeps rolled (its trip count is data dependent): one copy of the code.
+fn isLate() -> bool { return ACT > 1u || DROP || RES; }
 
 // Elements e..e+3 of C after the epilogue: act, then dropout's mask, then the residual; each
 // step the f32 operation of the op it replaces (unary, dropout, add), in that order.
@@ -353,7 +361,7 @@ fn epilogue(v: vec4f, e: u32) -> vec4f {
 
 // The epilogue of v at vec4 i of C, and v itself past p.zo with PRE.
 fn store4(i: u32, v: vec4f) {
-  c4[i] = epilogue(v, 4u * i);
+  if (isLate()) { c4[i] = v; } else { c4[i] = epilogue(v, 4u * i); }
   if (PRE) { c4[d.zo / 4u + i] = v; }
 }
 
@@ -373,7 +381,8 @@ fn storeMat4(base: u32, row: u32, c4i: u32, m: mat4x4f, bias: vec4f) {
 fn storeRow1(base: u32, row: u32, col: u32, v: vec4f) {
   if (row >= d.m) { return; }
   let count = min(4u, d.n - min(col, d.n));
-  let y = epilogue(v, base + row * d.n + col);
+  var y = v;
+  if (!isLate()) { y = epilogue(v, base + row * d.n + col); }
   for (var t = 0u; t < count; t++) {
     let i = base + row * d.n + col + t;
     c[i] = y[t];
@@ -436,6 +445,47 @@ fn storeBlock1(z: u32, row0: u32, col0: u32, bq: ptr<function, array<vec4f, 8>>)
   if (TM > 28u) { storeQuad1(&q7, base, row0 + 28u, col0, bq); }
 }
 
+// (The shared kernel, for GPUs, applies the whole epilogue in its store: its blocks are small.)
+// The late pass over a thread's block (rows row0.., columns col0..) of output matrix z: the
+// epilogue (from C, or from the pre-activation copy with PRE) or, in the *_mask entries, the
+// backward of DACT > 1. Element stores.
+fn lateBlock1(z: u32, row0: u32, col0: u32, masked: bool) {
+  let base = z * d.m * d.n;
+  let rows = min(TM, d.m - row0);
+  let cols = min(TN, d.n - col0);
+  for (var r = 0u; r < rows; r++) {
+    for (var t = 0u; t < cols; t++) {
+      let i = base + (row0 + r) * d.n + col0 + t;
+      c[i] = late(i, c[select(i, d.zo + i, PRE)], masked);
+    }
+  }
+}
+
+// The same with vec4 stores (N % 4 == 0).
+fn lateBlock4(z: u32, row0: u32, col0: u32, masked: bool) {
+  let n4 = d.n / 4u;
+  let base = z * d.m * n4;
+  let rows = min(TM, d.m - row0);
+  let cols = (min(TN, d.n - col0) + 3u) / 4u;
+  for (var r = 0u; r < rows; r++) {
+    for (var t = 0u; t < cols; t++) {
+      let i = base + (row0 + r) * n4 + col0 / 4u + t;
+      let v = c4[select(i, d.zo / 4u + i, PRE)];
+      let e = 4u * i;
+      c4[i] = vec4f(late(e, v.x, masked), late(e + 1u, v.y, masked), late(e + 2u, v.z, masked), late(e + 3u, v.w, masked));
+    }
+  }
+}
+
+// Element i of C from v (the product, + bias): the epilogue's steps, or DACT's backward.
+fn late(i: u32, v: f32, masked: bool) -> f32 {
+  if (masked) { return act_backward(DACT, mask[i], v); }
+  var y = act_forward(ACT, v);
+  if (DROP) { y = y * select(0.0, d.drop_scale, unit(d.seed, i) >= d.drop); }
+  if (RES) { y = mask[i] + y; }
+  return y;
+}
+
 // The register-blocked entries: thread g owns the TM×TN block at (g.y·TM, g.x·TN) of output
 // matrix g.z; false when that block lies outside C, else accumulated into q0..q7.
 fn blockAt(g: vec3u) -> bool {
@@ -451,6 +501,9 @@ fn matmul_forward(@builtin(global_invocation_id) g: vec3u) {
   if (!blockAt(g)) { return; }
   var zero: array<vec4f, 8>;
   storeBlock1(g.z, g.y * TM, g.x * TN, &zero);
+  if (isLate()) {
+    lateBlock1(g.z, g.y * TM, g.x * TN, false);
+  }
 }
 
 // C with vec4 stores: N % 4 == 0.
@@ -459,6 +512,9 @@ fn matmul_forward_vec4(@builtin(global_invocation_id) g: vec3u) {
   if (!blockAt(g)) { return; }
   var zero: array<vec4f, 8>;
   storeBlock4(g.z, g.y * TM, g.x * TN, &zero);
+  if (isLate()) {
+    lateBlock4(g.z, g.y * TM, g.x * TN, false);
+  }
 }
 
 // C masked by a ReLU's output (maskBlock): the gradient through Linear → ReLU → Linear's
@@ -469,6 +525,9 @@ fn matmul_forward_mask(@builtin(global_invocation_id) g: vec3u) {
   maskBlock(g.z, g.y * TM, g.x * TN);
   var zero: array<vec4f, 8>;
   storeBlock1(g.z, g.y * TM, g.x * TN, &zero);
+  if (DACT > 1u) {
+    lateBlock1(g.z, g.y * TM, g.x * TN, true);
+  }
 }
 
 @compute @workgroup_size(WGX, WGY)
@@ -477,6 +536,9 @@ fn matmul_forward_mask_vec4(@builtin(global_invocation_id) g: vec3u) {
   maskBlock(g.z, g.y * TM, g.x * TN);
   var zero: array<vec4f, 8>;
   storeBlock4(g.z, g.y * TM, g.x * TN, &zero);
+  if (DACT > 1u) {
+    lateBlock4(g.z, g.y * TM, g.x * TN, true);
+  }
 }
 
 // The row sums of the rows a thread owns (only the first column block stores them).
@@ -512,6 +574,9 @@ fn linear_forward(@builtin(global_invocation_id) g: vec3u) {
   if (!blockAt(g)) { return; }
   var bq = biasQuad(g.x * TN);
   storeBlock1(g.z, g.y * TM, g.x * TN, &bq);
+  if (isLate()) {
+    lateBlock1(g.z, g.y * TM, g.x * TN, false);
+  }
 }
 
 @compute @workgroup_size(WGX, WGY)
@@ -519,6 +584,9 @@ fn linear_forward_vec4(@builtin(global_invocation_id) g: vec3u) {
   if (!blockAt(g)) { return; }
   var bq = biasQuad(g.x * TN);
   storeBlock4(g.z, g.y * TM, g.x * TN, &bq);
+  if (isLate()) {
+    lateBlock4(g.z, g.y * TM, g.x * TN, false);
+  }
 }
 
 // ---- shared-memory kernel (hardware GPUs) ------------------------------------------------
