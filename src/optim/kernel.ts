@@ -62,11 +62,11 @@ export type StateName = Exclude<keyof typeof OPTIM.bindings, "param" | "grad" | 
 export const MULTI_WG = 256;
 /**
  * Elements each thread of a multi-tensor update handles (`override PER`), MULTI_WG apart, so a
- * row of the optimizer's segment table holds MULTI_WG·MULTI_PER elements. On lavapipe a
- * workgroup has a fixed cost: Adam over the MLP's 203,530 parameters is 795 workgroups at 1,
- * 199 at 4 (bench/README.md, issue 13).
+ * row of the optimizer's segment table holds MULTI_WG·MULTI_PER elements. 1: on lavapipe,
+ * Adam over the MLP's 203,530 parameters took 2.84 / 2.66 CPU-ms a step at 1 and 4.10 / 5.52
+ * at 4 (bench/README.md, issue 13); a GPU may want more.
  */
-export const MULTI_PER = 4;
+export const MULTI_PER = 1;
 
 /** A packed group for one multi-tensor dispatch: its segment table and workgroup count. */
 export interface Segments {

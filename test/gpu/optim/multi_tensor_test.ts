@@ -15,7 +15,7 @@ import { count, mulberry32, randn } from "../../util/random.ts";
 import { gpuTest } from "../../util/gpu.ts";
 import { parametersOf, problem, type Problem, release, setGrads } from "./harness.ts";
 
-// [5, 403]: 2,015 elements, two rows of a segment table (MULTI_WG·MULTI_PER = 1,024) and a tail.
+// [5, 403]: 2,015 elements, several rows of a segment table (MULTI_WG·MULTI_PER elements each) and a tail.
 const SHAPES = [[7], [33, 7], [3, 5, 3], [257], [0], [2, 300], [5, 403]];
 
 type Make = (params: Parameter[], foreach: boolean) => Optimizer<any>;
