@@ -29,6 +29,25 @@ const sizes = arg("matmul", "").split(",").filter(Boolean).map(Number);
 const device = await Device.request({ label: "steps" });
 Device.setDefault(device);
 
+/** Launches (dispatches, copies, clears) `f` records on the device, by `<shader>/<entry>`. */
+function countLaunches(f: () => void): string[] {
+  const seen: string[] = [];
+  const dev = device as unknown as Record<string, unknown>;
+  const own = { dispatch: device.dispatch, copy: device.copy, clear: device.clear };
+  dev.dispatch = (d: Parameters<typeof device.dispatch>[0]) => (seen.push(`${d.shader}/${d.entry}`), own.dispatch.call(device, d));
+  dev.copy = (...a: Parameters<typeof device.copy>) => (seen.push("copy"), own.copy.apply(device, a));
+  dev.clear = (...a: Parameters<typeof device.clear>) => (seen.push("clear"), own.clear.apply(device, a));
+  try {
+    f();
+  } finally {
+    delete dev.dispatch;
+    delete dev.copy;
+    delete dev.clear;
+  }
+  return seen;
+}
+const launchLists = new Map<Name, string[]>();
+
 /** samples/s of `steps` steps after 3 warm-ups; `every`: await each step's loss. */
 async function trainSteps(name: Name, every: boolean): Promise<{ sps: number; last: number; spCpuS: number }> {
   const { build, input } = MODELS[name];
@@ -46,7 +65,9 @@ async function trainSteps(name: Name, every: boolean): Promise<{ sps: number; la
   };
   try {
     for (let i = 0; i < 3; i++) {
-      const r = step().toArray();
+      let loss: ReturnType<typeof step> | undefined;
+      if (i === 2 && !launchLists.has(name)) launchLists.set(name, countLaunches(() => loss = step()));
+      const r = (loss ?? step()).toArray();
       device.endStep();
       await r;
     }
@@ -123,5 +144,6 @@ for (let r = 0; r < rounds; r++) {
 }
 console.log(`\n| measure | median | runs |\n|---|---|---|`);
 for (const [k, xs] of res) console.log(`| ${k} | ${median(xs).toFixed(k.includes("ms") ? 2 : 1)} | ${xs.map((x) => x.toFixed(1)).join(", ")} |`);
+for (const [name, seen] of launchLists) console.log(`${name} launches per step (${seen.length}): ${seen.join(", ")}`);
 console.log(`load ${Deno.loadavg()[0].toFixed(1)}`);
 device.destroy();

@@ -62,7 +62,9 @@ export class GptBlock extends Module {
     const n1 = this.ln1.forward(x);
     x = x.add(this.drop.forward(this.attn.forward(n1, n1, n1, { causal: true })));
     const n2 = this.ln2.forward(x);
-    return x.add(this.drop.forward(this.ff_down.forward(this.act.forward(this.ff_up.forward(n2)))));
+    // x + drop(ff_down(gelu(ff_up(n2)))) in two launches: GELU in ff_up's store, dropout and the
+    // residual in ff_down's; GELU's gradient folds into ff_down's dx product.
+    return this.ff_down.forwardResidual(this.ff_up.forwardThen(n2, this.act), x, this.drop);
   }
 }
 

@@ -49,6 +49,8 @@ struct Params {  // mirrored in src/tensor/ops/matmul.ts
   d1: u32, d2: u32,
   sa0: u32, sa1: u32, sa2: u32,
   sb0: u32, sb1: u32, sb2: u32,
+  zo: u32,
+  seed: u32, drop: f32, drop_scale: f32,
 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<vec4f>;
@@ -56,12 +58,33 @@ struct Params {  // mirrored in src/tensor/ops/matmul.ts
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read_write> c4: array<vec4f>;
 @group(0) @binding(5) var<storage, read> bias: array<vec4f>;
-// The ReLU output whose gradient a *_mask entry computes, [batch, M, N] like C.
+// The epilogue's side input, [batch, M, N] like C: what the activation saved for a *_mask entry
+// (DACT), the residual added in the store with RES. Every entry binds it (the stores are
+// shared), an operand when it is not read.
 @group(0) @binding(6) var<storage, read> mask: array<f32>;
 
-// Epilogue of the linear entries: 1 applies ReLU in the store (relu_forward's rule: NaN
-// passes), so Linear + ReLU is one dispatch. 0: none.
+// Row sums of op(A), [batch, M], written by the *_rowsum entries: Σ_k op(A)[row, k], which for
+// a Linear's weight gradient dW = dyᵀ·x is the bias gradient Σ_batch dy (no launch of its own).
+@group(0) @binding(7) var<storage, read_write> rowsum: array<f32>;
+
+// #include "lib/act.wgsl"
+// #include "lib/pcg.wgsl"
+
+// Epilogue of the linear entries: the activation kind of lib/act.wgsl applied in the store
+// (1 relu, 2 gelu, ...; 0 none), so Linear + activation is one dispatch. With PRE the store
+// also writes the pre-activation (what gelu's and silu's backward read) at element p.zo of C's
+// buffer, after the activated values.
 override ACT: u32 = 0u;
+override PRE: bool = false;
+// The activation whose backward the *_mask entries apply (lib/act.wgsl kinds).
+override DACT: u32 = 1u;
+// Dropout in the store (after the activation): element i of C kept when unit(p.seed, i) >=
+// p.drop and scaled by p.drop_scale, shaders/dropout.wgsl's mask for the same seed.
+override DROP: bool = false;
+// Add the residual mask[i] in the store, last: C = res + dropout(act(A·B + bias)).
+override RES: bool = false;
+// Sum op(A)'s rows along k while accumulating (the *_rowsum entries).
+override ROWSUM: bool = false;
 
 var<workgroup> tileA: array<f32, TILE>;
 var<workgroup> tileB: array<f32, TILE>;
@@ -105,6 +128,8 @@ var<private> q4: Quad;
 var<private> q5: Quad;
 var<private> q6: Quad;
 var<private> q7: Quad;
+// With ROWSUM: Σ_k op(A)[row0 + 4i + r, k] in component r of rs[i], summed in k order.
+var<private> rs: array<vec4f, 8>;
 
 // acc + bk·ak: column r gains Σ_s bk[s]·ak[r][s] (ak's columns are rows of A along k, bk's
 // columns are rows of B along k).
@@ -204,6 +229,16 @@ fn accumulate(quad: ptr<private, Quad>, bq: ptr<function, Quad>, ak: mat4x4f) {
   if (TN > 28u) { (*quad)[7] = mma((*quad)[7], (*bq)[7], ak); }
 }
 
+// One row group's k-step: the products, and with ROWSUM its rows' sums (k in order, as a
+// serial sum over k would add them).
+fn rowGroup(quad: ptr<private, Quad>, bq: ptr<function, Quad>, ak: mat4x4f, i: u32) {
+  accumulate(quad, bq, ak);
+  if (ROWSUM) {
+    let t = transpose(ak);
+    rs[i] = (((rs[i] + t[0]) + t[1]) + t[2]) + t[3];
+  }
+}
+
 // Accumulate the TM×TN block of output matrix z at (row0, col0) into q0..q7.
 fn registerBlock(z: u32, row0: u32, col0: u32) {
   let o = batchOffsets(z);
@@ -218,14 +253,14 @@ fn registerBlock(z: u32, row0: u32, col0: u32) {
     if (TN > 20u) { bq[5] = loadB(o.y, q, col0 + 20u); }
     if (TN > 24u) { bq[6] = loadB(o.y, q, col0 + 24u); }
     if (TN > 28u) { bq[7] = loadB(o.y, q, col0 + 28u); }
-    accumulate(&q0, &bq, loadA(o.x, q, row0));
-    if (TM > 4u) { accumulate(&q1, &bq, loadA(o.x, q, row0 + 4u)); }
-    if (TM > 8u) { accumulate(&q2, &bq, loadA(o.x, q, row0 + 8u)); }
-    if (TM > 12u) { accumulate(&q3, &bq, loadA(o.x, q, row0 + 12u)); }
-    if (TM > 16u) { accumulate(&q4, &bq, loadA(o.x, q, row0 + 16u)); }
-    if (TM > 20u) { accumulate(&q5, &bq, loadA(o.x, q, row0 + 20u)); }
-    if (TM > 24u) { accumulate(&q6, &bq, loadA(o.x, q, row0 + 24u)); }
-    if (TM > 28u) { accumulate(&q7, &bq, loadA(o.x, q, row0 + 28u)); }
+    rowGroup(&q0, &bq, loadA(o.x, q, row0), 0u);
+    if (TM > 4u) { rowGroup(&q1, &bq, loadA(o.x, q, row0 + 4u), 1u); }
+    if (TM > 8u) { rowGroup(&q2, &bq, loadA(o.x, q, row0 + 8u), 2u); }
+    if (TM > 12u) { rowGroup(&q3, &bq, loadA(o.x, q, row0 + 12u), 3u); }
+    if (TM > 16u) { rowGroup(&q4, &bq, loadA(o.x, q, row0 + 16u), 4u); }
+    if (TM > 20u) { rowGroup(&q5, &bq, loadA(o.x, q, row0 + 20u), 5u); }
+    if (TM > 24u) { rowGroup(&q6, &bq, loadA(o.x, q, row0 + 24u), 6u); }
+    if (TM > 28u) { rowGroup(&q7, &bq, loadA(o.x, q, row0 + 28u), 7u); }
   }
 }
 
@@ -254,22 +289,23 @@ fn biasQuad(col0: u32) -> array<vec4f, 8> {
   return bq;
 }
 
-// The ACT epilogue. NaN is tested on the bits: compilers assume no NaN (unary.wgsl's is_nan).
+// The ACT epilogue (lib/act.wgsl's act_forward, unary.wgsl's rule for the same kind).
 fn act(v: vec4f) -> vec4f {
   if (ACT == 0u) { return v; }
-  let nan = (bitcast<vec4u>(v) & vec4u(0x7fffffffu)) > vec4u(0x7f800000u);
-  return select(max(v, vec4f(0.0)), v, nan);
+  return vec4f(act_forward(ACT, v.x), act_forward(ACT, v.y), act_forward(ACT, v.z), act_forward(ACT, v.w));
 }
 
-// relu_backward's rule folded into the product (the *_mask entries): C = select(0, C, y > 0)
-// for y = mask, so the gradient through a ReLU costs no launch of its own. Rows and columns
-// past the edge read a clamped element; the store drops them.
+// An activation's backward folded into the product (the *_mask entries): C = act_backward(DACT,
+// s, C) for s = mask, the activation's saved output (relu, tanh, sigmoid) or input (gelu,
+// silu), so the gradient through it costs no launch of its own. Rows and columns past the
+// edge read a clamped element; the store drops them.
 fn maskRow(base: u32, row: u32, col: u32, v: vec4f) -> vec4f {
   let o = base + min(row, d.m - 1u) * d.n;
   let last = d.n - 1u;
   let y = vec4f(mask[o + min(col, last)], mask[o + min(col + 1u, last)], mask[o + min(col + 2u, last)],
     mask[o + min(col + 3u, last)]);
-  return select(vec4f(0.0), v, y > vec4f(0.0));
+  return vec4f(act_backward(DACT, y.x, v.x), act_backward(DACT, y.y, v.y), act_backward(DACT, y.z, v.z),
+    act_backward(DACT, y.w, v.w));
 }
 
 fn maskMat(m: mat4x4f, base: u32, row: u32, col: u32) -> mat4x4f {
@@ -289,6 +325,7 @@ fn maskQuad(quad: ptr<private, Quad>, base: u32, row: u32, col0: u32) {
 }
 
 fn maskBlock(z: u32, row0: u32, col0: u32) {
+  if (DACT != 1u) { return; }  // the other activations' backward runs in the late pass
   let base = z * d.m * d.n;
   maskQuad(&q0, base, row0, col0);
   if (TM > 4u) { maskQuad(&q1, base, row0 + 4u, col0); }
@@ -300,14 +337,42 @@ fn maskBlock(z: u32, row0: u32, col0: u32) {
   if (TM > 28u) { maskQuad(&q7, base, row0 + 28u, col0); }
 }
 
+// Epilogue steps other than relu cost many instructions (GELU's erfc and exp, dropout's hash):
+// inlined at each of a 32×32 block's 256 stores, lavapipe compiled the GELU linear entry
+// 6.5x slower than the plain one (146 s vs 22 s under load). The register entries therefore
+// store the product and apply them in a late pass over the thread's block, a loop the
+// compiler keeps rolled (its trip count is data dependent): one copy of the code.
+fn isLate() -> bool { return ACT > 1u || DROP || RES; }
+
+// Elements e..e+3 of C after the epilogue: act, then dropout's mask, then the residual; each
+// step the f32 operation of the op it replaces (unary, dropout, add), in that order.
+fn epilogue(v: vec4f, e: u32) -> vec4f {
+  var y = act(v);
+  if (DROP) {
+    let u = vec4f(unit(d.seed, e), unit(d.seed, e + 1u), unit(d.seed, e + 2u), unit(d.seed, e + 3u));
+    y = y * select(vec4f(0.0), vec4f(d.drop_scale), u >= vec4f(d.drop));
+  }
+  if (RES) {
+    let last = arrayLength(&mask) - 1u;
+    y = vec4f(mask[min(e, last)], mask[min(e + 1u, last)], mask[min(e + 2u, last)], mask[min(e + 3u, last)]) + y;
+  }
+  return y;
+}
+
+// The epilogue of v at vec4 i of C, and v itself past p.zo with PRE.
+fn store4(i: u32, v: vec4f) {
+  if (isLate()) { c4[i] = v; } else { c4[i] = epilogue(v, 4u * i); }
+  if (PRE) { c4[d.zo / 4u + i] = v; }
+}
+
 // Rows row..row+3 (m's columns, plus bias) at vec4 column c4i, with vec4 stores (N % 4 == 0).
 fn storeMat4(base: u32, row: u32, c4i: u32, m: mat4x4f, bias: vec4f) {
   let n4 = d.n / 4u;
   if (c4i >= n4) { return; }
-  if (row < d.m) { c4[base + row * n4 + c4i] = act(m[0] + bias); }
-  if (row + 1u < d.m) { c4[base + (row + 1u) * n4 + c4i] = act(m[1] + bias); }
-  if (row + 2u < d.m) { c4[base + (row + 2u) * n4 + c4i] = act(m[2] + bias); }
-  if (row + 3u < d.m) { c4[base + (row + 3u) * n4 + c4i] = act(m[3] + bias); }
+  if (row < d.m) { store4(base + row * n4 + c4i, m[0] + bias); }
+  if (row + 1u < d.m) { store4(base + (row + 1u) * n4 + c4i, m[1] + bias); }
+  if (row + 2u < d.m) { store4(base + (row + 2u) * n4 + c4i, m[2] + bias); }
+  if (row + 3u < d.m) { store4(base + (row + 3u) * n4 + c4i, m[3] + bias); }
 }
 
 // One row of 4 values at (row, col) with element stores (any N). The trip count is data
@@ -316,16 +381,20 @@ fn storeMat4(base: u32, row: u32, c4i: u32, m: mat4x4f, bias: vec4f) {
 fn storeRow1(base: u32, row: u32, col: u32, v: vec4f) {
   if (row >= d.m) { return; }
   let count = min(4u, d.n - min(col, d.n));
+  var y = v;
+  if (!isLate()) { y = epilogue(v, base + row * d.n + col); }
   for (var t = 0u; t < count; t++) {
-    c[base + row * d.n + col + t] = v[t];
+    let i = base + row * d.n + col + t;
+    c[i] = y[t];
+    if (PRE) { c[d.zo + i] = v[t]; }
   }
 }
 
 fn storeMat1(base: u32, row: u32, col: u32, m: mat4x4f, bias: vec4f) {
-  storeRow1(base, row, col, act(m[0] + bias));
-  storeRow1(base, row + 1u, col, act(m[1] + bias));
-  storeRow1(base, row + 2u, col, act(m[2] + bias));
-  storeRow1(base, row + 3u, col, act(m[3] + bias));
+  storeRow1(base, row, col, m[0] + bias);
+  storeRow1(base, row + 1u, col, m[1] + bias);
+  storeRow1(base, row + 2u, col, m[2] + bias);
+  storeRow1(base, row + 3u, col, m[3] + bias);
 }
 
 // Store one row group (written out, as in accumulate).
@@ -376,6 +445,47 @@ fn storeBlock1(z: u32, row0: u32, col0: u32, bq: ptr<function, array<vec4f, 8>>)
   if (TM > 28u) { storeQuad1(&q7, base, row0 + 28u, col0, bq); }
 }
 
+// (The shared kernel, for GPUs, applies the whole epilogue in its store: its blocks are small.)
+// The late pass over a thread's block (rows row0.., columns col0..) of output matrix z: the
+// epilogue (from C, or from the pre-activation copy with PRE) or, in the *_mask entries, the
+// backward of DACT > 1. Element stores.
+fn lateBlock1(z: u32, row0: u32, col0: u32, masked: bool) {
+  let base = z * d.m * d.n;
+  let rows = min(TM, d.m - row0);
+  let cols = min(TN, d.n - col0);
+  for (var r = 0u; r < rows; r++) {
+    for (var t = 0u; t < cols; t++) {
+      let i = base + (row0 + r) * d.n + col0 + t;
+      c[i] = late(i, c[select(i, d.zo + i, PRE)], masked);
+    }
+  }
+}
+
+// The same with vec4 stores (N % 4 == 0).
+fn lateBlock4(z: u32, row0: u32, col0: u32, masked: bool) {
+  let n4 = d.n / 4u;
+  let base = z * d.m * n4;
+  let rows = min(TM, d.m - row0);
+  let cols = (min(TN, d.n - col0) + 3u) / 4u;
+  for (var r = 0u; r < rows; r++) {
+    for (var t = 0u; t < cols; t++) {
+      let i = base + (row0 + r) * n4 + col0 / 4u + t;
+      let v = c4[select(i, d.zo / 4u + i, PRE)];
+      let e = 4u * i;
+      c4[i] = vec4f(late(e, v.x, masked), late(e + 1u, v.y, masked), late(e + 2u, v.z, masked), late(e + 3u, v.w, masked));
+    }
+  }
+}
+
+// Element i of C from v (the product, + bias): the epilogue's steps, or DACT's backward.
+fn late(i: u32, v: f32, masked: bool) -> f32 {
+  if (masked) { return act_backward(DACT, mask[i], v); }
+  var y = act_forward(ACT, v);
+  if (DROP) { y = y * select(0.0, d.drop_scale, unit(d.seed, i) >= d.drop); }
+  if (RES) { y = mask[i] + y; }
+  return y;
+}
+
 // The register-blocked entries: thread g owns the TM×TN block at (g.y·TM, g.x·TN) of output
 // matrix g.z; false when that block lies outside C, else accumulated into q0..q7.
 fn blockAt(g: vec3u) -> bool {
@@ -391,6 +501,9 @@ fn matmul_forward(@builtin(global_invocation_id) g: vec3u) {
   if (!blockAt(g)) { return; }
   var zero: array<vec4f, 8>;
   storeBlock1(g.z, g.y * TM, g.x * TN, &zero);
+  if (isLate()) {
+    lateBlock1(g.z, g.y * TM, g.x * TN, false);
+  }
 }
 
 // C with vec4 stores: N % 4 == 0.
@@ -399,6 +512,9 @@ fn matmul_forward_vec4(@builtin(global_invocation_id) g: vec3u) {
   if (!blockAt(g)) { return; }
   var zero: array<vec4f, 8>;
   storeBlock4(g.z, g.y * TM, g.x * TN, &zero);
+  if (isLate()) {
+    lateBlock4(g.z, g.y * TM, g.x * TN, false);
+  }
 }
 
 // C masked by a ReLU's output (maskBlock): the gradient through Linear → ReLU → Linear's
@@ -409,12 +525,45 @@ fn matmul_forward_mask(@builtin(global_invocation_id) g: vec3u) {
   maskBlock(g.z, g.y * TM, g.x * TN);
   var zero: array<vec4f, 8>;
   storeBlock1(g.z, g.y * TM, g.x * TN, &zero);
+  if (DACT > 1u) {
+    lateBlock1(g.z, g.y * TM, g.x * TN, true);
+  }
 }
 
 @compute @workgroup_size(WGX, WGY)
 fn matmul_forward_mask_vec4(@builtin(global_invocation_id) g: vec3u) {
   if (!blockAt(g)) { return; }
   maskBlock(g.z, g.y * TM, g.x * TN);
+  var zero: array<vec4f, 8>;
+  storeBlock4(g.z, g.y * TM, g.x * TN, &zero);
+  if (DACT > 1u) {
+    lateBlock4(g.z, g.y * TM, g.x * TN, true);
+  }
+}
+
+// The row sums of the rows a thread owns (only the first column block stores them).
+fn storeRowsum(z: u32, row0: u32) {
+  for (var i = 0u; i < TM / 4u; i++) {
+    for (var r = 0u; r < 4u; r++) {
+      let row = row0 + 4u * i + r;
+      if (row < d.m) { rowsum[z * d.m + row] = rs[i][r]; }
+    }
+  }
+}
+
+// C and the row sums of op(A) (a Linear's weight and bias gradients in one dispatch).
+@compute @workgroup_size(WGX, WGY)
+fn matmul_forward_rowsum(@builtin(global_invocation_id) g: vec3u) {
+  if (!blockAt(g)) { return; }
+  if (g.x == 0u) { storeRowsum(g.z, g.y * TM); }
+  var zero: array<vec4f, 8>;
+  storeBlock1(g.z, g.y * TM, g.x * TN, &zero);
+}
+
+@compute @workgroup_size(WGX, WGY)
+fn matmul_forward_rowsum_vec4(@builtin(global_invocation_id) g: vec3u) {
+  if (!blockAt(g)) { return; }
+  if (g.x == 0u) { storeRowsum(g.z, g.y * TM); }
   var zero: array<vec4f, 8>;
   storeBlock4(g.z, g.y * TM, g.x * TN, &zero);
 }
@@ -425,6 +574,9 @@ fn linear_forward(@builtin(global_invocation_id) g: vec3u) {
   if (!blockAt(g)) { return; }
   var bq = biasQuad(g.x * TN);
   storeBlock1(g.z, g.y * TM, g.x * TN, &bq);
+  if (isLate()) {
+    lateBlock1(g.z, g.y * TM, g.x * TN, false);
+  }
 }
 
 @compute @workgroup_size(WGX, WGY)
@@ -432,6 +584,9 @@ fn linear_forward_vec4(@builtin(global_invocation_id) g: vec3u) {
   if (!blockAt(g)) { return; }
   var bq = biasQuad(g.x * TN);
   storeBlock4(g.z, g.y * TM, g.x * TN, &bq);
+  if (isLate()) {
+    lateBlock4(g.z, g.y * TM, g.x * TN, false);
+  }
 }
 
 // ---- shared-memory kernel (hardware GPUs) ------------------------------------------------
@@ -490,9 +645,13 @@ fn storeShared(acc: ptr<function, array<vec4f, 16>>, z: u32, lid: vec3u, wid: ve
     let row = wid.y * WGY * TM + lid.y + i * WGY;
     for (var j = 0u; j < TN / 4u; j++) {
       let col0 = wid.x * WGX * TN + 4u * (lid.x + j * WGX);
-      let v = act((*acc)[i * 2u + j] + (*bq)[j]);
+      let z = (*acc)[i * 2u + j] + (*bq)[j];
+      let v = epilogue(z, base + row * d.n + col0);
       for (var t = 0u; t < 4u; t++) {
-        if (row < d.m && col0 + t < d.n) { c[base + row * d.n + col0 + t] = v[t]; }
+        if (row < d.m && col0 + t < d.n) {
+          c[base + row * d.n + col0 + t] = v[t];
+          if (PRE) { c[d.zo + base + row * d.n + col0 + t] = z[t]; }
+        }
       }
     }
   }

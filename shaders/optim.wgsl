@@ -6,6 +6,9 @@
 // Scalars that depend on the step (bias corrections, 1 - beta) are computed on the host
 // in f64 and arrive rounded once, as PyTorch passes Python floats.
 override WG: u32 = 256;
+// Elements each thread of a `_multi_` entry updates, WG apart (a segment row holds WG·PER):
+// fewer, longer workgroups; on CPU adapters each workgroup has a fixed cost.
+override PER: u32 = 1u;
 
 struct Params {  // mirrored in src/optim/kernel.ts
   n: u32,
@@ -36,7 +39,7 @@ struct Params {  // mirrored in src/optim/kernel.ts
 @group(0) @binding(7) var<storage, read_write> grad_avg: array<f32>;
 // Multi-tensor entries (`*_multi_forward`): one dispatch updates a whole parameter group packed
 // into flat buffers (param, grad and each state at the same offsets). Workgroup w updates
-// elements [segments[w].x, segments[w].y): at most WG of one parameter, so padding between
+// elements [segments[w].x, segments[w].y): at most WG·PER of one parameter, so padding between
 // parameters (offsets are aligned for binding views) is never touched. p.n = workgroups.
 @group(0) @binding(8) var<storage, read> segments: array<vec2u>;
 
@@ -77,7 +80,9 @@ fn sgd_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups)
 @compute @workgroup_size(WG)
 fn sgd_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  let i = segment_index(wg, nw, t); if (i != NONE) { sgd_at(i); }
+  for (var j = 0u; j < PER; j++) {
+    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { sgd_at(i); }
+  }
 }
 
 // SGD with momentum: buf = d_p on its first step, else momentum·buf + (1 - dampening)·d_p;
@@ -98,7 +103,9 @@ fn sgd_momentum_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_wo
 @compute @workgroup_size(WG)
 fn sgd_momentum_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  let i = segment_index(wg, nw, t); if (i != NONE) { sgd_momentum_at(i); }
+  for (var j = 0u; j < PER; j++) {
+    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { sgd_momentum_at(i); }
+  }
 }
 
 // Adam and AdamW. Adam adds the L2 penalty to the gradient (weight_decay), AdamW scales
@@ -122,7 +129,9 @@ fn adam_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups
 @compute @workgroup_size(WG)
 fn adam_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  let i = segment_index(wg, nw, t); if (i != NONE) { adam_at(i); }
+  for (var j = 0u; j < PER; j++) {
+    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { adam_at(i); }
+  }
 }
 
 // RMSprop's denominator sqrt(avg) + eps; centered subtracts the squared mean gradient.
@@ -145,7 +154,9 @@ fn rmsprop_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgro
 @compute @workgroup_size(WG)
 fn rmsprop_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_at(i); }
+  for (var j = 0u; j < PER; j++) {
+    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { rmsprop_at(i); }
+  }
 }
 
 fn rmsprop_momentum_at(i: u32) {
@@ -164,7 +175,9 @@ fn rmsprop_momentum_forward(@builtin(global_invocation_id) g: vec3u, @builtin(nu
 @compute @workgroup_size(WG)
 fn rmsprop_momentum_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_momentum_at(i); }
+  for (var j = 0u; j < PER; j++) {
+    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { rmsprop_momentum_at(i); }
+  }
 }
 
 fn rmsprop_centered_at(i: u32) {
@@ -183,7 +196,9 @@ fn rmsprop_centered_forward(@builtin(global_invocation_id) g: vec3u, @builtin(nu
 @compute @workgroup_size(WG)
 fn rmsprop_centered_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_centered_at(i); }
+  for (var j = 0u; j < PER; j++) {
+    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { rmsprop_centered_at(i); }
+  }
 }
 
 fn rmsprop_centered_momentum_at(i: u32) {
@@ -204,5 +219,7 @@ fn rmsprop_centered_momentum_forward(@builtin(global_invocation_id) g: vec3u, @b
 @compute @workgroup_size(WG)
 fn rmsprop_centered_momentum_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_centered_momentum_at(i); }
+  for (var j = 0u; j < PER; j++) {
+    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { rmsprop_centered_momentum_at(i); }
+  }
 }

@@ -19,6 +19,7 @@ struct Params {  // mirrored in src/tensor/ops/unary.ts
 @group(0) @binding(6) var<storage, read_write> dw_each: array<f32>;
 
 // #include "lib/grid.wgsl"
+// #include "lib/act.wgsl"
 
 // NOTE: a NaN built from a `var`, not a constant: Tint (Chromium) rejects constant
 // expressions that evaluate to NaN.
@@ -27,21 +28,6 @@ fn quiet_nan() -> f32 {
   return bitcast<f32>(bits);
 }
 
-const SQRT1_2: f32 = 0.7071067811865476;
-const INV_SQRT_2PI: f32 = 0.3989422804014327;
-const SQRT_2_OVER_PI: f32 = 0.7978845608028654;
-
-// erfc with fractional error below 1.2e-7 everywhere (Numerical Recipes' Chebyshev fit),
-// so exact GELU keeps its relative accuracy for very negative inputs, where 1 + erf
-// would cancel.
-fn erfc(v: f32) -> f32 {
-  let z = abs(v);
-  let t = 1.0 / (1.0 + 0.5 * z);
-  let r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
-    t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
-    t * (-0.82215223 + t * 0.17087277)))))))));
-  return select(2.0 - r, r, v >= 0.0);
-}
 // log(1 + u) for u >= 0 without losing small u (WGSL has no log1p). Below 1e-2 the series
 // (truncation u^5/5) beats log(1 + u), whose rounding of 1 + u costs 6e-8/u relative.
 fn log1p_pos(u: f32) -> f32 {
@@ -52,19 +38,6 @@ fn log1p_pos(u: f32) -> f32 {
 fn expm1(v: f32) -> f32 {
   if (abs(v) < 1e-2) { return v * (1.0 + v * (0.5 + v * (1.0 / 6.0 + v / 24.0))); }
   return exp(v) - 1.0;
-}
-fn sigmoid(v: f32) -> f32 {
-  let e = exp(-abs(v));
-  return keep_nan(v, select(e / (1.0 + e), 1.0 / (1.0 + e), v >= 0.0));
-}
-// r, or v itself when v is NaN: clamp/sign/select would turn a NaN into a number.
-// NOTE: tested on the bits; compilers assume no NaN and fold `v != v` to false.
-fn is_nan(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
-fn keep_nan(v: f32, r: f32) -> f32 { return select(r, v, is_nan(v)); }
-// tanh through exp of a clamped argument: some drivers return NaN for tanh of large |v|.
-fn tanh_safe(v: f32) -> f32 {
-  let e = exp(-2.0 * abs(clamp(v, -20.0, 20.0)));
-  return keep_nan(v, sign(v) * (1.0 - e) / (1.0 + e));
 }
 
 // tanh keeping its relative accuracy near 0 (tanh_safe's 1 - e cancels there): Mish
@@ -157,25 +130,23 @@ fn rsqrt_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgrou
 @compute @workgroup_size(WG)
 fn tanh_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  y[i] = tanh_safe(x[i]);
+  y[i] = act_forward(4u, x[i]);
 }
 @compute @workgroup_size(WG)
 fn tanh_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  let v = y[i];
-  dx[i] = (1.0 - v * v) * dy[i];
+  dx[i] = act_backward(4u, y[i], dy[i]);
 }
 
 @compute @workgroup_size(WG)
 fn sigmoid_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  y[i] = sigmoid(x[i]);
+  y[i] = act_forward(5u, x[i]);
 }
 @compute @workgroup_size(WG)
 fn sigmoid_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  let v = y[i];
-  dx[i] = v * (1.0 - v) * dy[i];
+  dx[i] = act_backward(5u, y[i], dy[i]);
 }
 
 // NOTE: the gradient of relu at 0 is 0, as in PyTorch; NaN passes through (max() would
@@ -183,13 +154,12 @@ fn sigmoid_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgr
 @compute @workgroup_size(WG)
 fn relu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  let v = x[i];
-  y[i] = select(max(v, 0.0), v, is_nan(v));
+  y[i] = act_forward(1u, x[i]);
 }
 @compute @workgroup_size(WG)
 fn relu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  dx[i] = select(0.0, dy[i], y[i] > 0.0);
+  dx[i] = act_backward(1u, y[i], dy[i]);
 }
 
 // slope = negative slope.
@@ -209,44 +179,35 @@ fn leaky_relu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_wor
 @compute @workgroup_size(WG)
 fn gelu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  let v = x[i];
-  y[i] = 0.5 * v * erfc(-v * SQRT1_2);
+  y[i] = act_forward(2u, x[i]);
 }
 @compute @workgroup_size(WG)
 fn gelu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  let v = x[i];
-  dx[i] = (0.5 * erfc(-v * SQRT1_2) + v * INV_SQRT_2PI * exp(-0.5 * v * v)) * dy[i];
+  dx[i] = act_backward(2u, x[i], dy[i]);
 }
 
 // tanh-approximate GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 @compute @workgroup_size(WG)
 fn gelu_tanh_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  let v = x[i];
-  y[i] = 0.5 * v * (1.0 + tanh_safe(SQRT_2_OVER_PI * (v + 0.044715 * v * v * v)));
+  y[i] = act_forward(3u, x[i]);
 }
 @compute @workgroup_size(WG)
 fn gelu_tanh_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  let v = x[i];
-  let t = tanh_safe(SQRT_2_OVER_PI * (v + 0.044715 * v * v * v));
-  let dt = (1.0 - t * t) * SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * v * v);
-  dx[i] = (0.5 * (1.0 + t) + 0.5 * v * dt) * dy[i];
+  dx[i] = act_backward(3u, x[i], dy[i]);
 }
 
 @compute @workgroup_size(WG)
 fn silu_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  let v = x[i];
-  y[i] = v * sigmoid(v);
+  y[i] = act_forward(6u, x[i]);
 }
 @compute @workgroup_size(WG)
 fn silu_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
-  let v = x[i];
-  let s = sigmoid(v);
-  dx[i] = s * (1.0 + v * (1.0 - s)) * dy[i];
+  dx[i] = act_backward(6u, x[i], dy[i]);
 }
 
 // Softplus with beta and threshold, as PyTorch:

@@ -21,6 +21,8 @@ export interface TapeValue {
   /** A leaf's gradient home (see Variable.gradHome), or null. */
   readonly gradHome: Tensor | null;
   readonly requiresGrad: boolean;
+  /** Recorded ops that consume it (see Variable.uses). */
+  readonly uses: number;
   readonly node: TapeNode<TapeValue> | null;
   readonly shape: readonly number[];
 }
@@ -108,6 +110,7 @@ export function runBackward(root: TapeValue, seed: Tensor): void {
       saved: node.saved,
       output: node.output,
       attrs: node.attrs,
+      sole: node.inputs.map((x) => x.uses === 1),
       // A leaf's first gradient may go straight to its home (an unused home: no grad yet and
       // no contribution so far this backward; a later one is summed into a fresh tensor).
       into: node.inputs.map((x, i) =>

@@ -30,6 +30,7 @@ export function apply<A>(op: OpDef<A>, inputs: readonly Variable[], attrs: A): V
   const track = isGradEnabled() && op.backward !== undefined && inputs.some((v) => v.requiresGrad);
   if (!track) return new Variable(res.output, false);
   const node: Node = { op, attrs, inputs, saved: res.saved ?? [], output: res.output };
+  for (const v of inputs) v.uses++;
   return new Variable(res.output, true, node);
 }
 
@@ -62,6 +63,12 @@ export class Variable {
   readonly node: Node | null;
   /** Optional name (parameters). */
   name?: string;
+  /**
+   * Recorded ops that took this variable as an input (twice for x + x): backward tells an op
+   * whether it is the only consumer (`OpContext.sole`), so a fused kernel may take the
+   * gradient through the producer's activation only when no other gradient joins it.
+   */
+  uses = 0;
 
   constructor(data: Tensor, requiresGrad = false, node: Node | null = null) {
     this.data = data;

@@ -102,6 +102,15 @@ export interface Launch<K extends Kernel> {
 export function launch<K extends Kernel>(device: Device, k: K, l: Launch<K>): void {
   if (l.groups.some((g) => g === 0)) return; // an empty tensor: nothing to record
   const buffers: Dispatch["buffers"] = {};
+  // Buffers behind two writable bindings (dW and db views of one flat gradient buffer): each
+  // binds only its own range, even from offset 0, or WebGPU (Dawn) refuses the aliasing.
+  const writable = new Set<GPUBuffer>(), twice = new Set<GPUBuffer>();
+  for (const name in l.io) {
+    const b = l.io[name] as Bindable | undefined;
+    if (!b || !("buffer" in b) || k.bindings[name]?.[1] !== "read_write") continue;
+    if (writable.has(b.buffer)) twice.add(b.buffer);
+    writable.add(b.buffer);
+  }
   for (const name in l.io) {
     const b = l.io[name] as Bindable | undefined;
     if (b === undefined) continue;
@@ -111,11 +120,12 @@ export function launch<K extends Kernel>(device: Device, k: K, l: Launch<K>): vo
       throw new TypeError(`${k.shader}/${l.entry}: no binding "${name}" in shaders/${k.shader}.wgsl (known: ${known})`);
     }
     if (!("buffer" in b)) buffers[decl[0]] = b;
-    else if (b.byteOffset) {
+    else if (b.byteOffset || twice.has(b.buffer)) {
       // A range rounded up to 16 bytes (within the buffer): shaders read some bindings as
       // array<vec4f>, whose length is the binding's size / 16, so a 40-byte bias must bind 48.
-      const size = Math.min(b.buffer.size - b.byteOffset, Math.ceil(Math.max(4, b.byteLength ?? 4) / 16) * 16);
-      buffers[decl[0]] = { buffer: b.buffer, offset: b.byteOffset, size };
+      const offset = b.byteOffset ?? 0;
+      const size = Math.min(b.buffer.size - offset, Math.ceil(Math.max(4, b.byteLength ?? 4) / 16) * 16);
+      buffers[decl[0]] = { buffer: b.buffer, offset, size };
     }
     else buffers[decl[0]] = b.buffer;
   }

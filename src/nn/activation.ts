@@ -132,3 +132,30 @@ export class PReLU extends Module {
     return `numParameters=${this.weight.data.numel}`;
   }
 }
+
+/**
+ * The activation a Linear's store can apply in place of `m` (its exact class, so an
+ * overridden forward is always called): ReLU, GELU (exact or tanh), Tanh, Sigmoid, SiLU; else
+ * undefined. Sequential and `Linear.forwardThen` fuse through it.
+ * @example
+ * ```ts
+ * import { fusedActivation, GELU, ReLU, LeakyReLU } from "./activation.ts";
+ * if (fusedActivation(new GELU("tanh")) !== "geluTanh" || fusedActivation(new ReLU()) !== "relu") throw new Error("rule");
+ * if (fusedActivation(new LeakyReLU()) !== undefined) throw new Error("rule");
+ * ```
+ */
+export function fusedActivation(m: Module | undefined): T.Activation | undefined {
+  switch (m?.constructor) {
+    case ReLU:
+      return "relu";
+    case GELU:
+      return (m as GELU).approximate === "tanh" ? "geluTanh" : "gelu";
+    case Tanh:
+      return "tanh";
+    case Sigmoid:
+      return "sigmoid";
+    case SiLU:
+      return "silu";
+  }
+  return undefined;
+}

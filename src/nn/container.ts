@@ -1,6 +1,6 @@
 import { apply, type Variable } from "../autograd/mod.ts";
 import { addOp } from "../tensor/mod.ts";
-import { ReLU } from "./activation.ts";
+import { fusedActivation } from "./activation.ts";
 import { Linear } from "./layers.ts";
 import { Module } from "./module.ts";
 
@@ -46,16 +46,17 @@ export class Sequential extends Module {
   }
 
   /**
-   * Each module in turn; a `Linear` followed by a `ReLU` (exactly those classes, so an
-   * overridden forward is always called) runs as one fused op (`Linear.forwardRelu`): one
-   * launch forward, and ReLU's gradient folded into the next Linear's backward.
+   * Each module in turn; a `Linear` followed by a ReLU, GELU, Tanh, Sigmoid or SiLU (exactly
+   * those classes, so an overridden forward is always called; `fusedActivation`) runs as one
+   * fused op (`Linear.forwardAct`): one launch forward, and the activation's gradient folded
+   * into the next Linear's backward.
    */
   forward(x: Variable): Variable {
     const layers = this.#layers;
     for (let i = 0; i < layers.length; i++) {
-      const m = layers[i], next = layers[i + 1];
-      if (m.constructor === Linear && next?.constructor === ReLU) {
-        x = (m as Linear).forwardRelu(x);
+      const m = layers[i], act = m.constructor === Linear ? fusedActivation(layers[i + 1]) : undefined;
+      if (act) {
+        x = (m as Linear).forwardAct(x, act);
         i++;
       } else x = m.forward(x);
     }
@@ -82,6 +83,15 @@ export class Flow extends Module {
 
   forward(x: Variable): Variable {
     for (const s of this.#steps) {
+      if (s.kind === "also" && s.module.constructor === Linear) {
+        // x + linear(x) in one launch: the residual is added in the matmul's store.
+        const lin = s.module as Linear;
+        if (lin.inFeatures !== lin.outFeatures) {
+          throw new RangeError(`Flow.also: residual branch Linear(${lin.inFeatures}, ${lin.outFeatures}) must keep the shape, got [${[...x.shape.slice(0, -1), lin.outFeatures]}] from [${x.shape}]`);
+        }
+        x = lin.forwardResidual(x, x);
+        continue;
+      }
       const y = s.module.forward(x);
       if (s.kind === "through") x = y;
       else {

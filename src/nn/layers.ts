@@ -7,6 +7,7 @@ import { apply, Parameter, Variable } from "../autograd/mod.ts";
 import { Device } from "../gpu/mod.ts";
 import * as T from "../tensor/mod.ts";
 import { nextSeed, type Size2d, type Tensor } from "../tensor/mod.ts";
+import { fusedActivation } from "./activation.ts";
 import { initDefault } from "./init.ts";
 import { Module } from "./module.ts";
 
@@ -36,19 +37,48 @@ export class Linear extends Module {
     initDefault(this.weight, this.bias, options.seed);
   }
   forward(x: Variable): Variable {
-    const last = x.shape[x.shape.length - 1];
-    if (last !== this.inFeatures) {
-      throw new RangeError(`Linear(${this.inFeatures}, ${this.outFeatures}): input [${x.shape}] has ${last} features, expected ${this.inFeatures}`);
-    }
-    return apply(T.linearOp, this.bias ? [x, this.weight, this.bias] : [x, this.weight], undefined);
+    return apply(T.linearOp, this.#inputs(x), undefined);
   }
   /** relu(this.forward(x)) in one dispatch (`T.linearReluOp`); what Sequential runs for Linear → ReLU. */
   forwardRelu(x: Variable): Variable {
+    return this.forwardAct(x, "relu");
+  }
+  /**
+   * act(this.forward(x)) in one dispatch (`T.linearActOps[act]`): the activation runs in the
+   * matmul's store, and its gradient folds into the next Linear's dx product when that Linear
+   * consumes the output directly. What Sequential runs for Linear → ReLU/GELU/Tanh/Sigmoid/SiLU.
+   */
+  forwardAct(x: Variable, act: T.Activation): Variable {
+    return apply(T.linearActOps[act], this.#inputs(x), undefined);
+  }
+  /**
+   * then.forward(this.forward(x)), fused into one dispatch when `then` is an activation the
+   * store can apply (`fusedActivation`: ReLU, GELU, Tanh, Sigmoid, SiLU), for models that call
+   * their layers by hand (`ff_up.forwardThen(x, gelu)` in a transformer block).
+   */
+  forwardThen(x: Variable, then: Module): Variable {
+    const act = fusedActivation(then);
+    return act ? this.forwardAct(x, act) : then.forward(this.forward(x));
+  }
+  /**
+   * res + drop.forward(this.forward(x)) in one dispatch (`T.linearResidualOp`: the dropout
+   * mask and the residual add run in the matmul's store; dropout draws its seed as
+   * `Dropout.forward` would, so the stream and the mask are the same). A `drop` of another
+   * class than `Dropout` runs unfused. A transformer block's `x + drop(ff_down(h))`.
+   * @throws {RangeError} When res does not have the output's shape.
+   */
+  forwardResidual(x: Variable, res: Variable, drop?: Module): Variable {
+    if (drop && drop.constructor !== Dropout) return res.add(drop.forward(this.forward(x)));
+    const d = drop as Dropout | undefined;
+    const dropout = d && d.training && d.p > 0 ? { p: d.p, training: true, seed: nextSeed() } : null;
+    return apply(T.linearResidualOp, [...this.#inputs(x), res], { bias: !!this.bias, dropout });
+  }
+  #inputs(x: Variable): Variable[] {
     const last = x.shape[x.shape.length - 1];
     if (last !== this.inFeatures) {
       throw new RangeError(`Linear(${this.inFeatures}, ${this.outFeatures}): input [${x.shape}] has ${last} features, expected ${this.inFeatures}`);
     }
-    return apply(T.linearReluOp, this.bias ? [x, this.weight, this.bias] : [x, this.weight], undefined);
+    return this.bias ? [x, this.weight, this.bias] : [x, this.weight];
   }
   override extraRepr(): string {
     return `${this.inFeatures}, ${this.outFeatures}, bias=${!!this.bias}`;

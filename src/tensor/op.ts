@@ -38,6 +38,12 @@ export interface OpContext<A> {
   /** Op attributes. */
   readonly attrs: A;
   /**
+   * Per input, true when this op is the only recorded consumer of that input, so its gradient
+   * is the whole gradient of the input (the tape sets it; absent: unknown). A fused backward
+   * that applies the input's producer's activation (linear's dx product) needs it.
+   */
+  readonly sole?: readonly boolean[];
+  /**
    * Per input, where its gradient may be written instead of a new tensor (a leaf's gradient
    * home, `Variable.gradHome`, when it has no gradient yet), so no copy follows. Ops may
    * ignore it; one that uses it returns that tensor (the shape of the input).

@@ -39,6 +39,16 @@ function checkSeed(seed: number): void {
   }
 }
 
+/**
+ * Check dropout's attributes as its forward does (a fused epilogue applying the mask calls it).
+ * @throws {TypeError} When p is not a number.
+ * @throws {RangeError} When p is outside [0, 1) or the seed is not a u32.
+ */
+export function checkDropout(attrs: DropoutAttrs): void {
+  checkP(attrs.p);
+  checkSeed(attrs.seed);
+}
+
 /** Params of the mask for `n` elements. */
 const maskParams = (n: number, a: DropoutAttrs) => ({ n, seed: a.seed, p: a.p, scale: 1 / (1 - a.p) });
 

@@ -1,17 +1,18 @@
 /**
  * Matrix products: `matmul` with batching and broadcasting, its backward, the fused
- * Linear (x·Wᵀ + b, with an optional ReLU epilogue) and the tiling plan the kernels use.
+ * Linear (x·Wᵀ + b, with an optional activation epilogue) and the tiling plan the kernels use.
  *
- * Over ~400 lines on purpose: the forward, the two backward products and the fused entry
- * all dispatch through one tiling plan (register blocks, batch strides, the ReLU mask) that
+ * Over ~400 lines on purpose: the forward, the two backward products and the fused entries
+ * all dispatch through one tiling plan (register blocks, batch strides, the epilogue) that
  * must agree with shaders/matmul.wgsl; split apart, each would re-derive it.
  */
 import { type Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import type { OpContext, OpDef } from "../op.ts";
 import { broadcastShapes, fmt, numel, type Shape, stridesOf } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
+import { checkDropout, type DropoutAttrs, dropoutOp } from "./dropout.ts";
 import { sumOp, sumTo } from "./reduce.ts";
-import { reluOp } from "./unary.ts";
+import { geluOp, geluTanhOp, reluOp, sigmoidOp, siluOp, tanhOp, type UnaryAttrs } from "./unary.ts";
 
 /** Mirrors `struct Params` in shaders/matmul.wgsl. */
 export const MATMUL_PARAMS = layout("matmul", "Params", {
@@ -26,6 +27,10 @@ export const MATMUL_PARAMS = layout("matmul", "Params", {
   sb0: "u32",
   sb1: "u32",
   sb2: "u32",
+  zo: "u32",
+  seed: "u32",
+  drop: "f32",
+  drop_scale: "f32",
 });
 /** Storage bindings of shaders/matmul.wgsl (c4: C as vec4 rows, for the vec4 entries). */
 export const MATMUL = kernel(MATMUL_PARAMS, {
@@ -35,7 +40,8 @@ export const MATMUL = kernel(MATMUL_PARAMS, {
   c4: [4, "read_write"],
   bias: [5, "read"],
   mask: [6, "read"],
-});
+  rowsum: [7, "read_write"],
+}, { zo: 0, seed: 0, drop: 0, drop_scale: 1 });
 
 /** Attributes of {@link matmulOp}: transpose the last two dims of A and/or B (read in place, no copy). */
 export interface MatmulAttrs {
@@ -232,20 +238,39 @@ function fit(block: number, size: number, threads: number): number {
   return Math.min(block, need);
 }
 
-/** What a product's store does besides writing C (+ bias). */
+/**
+ * The activations a product's store can apply, by name: their kind in shaders/lib/act.wgsl
+ * (`act_forward` / `act_backward`, which the unary op of the same name runs too), what their
+ * backward reads (the output y or the input x) and that unary op.
+ */
+export const ACTIVATIONS = {
+  relu: { kind: 1, saves: "output", op: reluOp },
+  gelu: { kind: 2, saves: "input", op: geluOp },
+  geluTanh: { kind: 3, saves: "input", op: geluTanhOp },
+  tanh: { kind: 4, saves: "output", op: tanhOp },
+  sigmoid: { kind: 5, saves: "output", op: sigmoidOp },
+  silu: { kind: 6, saves: "input", op: siluOp },
+} as const satisfies Record<string, { kind: number; saves: "input" | "output"; op: OpDef<UnaryAttrs> }>;
+/** An activation a Linear's store can apply (see {@link ACTIVATIONS}). */
+export type Activation = keyof typeof ACTIVATIONS;
+
+/** What a product's store does besides writing C (+ bias): the epilogue descriptor. */
 interface Epilogue {
-  /** Apply ReLU (the linear entries). */
-  relu?: boolean;
-  /** Zero C where this tensor (a ReLU's output, C's shape) is <= 0: relu_backward folded in. */
-  mask?: Tensor;
+  /** Apply this activation in the store (linear entries); one that saves its input also stores C before it. */
+  act?: Activation;
+  /** C = act_backward(kind, s, C) with s [C's shape] what that activation saved: its backward folded in. */
+  mask?: { s: Tensor; act: Activation };
   /** Write C here when it has C's size (a leaf's gradient home), else into a new tensor. */
   out?: Tensor | null;
+  /** Also write Σ_k op(A)[row, k], [batch, m], here (register kernel, no bias): a Linear's db beside dW. */
+  rowSums?: Tensor;
+  /** Dropout's mask (shaders/dropout.wgsl's for the seed) applied after the activation. */
+  drop?: { p: number; seed: number };
+  /** Added last, C's shape: C = res + dropout(act(A·B + bias)). */
+  res?: Tensor;
 }
 
-/**
- * C = op(A)·op(B) (+ bias along the last dim) in one dispatch, for contiguous f32 A and B.
- * The output has the broadcast batch shape.
- */
+/** C = op(A)·op(B) (+ bias) with the epilogue `epi` (see {@link gemmPre}). */
 function gemm(
   a: Tensor,
   b: Tensor,
@@ -255,11 +280,41 @@ function gemm(
   origin = "matmul",
   epi: Epilogue = {},
 ): Tensor {
+  return gemmPre(a, b, transA, transB, bias, origin, epi).c;
+}
+
+/**
+ * C = op(A)·op(B) (+ bias along the last dim) in one dispatch, for contiguous f32 A and B,
+ * with the epilogue `epi` applied in the store. The output has the broadcast batch shape.
+ * When the activation's backward reads its input, `pre` is C before the activation: a view
+ * into the same buffer as C, after it (one allocation, one binding).
+ */
+function gemmPre(
+  a: Tensor,
+  b: Tensor,
+  transA: boolean,
+  transB: boolean,
+  bias?: Tensor,
+  origin = "matmul",
+  epi: Epilogue = {},
+): { c: Tensor; pre?: Tensor } {
   const device = a.device;
   const plan = matmulPlan(a.shape, b.shape, transA, transB);
-  const c = epi.out && epi.out.numel === numel(plan.out) ? epi.out : Tensor.empty(plan.out, { device }, origin);
+  const total = numel(plan.out);
+  const savePre = !!epi.act && ACTIVATIONS[epi.act].saves === "input";
+  let c: Tensor, pre: Tensor | undefined, target: Tensor, zo = 0;
+  if (savePre && total > 0) {
+    const q = device.limits.minStorageBufferOffsetAlignment / 4;
+    zo = Math.ceil(total / q) * q;
+    target = Tensor.empty([zo + total], { device }, origin);
+    c = Tensor.view(target, 0, plan.out, origin);
+    pre = Tensor.view(target, zo, plan.out, `${origin}.pre`);
+  } else {
+    c = epi.out && epi.out.numel === total ? epi.out : Tensor.empty(plan.out, { device }, origin);
+    target = c;
+  }
   const { m, n, k } = plan;
-  if (c.numel === 0) return c;
+  if (c.numel === 0) return { c };
   const t = tilingOf(device, m, transA, transB);
   const shared = t.bk > 0;
   const vec4 = !shared && n % 4 === 0;
@@ -272,11 +327,20 @@ function gemm(
   // (m <= TM) ran 12-38x slower than with half the block (m = 32: 38 ms at TM 32, 1 ms at
   // TM 16; bench/README.md "Skinny products"), which is what an LSTM step at batch <= 32 does.
   const tm = fit(bm, m / 2, t.wgy), tn = fit(bn, n, t.wgx);
-  if (epi.mask && (shared || bias)) throw new Error(`${origin}: a masked product needs the register kernel and no bias`);
-  const kind = epi.mask ? "matmul_forward_mask" : `${bias ? "linear" : "matmul"}_forward`;
+  if ((epi.mask || epi.rowSums) && (shared || bias)) {
+    throw new Error(`${origin}: a masked or row-summing product needs the register kernel and no bias`);
+  }
+  if (epi.mask && epi.rowSums) throw new Error(`${origin}: a product either masks or sums rows, not both`);
+  const kind = epi.mask ? "matmul_forward_mask" : epi.rowSums ? "matmul_forward_rowsum" : `${bias ? "linear" : "matmul"}_forward`;
   const entry = `${kind}${shared ? "_shared" : vec4 ? "_vec4" : ""}`;
   const overrides: Record<string, number> = { TA: +transA, TB: +transB, TM: tm, TN: tn, WGX: t.wgx, WGY: t.wgy };
-  if (epi.relu) overrides.ACT = 1;
+  if (epi.act) overrides.ACT = ACTIVATIONS[epi.act].kind;
+  if (savePre) overrides.PRE = 1;
+  if (epi.mask) overrides.DACT = ACTIVATIONS[epi.mask.act].kind;
+  if (epi.rowSums) overrides.ROWSUM = 1;
+  if (epi.drop) overrides.DROP = 1;
+  if (epi.res) overrides.RES = 1;
+  const drop = epi.drop ? { seed: epi.drop.seed, drop: epi.drop.p, drop_scale: 1 / (1 - epi.drop.p) } : {};
   if (shared) overrides.BK = t.bk;
   else {
     overrides.VA = +va;
@@ -286,11 +350,20 @@ function gemm(
   launch(device, MATMUL, {
     entry,
     overrides,
-    params: { m, n, k, d1: plan.d1, d2: plan.d2, sa0, sa1, sa2, sb0, sb1, sb2 },
-    io: vec4 ? { a, b, c4: c, bias, mask: epi.mask } : { a, b, c, bias, mask: epi.mask },
+    params: { m, n, k, d1: plan.d1, d2: plan.d2, sa0, sa1, sa2, sb0, sb1, sb2, zo, ...drop },
+    io: {
+      a,
+      b,
+      ...(vec4 ? { c4: target } : { c: target }),
+      bias,
+      // Every entry binds the side input (the shared store reads it under RES): A when unused.
+      mask: epi.mask?.s ?? epi.res ?? a,
+      rowsum: epi.rowSums,
+    },
     groups: [Math.ceil(n / (tn * t.wgx)), Math.ceil(m / (tm * t.wgy)), plan.batch],
   });
-  return c;
+  if (pre) target.dispose(); // the two views keep the memory
+  return { c, pre };
 }
 
 function checkOperands(op: string, ...ts: Tensor[]): void {
@@ -364,15 +437,15 @@ export function matmul(a: Tensor, b: Tensor, opts: MatmulAttrs = {}): Tensor {
   return matmulOp.forward([a, b], opts).output;
 }
 
-/** Outputs of {@link linearReluOp}: a product consuming one may fold ReLU's gradient in. */
-const reluOutputs = new WeakSet<Tensor>();
-/** Gradients already masked by a ReLU output (the key's value): its backward skips the mask. */
+/** Outputs of a fused Linear + activation: a product consuming one may fold the activation's gradient in. */
+const actOutputs = new WeakMap<Tensor, { act: Activation; s: Tensor }>();
+/** Gradients already taken through an activation whose output is the key's value: its backward skips it. */
 const maskedBy = new WeakMap<Tensor, Tensor>();
 
 /**
  * The backward of y = x·wᵀ (+ b) from dy: dx = dy·w, dw = dyᵀ·x, db = Σ dy. When x is the
- * output of a fused Linear + ReLU, dx's product also applies that ReLU's gradient (one
- * launch fewer) and says so in `maskedBy`.
+ * output of a fused Linear + activation, dx's product also applies that activation's
+ * gradient (one launch fewer) and says so in `maskedBy`.
  */
 function linearBackward(
   dy: Tensor,
@@ -382,19 +455,31 @@ function linearBackward(
 ): (Tensor | null)[] {
   const { needs } = ctx, into = ctx.into ?? [];
   const dy2 = dy.reshape(rows(dy.shape));
+  const from = actOutputs.get(x);
   let dx: Tensor | null = null;
   if (needs[0]) {
-    const mask = reluOutputs.has(x) && tilingOf(x.device, dy2.shape[0], false, false).bk === 0
-      ? x.reshape(rows(x.shape))
+    // Folding is safe when no other gradient of x joins dx before the activation's backward
+    // (this op is x's only consumer), or when applying the activation's gradient twice is the
+    // same as once (relu's mask).
+    const foldable = from && (from.act === "relu" || ctx.sole?.[0] === true);
+    const mask = foldable && tilingOf(x.device, dy2.shape[0], false, false).bk === 0
+      ? { s: from.s.reshape(rows(x.shape)), act: from.act }
       : undefined;
     dx = gemm(dy2, w, false, false, undefined, "linear.backward", { mask }).reshape(x.shape);
     if (mask) maskedBy.set(dx, x);
   }
+  // db = Σ dy rides along dW's product (its row sums) when both are wanted on the register kernel.
+  const hasBias = ctx.shapes.length > 2;
+  const sumsInProduct = hasBias && needs[1] && needs[2] && tilingOf(dy.device, w.shape[0], true, false).bk === 0;
+  let db: Tensor | null = null;
+  if (sumsInProduct) {
+    db = into[2] && into[2].numel === w.shape[0] ? into[2] : Tensor.empty([w.shape[0]], { device: dy.device }, "linear.backward");
+  }
   const dw = needs[1]
-    ? gemm(dy2, x.reshape(rows(x.shape)), true, false, undefined, "linear.backward", { out: into[1] })
+    ? gemm(dy2, x.reshape(rows(x.shape)), true, false, undefined, "linear.backward", { out: into[1], rowSums: db ?? undefined })
     : null;
   const grads = [dx, dw];
-  if (ctx.shapes.length > 2) grads.push(needs[2] ? sumOp.forward([dy2], { dims: 0, out: into[2] ?? undefined }).output : null);
+  if (hasBias) grads.push(needs[2] ? db ?? sumOp.forward([dy2], { dims: 0, out: into[2] ?? undefined }).output : null);
   return grads;
 }
 
@@ -420,27 +505,78 @@ export const linearOp: OpDef<undefined> = {
 };
 
 /**
- * relu(x·wᵀ + b) in one dispatch (ReLU applied in the matmul's store, relu_forward's rule):
- * `nn.Sequential` runs a `Linear` followed by a `ReLU` so. Backward applies ReLU's gradient
- * (skipped when the product that made dy already did: the next Linear's dx) and then
- * Linear's. The same f32 operations as the two ops apart, so the same bits.
+ * act(x·wᵀ + b) in one dispatch, `act` applied in the matmul's store with the unary op's own
+ * rule (shaders/lib/act.wgsl); one that saves its input (gelu, silu) stores the product
+ * before it too, in the same launch. Backward applies the activation's gradient (skipped when
+ * the product that made dy already did: the next Linear's dx) and then Linear's. The same
+ * f32 operations as the two ops apart.
  */
-export const linearReluOp: OpDef<undefined> = {
-  name: "linearRelu",
-  forward(inputs) {
-    const [x, w, b] = inputs;
+function defineLinearAct(act: Activation): OpDef<undefined> {
+  const spec = ACTIVATIONS[act];
+  return {
+    name: `linear${act[0].toUpperCase()}${act.slice(1)}`,
+    forward(inputs) {
+      const [x, w, b] = inputs;
+      checkOperands("linear", ...inputs);
+      const out = linearShape(x.shape, w.shape, b?.shape);
+      const r = gemmPre(x.reshape(rows(x.shape)), w, false, true, b, "linear", { act });
+      const y = r.c.reshape(out), s = r.pre ? r.pre.reshape(out) : y;
+      actOutputs.set(y, { act, s });
+      return { output: y, saved: [x, w, s] };
+    },
+    backward(dy, ctx) {
+      const [x, w, s] = ctx.saved;
+      const dz = maskedBy.get(dy) === ctx.output
+        ? dy
+        : spec.op.backward!(dy, { shapes: [s.shape], needs: [true], saved: [s], output: ctx.output, attrs: {} })[0]!;
+      return linearBackward(dz, x, w, ctx);
+    },
+  };
+}
+
+/** The fused Linear + activation op of each {@link Activation} (`linearActOps.gelu` is gelu(x·wᵀ + b)). */
+export const linearActOps: Readonly<Record<Activation, OpDef<undefined>>> = Object.fromEntries(
+  (Object.keys(ACTIVATIONS) as Activation[]).map((a) => [a, defineLinearAct(a)]),
+) as Record<Activation, OpDef<undefined>>;
+
+/** relu(x·wᵀ + b) in one dispatch: `nn.Sequential` runs a `Linear` followed by a `ReLU` so. */
+export const linearReluOp: OpDef<undefined> = linearActOps.relu;
+
+/** Attributes of {@link linearResidualOp}: whether a bias is given, and the dropout (null: none). */
+export interface LinearResidualAttrs {
+  bias: boolean;
+  dropout: DropoutAttrs | null;
+}
+
+/**
+ * res + dropout(x·wᵀ + b) in one dispatch (inputs `[x, w, b, res]`, or `[x, w, res]` without a
+ * bias): a transformer block's `x + drop(ff_down(h))`. The mask is dropout's for the seed
+ * (regenerated in backward, nothing saved) and the residual is added in the store, the same
+ * f32 operations as linear, dropout and add apart. Backward: res gets dy itself, the product
+ * gets dropout's backward of dy, then Linear's.
+ */
+export const linearResidualOp: OpDef<LinearResidualAttrs> = {
+  name: "linearResidual",
+  forward(inputs, attrs) {
+    const [x, w] = inputs, b = attrs.bias ? inputs[2] : undefined, res = inputs[inputs.length - 1];
     checkOperands("linear", ...inputs);
     const out = linearShape(x.shape, w.shape, b?.shape);
-    const y = gemm(x.reshape(rows(x.shape)), w, false, true, b, "linear", { relu: true }).reshape(out);
-    reluOutputs.add(y);
-    return { output: y, saved: [x, w, y] };
+    if (res.shape.length !== out.length || res.shape.some((d, i) => d !== out[i])) {
+      throw new RangeError(`linearResidual: the residual must have the output's shape ${fmt(out)}, got ${fmt(res.shape)}`);
+    }
+    if (attrs.dropout) checkDropout(attrs.dropout);
+    const drop = attrs.dropout && attrs.dropout.training && attrs.dropout.p > 0 ? attrs.dropout : undefined;
+    const y = gemm(x.reshape(rows(x.shape)), w, false, true, b, "linear", { res, drop }).reshape(out);
+    return { output: y, saved: [x, w] };
   },
   backward(dy, ctx) {
-    const [x, w, y] = ctx.saved;
-    const dz = maskedBy.get(dy) === y
-      ? dy
-      : reluOp.backward!(dy, { shapes: [y.shape], needs: [true], saved: [y], output: y, attrs: {} })[0]!;
-    return linearBackward(dz, x, w, ctx);
+    const [x, w] = ctx.saved, n = ctx.shapes.length;
+    const d = ctx.attrs.dropout;
+    const sub = { ...ctx, shapes: ctx.shapes.slice(0, n - 1), needs: ctx.needs.slice(0, n - 1), into: ctx.into?.slice(0, n - 1), attrs: undefined };
+    const needLinear = sub.needs.some(Boolean);
+    const dz = needLinear && d ? dropoutOp.backward!(dy, { shapes: [dy.shape], needs: [true], saved: [], output: dy, attrs: d })[0]! : dy;
+    const grads = needLinear ? linearBackward(dz, x, w, sub) : sub.needs.map(() => null);
+    return [...grads, ctx.needs[n - 1] ? dy : null];
   },
 };
 
@@ -463,4 +599,18 @@ export function linear(x: Tensor, w: Tensor, b?: Tensor): Tensor {
 /** relu(linear(x, w, b)) in one dispatch (see {@link linearReluOp}). */
 export function linearRelu(x: Tensor, w: Tensor, b?: Tensor): Tensor {
   return linearReluOp.forward(b ? [x, w, b] : [x, w], undefined).output;
+}
+
+/**
+ * act(linear(x, w, b)) in one dispatch (see {@link linearActOps}).
+ * @example
+ * ```ts
+ * import { Device, fromArray, ops } from "../../index.ts";
+ * await Device.request();
+ * const y = ops.linearAct(fromArray([1, -2], [1, 2]), fromArray([1, 0, 0, 1], [2, 2]), fromArray([0, 0]), "tanh");
+ * console.log(await y.toArray()); // [tanh(1), tanh(-2)]
+ * ```
+ */
+export function linearAct(x: Tensor, w: Tensor, b: Tensor | undefined, act: Activation): Tensor {
+  return linearActOps[act].forward(b ? [x, w, b] : [x, w], undefined).output;
 }

@@ -143,7 +143,7 @@ gpuTest("linear's forward with bias is one dispatch (the bias is fused)", (devic
   assertEquals(countDispatches(device, () => linear(x, w)), 1, "dispatches of linear(x, w)");
 });
 
-gpuTest("matmul and linear backward skip the gradients nobody needs", (device) => {
+gpuTest("matmul and linear backward skip the gradients nobody needs; db rides along dW's product", (device) => {
   const rng = mulberry32(5);
   const x = fromArray(randn(64 * 36, rng), [64, 36]), w = fromArray(randn(20 * 36, rng), [20, 36]);
   const b = fromArray(randn(20, rng), [20]), dy = fromArray(randn(64 * 20, rng), [64, 20]);
@@ -153,7 +153,9 @@ gpuTest("matmul and linear backward skip the gradients nobody needs", (device) =
   // The first layer of an MLP: no dX.
   const n = countDispatches(device, () => grads = linearOp.backward!(dy, { ...ctx, needs: [false, true, true] }));
   assertEquals(grads.map((g) => g === null), [true, false, false], "linear gradients given");
-  assertEquals(n, 2, "dispatches for dW and db only");
+  assertEquals(n, 1, "dispatches for dW and db only (db is dW's product's row sums)");
+  const onlyDb = countDispatches(device, () => grads = linearOp.backward!(dy, { ...ctx, needs: [false, false, true] }));
+  assertEquals([grads.map((g) => g === null), onlyDb], [[true, true, false], 1], "db alone: one sum");
   const a = fromArray(randn(7 * 5, rng), [7, 5]), bb = fromArray(randn(5 * 9, rng), [5, 9]);
   const mres = matmulOp.forward([a, bb], {});
   const dc = fromArray(randn(63, rng), [7, 9]);
