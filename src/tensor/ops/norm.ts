@@ -37,17 +37,23 @@ export const NORM = kernel(NORM_PARAMS, {
   running_var: [11, "read_write"],
 }, { rows: 0, len: 0, inner: 1, channels: 0, eps: 0, momentum: 0, training: 0, w_stride: 1, b_stride: 1 });
 
+/** The grid and WGSL overrides of one norm kernel launch. */
+export interface NormLaunch {
+  groups: [number, number];
+  overrides: Record<string, number>;
+}
+
 /**
  * Grid and overrides of the norm row kernels (layer and RMS norm forward and backward):
  * one segment of threads per row of `len`, several rows per workgroup ({@link tuning.segmentBlocking}).
  */
-export function rowLaunch(rows: number, len: number): { groups: [number, number]; overrides: Record<string, number> } {
+export function rowLaunch(rows: number, len: number): NormLaunch {
   const { WG, SEG, perGroup } = tuning.segmentBlocking(len);
   return { groups: Device.grid(rows, perGroup), overrides: { WG, SEG } };
 }
 
 /** Grid and overrides of the norm column kernels (weight and bias gradients): one segment per column, over the rows. */
-export function columnLaunch(rows: number, len: number): { groups: [number, number]; overrides: Record<string, number> } {
+export function columnLaunch(rows: number, len: number): NormLaunch {
   const { WG, SEG, perGroup } = tuning.segmentBlocking(rows);
   return { groups: Device.grid(len, perGroup), overrides: { WG, SEG } };
 }
