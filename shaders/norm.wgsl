@@ -1,7 +1,8 @@
 // Layer and batch normalization, PyTorch semantics (biased variance for normalizing).
 //
 // Layer norm: x is [rows, len] (len = product of the normalized trailing dims); one
-// workgroup per row. Batch norm: x is [N, C, S] (S = product of spatial dims, 1 for
+// segment of SEG threads per row, several rows per workgroup (see "Blocking" below).
+// Batch norm: x is [N, C, S] (S = product of spatial dims, 1 for
 // [N, C]); one workgroup per channel over its len = N * S elements. Both save
 // stats[2k] = mean and stats[2k + 1] = 1 / sqrt(var + eps) per row or channel.
 //
@@ -31,25 +32,55 @@ struct Params {  // mirrored in src/tensor/ops/norm.ts
 
 // ---- layer norm ----------------------------------------------------------------
 
+// Blocking (chosen by rowBlocking / colBlocking in src/tensor/ops/norm.ts): a workgroup of
+// WG threads is WG / SEG segments of SEG threads (SEG a power of two <= WG). The row kernels
+// give each segment one row (its threads stride over the row's len elements); the column
+// kernels (weight and bias gradients) give each segment one column (its threads stride over
+// the rows, adjacent segments reading adjacent columns). A segment's partial sums meet in a
+// tree over log2(SEG) barriers, so a short row costs a few barriers per workgroup instead
+// of a full WG-wide tree per row (which CPU adapters, SwiftShader above all, pay dearly for).
+// Every thread reaches every barrier: out-of-range segments compute on nothing and store
+// nothing, with no early return.
+override SEG: u32 = 1;
+var<workgroup> nv: array<vec2f, WG>;
+
+// The sum of v over the SEG threads of thread t's segment (lane = t % SEG), given to all.
+fn seg_sum2(t: u32, v: vec2f) -> vec2f {
+  nv[t] = v;
+  workgroupBarrier();
+  let lane = t % SEG;
+  for (var s = SEG / 2u; s > 0u; s = s >> 1u) {
+    if (lane < s) { nv[t] += nv[t + s]; }
+    workgroupBarrier();
+  }
+  let r = nv[t - lane];
+  workgroupBarrier();
+  return r;
+}
+
+// This thread's segment (row or column) and lane; the segment may be out of range.
+fn segment(g: vec3u, nw: vec3u, t: u32) -> vec2u { return vec2u(group_index(g, nw) * (WG / SEG) + t / SEG, t % SEG); }
+
 // NOTE: two passes (mean, then sum of squared deviations) rather than E[x^2] - E[x]^2,
 // which cancels catastrophically when |mean| >> std.
 @compute @workgroup_size(WG)
 fn layer_norm_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                       @builtin(local_invocation_index) t: u32) {
-  let r = group_index(g, nw);
-  if (r >= p.rows) { return; }  // uniform per workgroup
+  let sl = segment(g, nw, t);
+  let r = sl.x;
+  let n = select(0u, p.len, r < p.rows);  // an out-of-range row loops over nothing
   let base = r * p.len;
   var s = 0.0;
-  for (var j = t; j < p.len; j += WG) { s += x[base + j]; }
-  let m = wg_sum2(t, vec2f(s, 0.0)).x / f32(p.len);
+  for (var j = sl.y; j < n; j += SEG) { s += x[base + j]; }
+  let m = seg_sum2(t, vec2f(s, 0.0)).x / f32(p.len);
   var q = 0.0;
-  for (var j = t; j < p.len; j += WG) { let d = x[base + j] - m; q += d * d; }
-  let rstd = inverseSqrt(wg_sum2(t, vec2f(q, 0.0)).x / f32(p.len) + p.eps);
-  for (var j = t; j < p.len; j += WG) {
+  for (var j = sl.y; j < n; j += SEG) { let d = x[base + j] - m; q += d * d; }
+  let rstd = inverseSqrt(seg_sum2(t, vec2f(q, 0.0)).x / f32(p.len) + p.eps);
+  for (var j = sl.y; j < n; j += SEG) {
     let i = base + j;
     y[i] = (x[i] - m) * rstd * w[j * p.w_stride] + b[j * p.b_stride];
   }
-  if (t == 0u) { stats[2u * r] = m; stats[2u * r + 1u] = rstd; }
+  if (sl.y == 0u && r < p.rows) { stats[2u * r] = m; stats[2u * r + 1u] = rstd; }
 }
 
 // With g = dy * w and xhat = (x - mean) * rstd:
@@ -57,49 +88,69 @@ fn layer_norm_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) 
 @compute @workgroup_size(WG)
 fn layer_norm_backward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                        @builtin(local_invocation_index) t: u32) {
-  let r = group_index(g, nw);
-  if (r >= p.rows) { return; }
+  let sl = segment(g, nw, t);
+  let r = min(sl.x, p.rows - 1u);  // stats read in range; n = 0 keeps the row untouched
+  let n = select(0u, p.len, sl.x < p.rows);
   let base = r * p.len;
   let m = stats[2u * r];
   let rstd = stats[2u * r + 1u];
   var acc = vec2f(0.0);
-  for (var j = t; j < p.len; j += WG) {
+  for (var j = sl.y; j < n; j += SEG) {
     let i = base + j;
     let gj = dy[i] * w[j * p.w_stride];
     acc += vec2f(gj, gj * (x[i] - m) * rstd);
   }
-  let mg = wg_sum2(t, acc) / f32(p.len);
-  for (var j = t; j < p.len; j += WG) {
+  let mg = seg_sum2(t, acc) / f32(p.len);
+  for (var j = sl.y; j < n; j += SEG) {
     let i = base + j;
     dx[i] = rstd * (dy[i] * w[j * p.w_stride] - mg.x - (x[i] - m) * rstd * mg.y);
   }
 }
 
-// dw[j] = sum over rows of dy * xhat: one workgroup per column j.
+// Column j's sums over the rows of (dy * xhat, dy): the weight and bias gradients. One
+// segment per column; lane l sums rows l, l + SEG, ...
+fn column_sums(g: vec3u, nw: vec3u, t: u32) -> vec2f {
+  let sl = segment(g, nw, t);
+  let j = sl.x;
+  let n = select(0u, p.rows, j < p.len);
+  var acc = vec2f(0.0);
+  for (var r = sl.y; r < n; r += SEG) {
+    let i = r * p.len + j;
+    let d = dy[i];
+    acc += vec2f(d * (x[i] - stats[2u * r]) * stats[2u * r + 1u], d);
+  }
+  return seg_sum2(t, acc);
+}
+
+// dw[j] = sum over rows of dy * xhat.
 @compute @workgroup_size(WG)
 fn layer_norm_backward_weight(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                               @builtin(local_invocation_index) t: u32) {
-  let j = group_index(g, nw);
-  if (j >= p.len) { return; }
-  var acc = 0.0;
-  for (var r = t; r < p.rows; r += WG) {
-    let i = r * p.len + j;
-    acc += dy[i] * (x[i] - stats[2u * r]) * stats[2u * r + 1u];
-  }
-  let s = wg_sum2(t, vec2f(acc, 0.0));
-  if (t == 0u) { dw[j] = s.x; }
+  let s = column_sums(g, nw, t);
+  let sl = segment(g, nw, t);
+  if (sl.y == 0u && sl.x < p.len) { dw[sl.x] = s.x; }
 }
 
 // db[j] = sum over rows of dy.
 @compute @workgroup_size(WG)
 fn layer_norm_backward_bias(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                             @builtin(local_invocation_index) t: u32) {
-  let j = group_index(g, nw);
-  if (j >= p.len) { return; }
+  let sl = segment(g, nw, t);
+  let j = sl.x;
+  let n = select(0u, p.rows, j < p.len);
   var acc = 0.0;
-  for (var r = t; r < p.rows; r += WG) { acc += dy[r * p.len + j]; }
-  let s = wg_sum2(t, vec2f(acc, 0.0));
-  if (t == 0u) { db[j] = s.x; }
+  for (var r = sl.y; r < n; r += SEG) { acc += dy[r * p.len + j]; }
+  let s = seg_sum2(t, vec2f(acc, 0.0));
+  if (sl.y == 0u && j < p.len) { db[j] = s.x; }
+}
+
+// Both at once (dy read once, one launch).
+@compute @workgroup_size(WG)
+fn layer_norm_backward_params(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
+                              @builtin(local_invocation_index) t: u32) {
+  let s = column_sums(g, nw, t);
+  let sl = segment(g, nw, t);
+  if (sl.y == 0u && sl.x < p.len) { dw[sl.x] = s.x; db[sl.x] = s.y; }
 }
 
 // ---- batch norm ----------------------------------------------------------------
@@ -182,31 +233,34 @@ fn batch_norm_backward_params(@builtin(workgroup_id) g: vec3u, @builtin(num_work
 
 // y = x * rstd * w with rstd = 1 / sqrt(mean(x^2) + eps): no centring and no bias. Saves
 // stats[2r] = 0 and stats[2r + 1] = rstd, so layer_norm_backward_weight gives its dw.
+// Blocked as the layer norm row kernels (one SEG-thread segment per row).
 @compute @workgroup_size(WG)
 fn rms_norm_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                     @builtin(local_invocation_index) t: u32) {
-  let r = group_index(g, nw);
-  if (r >= p.rows) { return; }
+  let sl = segment(g, nw, t);
+  let r = sl.x;
+  let n = select(0u, p.len, r < p.rows);
   let base = r * p.len;
   var q = 0.0;
-  for (var j = t; j < p.len; j += WG) { let xj = x[base + j]; q += xj * xj; }
-  let rstd = inverseSqrt(wg_sum2(t, vec2f(q, 0.0)).x / f32(p.len) + p.eps);
-  for (var j = t; j < p.len; j += WG) { y[base + j] = x[base + j] * rstd * w[j * p.w_stride]; }
-  if (t == 0u) { stats[2u * r] = 0.0; stats[2u * r + 1u] = rstd; }
+  for (var j = sl.y; j < n; j += SEG) { let xj = x[base + j]; q += xj * xj; }
+  let rstd = inverseSqrt(seg_sum2(t, vec2f(q, 0.0)).x / f32(p.len) + p.eps);
+  for (var j = sl.y; j < n; j += SEG) { y[base + j] = x[base + j] * rstd * w[j * p.w_stride]; }
+  if (sl.y == 0u && r < p.rows) { stats[2u * r] = 0.0; stats[2u * r + 1u] = rstd; }
 }
 
 // With g = dy * w and xhat = x * rstd: dx = rstd * (g - xhat * mean(g * xhat)).
 @compute @workgroup_size(WG)
 fn rms_norm_backward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                      @builtin(local_invocation_index) t: u32) {
-  let r = group_index(g, nw);
-  if (r >= p.rows) { return; }
+  let sl = segment(g, nw, t);
+  let r = min(sl.x, p.rows - 1u);
+  let n = select(0u, p.len, sl.x < p.rows);
   let base = r * p.len;
   let rstd = stats[2u * r + 1u];
   var acc = 0.0;
-  for (var j = t; j < p.len; j += WG) { let i = base + j; acc += dy[i] * w[j * p.w_stride] * x[i] * rstd; }
-  let mgx = wg_sum2(t, vec2f(acc, 0.0)).x / f32(p.len);
-  for (var j = t; j < p.len; j += WG) {
+  for (var j = sl.y; j < n; j += SEG) { let i = base + j; acc += dy[i] * w[j * p.w_stride] * x[i] * rstd; }
+  let mgx = seg_sum2(t, vec2f(acc, 0.0)).x / f32(p.len);
+  for (var j = sl.y; j < n; j += SEG) {
     let i = base + j;
     dx[i] = rstd * (dy[i] * w[j * p.w_stride] - x[i] * rstd * mgx);
   }

@@ -27,6 +27,34 @@ export function reduceWg(len: number): number {
   return wg;
 }
 
+/** Threads per workgroup of segmented reductions ({@link segmentBlocking}) when segments are short. */
+export const SEGMENT_WG = 64;
+
+/** Values one thread of a segmented reduction sums before another thread joins its segment. */
+export const SEGMENT_ITEMS = 16;
+
+/**
+ * Blocking of a segmented reduction (the norm kernels, shaders/norm.wgsl): each of many
+ * reductions of `len` values (a row, or a column of the weight gradient) gets a segment
+ * of `SEG` threads, a power of two covering `len` at {@link SEGMENT_ITEMS} values a thread,
+ * at most {@link REDUCE_WG}; a workgroup of `WG` threads holds `perGroup` segments. Short
+ * reductions then share a workgroup and pay log2(SEG) barriers, not a full tree each
+ * (software adapters pay per barrier and per workgroup, bench/README.md).
+ * @example
+ * ```ts
+ * import { segmentBlocking } from "./tuning.ts";
+ * const b = segmentBlocking(128);
+ * if (b.SEG !== 8 || b.WG !== 64 || b.perGroup !== 8) throw new Error("rule");
+ * if (segmentBlocking(1).SEG !== 1 || segmentBlocking(1e6).WG !== 256) throw new Error("rule");
+ * ```
+ */
+export function segmentBlocking(len: number): { WG: number; SEG: number; perGroup: number } {
+  let seg = 1;
+  while (seg * SEGMENT_ITEMS < len && seg < REDUCE_WG) seg *= 2;
+  const wg = Math.max(SEGMENT_WG, seg);
+  return { WG: wg, SEG: seg, perGroup: wg / seg };
+}
+
 /**
  * Threads per workgroup of the convolution kernels. Each thread computes a register tile
  * (4 output channels × 8 columns); 64 threads fill 8-wide SIMD lanes on CPU adapters.

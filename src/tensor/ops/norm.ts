@@ -37,6 +37,27 @@ export const NORM = kernel(NORM_PARAMS, {
   running_var: [11, "read_write"],
 }, { rows: 0, len: 0, inner: 1, channels: 0, eps: 0, momentum: 0, training: 0, w_stride: 1, b_stride: 1 });
 
+/** The grid and WGSL overrides of one norm kernel launch. */
+export interface NormLaunch {
+  groups: [number, number];
+  overrides: Record<string, number>;
+}
+
+/**
+ * Grid and overrides of the norm row kernels (layer and RMS norm forward and backward):
+ * one segment of threads per row of `len`, several rows per workgroup ({@link tuning.segmentBlocking}).
+ */
+export function rowLaunch(rows: number, len: number): NormLaunch {
+  const { WG, SEG, perGroup } = tuning.segmentBlocking(len);
+  return { groups: Device.grid(rows, perGroup), overrides: { WG, SEG } };
+}
+
+/** Grid and overrides of the norm column kernels (weight and bias gradients): one segment per column, over the rows. */
+export function columnLaunch(rows: number, len: number): NormLaunch {
+  const { WG, SEG, perGroup } = tuning.segmentBlocking(rows);
+  return { groups: Device.grid(len, perGroup), overrides: { WG, SEG } };
+}
+
 /** Attributes of {@link layerNormOp}; inputs are [x, weight?, bias?]. */
 export interface LayerNormAttrs extends AffineInputs {
   /** The trailing dims normalized over. */
@@ -91,8 +112,7 @@ export const layerNormOp: OpDef<LayerNormAttrs> = {
       entry: "layer_norm_forward",
       params: values,
       io: { x, w, b, y, stats },
-      groups: Device.grid(rows, 1),
-      overrides: { WG: tuning.reduceWg(len) },
+      ...rowLaunch(rows, len),
     });
     return { output: y, saved: [x, w, stats] };
   },
@@ -111,32 +131,27 @@ export const layerNormOp: OpDef<LayerNormAttrs> = {
         entry: "layer_norm_backward",
         params: values,
         io: { x, w, stats, dy, dx },
-        groups: Device.grid(rows, 1),
-        overrides: { WG: tuning.reduceWg(len) },
+        ...rowLaunch(rows, len),
       });
       grads[0] = dx;
     }
-    if (slot.w >= 0 && ctx.needs[slot.w]) {
-      const dw = Tensor.empty(ns, { device: dev }, "layerNorm.backward");
-      launch(dev, NORM, {
-        entry: "layer_norm_backward_weight",
-        params: values,
-        io: { x, stats, dy, dw },
-        groups: Device.grid(len, 1),
-        overrides: { WG: tuning.reduceWg(rows) },
-      });
-      grads[slot.w] = dw;
-    }
-    if (slot.b >= 0 && ctx.needs[slot.b]) {
-      const db = Tensor.empty(ns, { device: dev }, "layerNorm.backward");
-      launch(dev, NORM, {
-        entry: "layer_norm_backward_bias",
-        params: values,
-        io: { dy, db },
-        groups: Device.grid(len, 1),
-        overrides: { WG: tuning.reduceWg(rows) },
-      });
-      grads[slot.b] = db;
+    const needW = slot.w >= 0 && ctx.needs[slot.w];
+    const needB = slot.b >= 0 && ctx.needs[slot.b];
+    if (needW || needB) {
+      // One launch for both when both are wanted (dy read once).
+      const entry = needW && needB
+        ? "layer_norm_backward_params"
+        : needW
+        ? "layer_norm_backward_weight"
+        : "layer_norm_backward_bias";
+      const dw = needW ? Tensor.empty(ns, { device: dev }, "layerNorm.backward") : undefined;
+      const db = needB ? Tensor.empty(ns, { device: dev }, "layerNorm.backward") : undefined;
+      const io: Record<string, Tensor> = { dy };
+      if (dw) Object.assign(io, { x, stats, dw });
+      if (db) io.db = db;
+      launch(dev, NORM, { entry, params: values, io, ...columnLaunch(rows, len) });
+      if (dw) grads[slot.w] = dw;
+      if (db) grads[slot.b] = db;
     }
     return grads;
   },

@@ -1,9 +1,9 @@
-/** RMS normalization (shaders/norm.wgsl, one workgroup per row), as flodl's RMSNorm. */
-import { Device, launch, tuning } from "../../gpu/mod.ts";
+/** RMS normalization (shaders/norm.wgsl, one thread segment per row), as flodl's RMSNorm. */
+import { launch } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { numel, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
-import { NORM, normalizedDims } from "./norm.ts";
+import { columnLaunch, NORM, normalizedDims, rowLaunch } from "./norm.ts";
 import { affineSlots, checkEps, checkParam, constant } from "./norm_affine.ts";
 
 /** Attributes of {@link rmsNormOp}; inputs are [x, weight?]. */
@@ -38,8 +38,7 @@ export const rmsNormOp: OpDef<RmsNormAttrs> = {
       entry: "rms_norm_forward",
       params: values,
       io: { x, w, y, stats },
-      groups: Device.grid(rows, 1),
-      overrides: { WG: tuning.reduceWg(len) },
+      ...rowLaunch(rows, len),
     });
     return { output: y, saved: [x, w, stats] };
   },
@@ -59,8 +58,7 @@ export const rmsNormOp: OpDef<RmsNormAttrs> = {
         entry: "rms_norm_backward",
         params: values,
         io,
-        groups: Device.grid(rows, 1),
-        overrides: { WG: tuning.reduceWg(len) },
+        ...rowLaunch(rows, len),
       });
       grads[0] = dx;
     }
@@ -72,8 +70,7 @@ export const rmsNormOp: OpDef<RmsNormAttrs> = {
         entry: "layer_norm_backward_weight",
         params: values,
         io,
-        groups: Device.grid(len, 1),
-        overrides: { WG: tuning.reduceWg(rows) },
+        ...columnLaunch(rows, len),
       });
       grads[1] = dw;
     }

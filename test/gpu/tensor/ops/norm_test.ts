@@ -15,6 +15,17 @@ const LN_CASES: [number[], number[]][] = [
   [[1, 129], [129]],
   [[33, 3], [3]],
   [[2, 300], [300]], // longer than one workgroup
+  // Edge cases of the segmented blocking (tuning.segmentBlocking: rows or columns share a
+  // workgroup, SEG threads each): one row of one feature, feature dim 1 over many rows (64
+  // rows a workgroup, the last one partial), rows not a multiple of the rows per workgroup,
+  // odd dims, a row longer than the widest segment (4099 > 256 threads × 16), and more
+  // rows than one weight-gradient segment covers (1100 rows, SEG 128).
+  [[1, 1], [1]],
+  [[70, 1], [1]],
+  [[13, 9], [9]],
+  [[3, 5, 7], [7]],
+  [[3, 4099], [4099]],
+  [[1100, 8], [8]],
 ];
 
 for (const affine of ["both", "weight", "none"] as const) {

@@ -12,6 +12,13 @@ const CASES: [number[], number[]][] = [
   [[1, 129], [129]],
   [[33, 3], [3]],
   [[2, 300], [300]], // longer than one workgroup
+  // Edge cases of the segmented blocking (as norm_test.ts's layer norm cases). Feature dim
+  // 2, not 1: at 1, dx = rstd w dy (1 - x²/(x² + eps)) cancels to ~eps/x² in any precision.
+  [[1, 2], [2]],
+  [[70, 2], [2]],
+  [[13, 9], [9]],
+  [[3, 4099], [4099]],
+  [[1100, 8], [8]],
 ];
 
 for (const affine of [true, false]) {
