@@ -22,6 +22,7 @@ import { observe } from "../../../src/distributed/run/launch.ts";
 import { mnistRemote, TRAIN } from "../../fixtures/programs/mnist_remote.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
+import { type Proc, reap, spawnDeno } from "../../util/processes.ts";
 
 const SEED = 42;
 const RANK_SCRIPT = new URL("../../fixtures/remote_rank.ts", import.meta.url).pathname;
@@ -47,38 +48,8 @@ class Ledger {
   }
 }
 
-/** A remote rank process; its output is kept for messages. */
-interface RankProcess {
-  child: Deno.ChildProcess;
-  output: Promise<string>;
-}
-
-function spawnRank(token: string, env: Record<string, string> = {}): RankProcess {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--no-check", RANK_SCRIPT, token],
-    env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const text = (s: ReadableStream<Uint8Array>) => new Response(s).text();
-  const output = Promise.all([text(child.stdout), text(child.stderr)]).then(([o, e]) => o + e);
-  return { child, output };
-}
-
-/** Ranks stop on the coordinator's bye; one that does not within 15 s is killed. Waits for each to end. */
-async function reap(procs: RankProcess[]): Promise<void> {
-  for (const p of procs) {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([p.child.status, new Promise((r) => (timer = setTimeout(r, 15_000)))]);
-    clearTimeout(timer);
-    try {
-      p.child.kill("SIGKILL");
-    } catch { /* exited */ }
-    await p.child.status;
-    await p.output;
-  }
-}
+/** A remote rank process (test/fixtures/remote_rank.ts) joining with `token`. */
+const spawnRank = (token: string, env: Record<string, string> = {}): Proc => spawnDeno(RANK_SCRIPT, [token], env);
 
 function program(batch: number) {
   return mnistRemote.clone().elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(batch).numEpochs(1)
@@ -94,12 +65,12 @@ async function run(opts: {
   remotes: number;
   batch: number;
   env?: Record<string, string>[];
-  onBatch?: (rank: number, procs: RankProcess[]) => void;
+  onBatch?: (rank: number, procs: Proc[]) => void;
 }) {
   const world = opts.locals + opts.remotes;
   const creds = await createRunCredentials(world);
   const server = opts.remotes ? await startNatsServer({ authorization: serverAuthorization(creds) }) : undefined;
-  const procs: RankProcess[] = [];
+  const procs: Proc[] = [];
   const ledger = new Ledger();
   const lost: string[] = [];
   const b = program(opts.batch).cluster({ ranks: Array.from({ length: opts.locals }, () => ({})) });
@@ -131,7 +102,7 @@ async function run(opts: {
 }
 
 /** The rank processes of the last run (for their logs after a refusal). */
-let last: RankProcess[] = [];
+let last: Proc[] = [];
 
 gpuTest("one local worker rank and two remote Deno rank processes over NATS: accuracy in the all-local band, every sample once", async () => {
   // The band: the same world of 3 ranks, all local workers, twice (ranks race: runs differ).
@@ -236,7 +207,7 @@ gpuTest("elastic: a remote rank killed in epoch 1 and a new remote process joini
   const creds = await createRunCredentials(3);
   const server = await startNatsServer({ authorization: serverAuthorization(creds) });
   const out = await Deno.makeTempDir({ prefix: "flodl-elastic-" });
-  const procs: RankProcess[] = [];
+  const procs: Proc[] = [];
   const ledger = new Ledger(2);
   const lost: string[] = [];
   const joined: { rank: number; epoch: number; host: string; transport: string }[] = [];
