@@ -11,6 +11,7 @@
  */
 import { setImmediate } from "node:timers";
 import { Coordinator, type RunObserver } from "../../src/distributed/coordinator/coordinator.ts";
+import type { Persistence } from "../../src/distributed/coordinator/persistence.ts";
 import { DdpHandle, type TrainedState } from "../../src/distributed/run/handle.ts";
 import type { ChunkReport } from "../../src/distributed/coordinator/metrics.ts";
 import type {
@@ -111,6 +112,10 @@ export class FakeRank implements RankApi {
   #done = 0;
   #stepsSinceAvg = 0;
   #snapshots = new Map<number, number>();
+  /** The parameters of each consensus this rank adopted, in order (f32 values or bf16 words). */
+  readonly adopted: Frame["params"][] = [];
+  /** Each nccl-* collective call this rank answered, in order. */
+  readonly collectives: CollectiveCall[] = [];
   #busy = false;
   #stopped = false;
   #queued: (() => void)[] = [];
@@ -198,6 +203,7 @@ export class FakeRank implements RankApi {
   }
   adopt(a: Adoption): Promise<SyncAck> {
     return this.#control("adopt", () => {
+      this.adopted.push(a.consensus.params.slice());
       this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - (this.#snapshots.get(a.round) ?? this.#stepsSinceAvg));
       this.#snapshots.clear();
       return { rank: this.rank, divergence: 0, preNorm: 1, postNorm: 1 };
@@ -206,6 +212,7 @@ export class FakeRank implements RankApi {
   /** The nccl-* collective without the slab (one thread cannot meet at a barrier): counts only. */
   collective(c: CollectiveCall): Promise<CollectiveAck> {
     return this.#control("collective", () => {
+      this.collectives.push(c);
       const batches = this.#stepsSinceAvg;
       this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - c.steps);
       return { rank: this.rank, status: "done" as const, batches, ack: { rank: this.rank, divergence: 0, preNorm: 1, postNorm: 1 } };
@@ -286,6 +293,8 @@ export async function simulate<M extends Module>(
     onStart?: (ctl: SimControl) => void;
     /** The run's monitor (RunEvents), made from the resolved config; closed when the run ends. */
     events?: (cfg: ResolvedRunConfig, world: number) => RunEvents;
+    /** A resume seed (`resumeFrom`) and a bundle writer (`savePath`), as launch.ts passes them. */
+    persistence?: Persistence;
   } = {},
 ): Promise<SimResult> {
   const state = builder.state;
@@ -308,7 +317,7 @@ export async function simulate<M extends Module>(
   let begin!: (h: DdpHandle) => void;
   const started = new Promise<DdpHandle>((r) => (begin = r));
   const result = (async () => {
-    coordinator = new Coordinator(state, cfg, clients, FAKE_LAYOUT, await started, observer, events);
+    coordinator = new Coordinator(state, cfg, clients, FAKE_LAYOUT, await started, observer, events, options.persistence);
     const requestJoin = (r: number, place?: RankPlace) =>
       coordinator.requestJoin(r, place ?? { host: `fake-host-${r}`, adapter: "fake", transport: "remote" });
     scripts.forEach((s, r) => s.joinAt !== undefined && clock.at(s.joinAt, () => requestJoin(r)));

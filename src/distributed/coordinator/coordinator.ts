@@ -61,6 +61,8 @@ export class Coordinator<M extends Module> {
   #observer: RunObserver;
   #cadence: Cadence;
   #outer?: OuterStepper;
+  /** Restored outer momentum the nccl-* ranks' replicas still need (their first collective). */
+  #outerSeed?: Float32Array;
   #P: number;
   #B: number;
   #sources = new Map<number, WorkSource>();
@@ -151,6 +153,16 @@ export class Coordinator<M extends Module> {
       stopping: () => this.#stopReason !== undefined,
     });
     if (state.outerFactory) this.#outer = new OuterStepper(state.outerFactory());
+    const momentum = persistence.resume?.outer;
+    if (momentum && this.#outer) {
+      if (momentum.length !== layout.paramCount) {
+        throw new RangeError(
+          `Trainer.run: resumeFrom: the bundle's outer momentum has ${momentum.length} values, the model's parameters ${layout.paramCount}`,
+        );
+      }
+      this.#outer.optimizer.loadState(momentum); // prev_global re-anchors on the resumed model
+      this.#outerSeed = momentum;
+    }
     this.#flight = new Array(this.W).fill(null);
     this.#n = new Array(this.W).fill(0);
     this.#seen = new Array(this.W).fill(0);
@@ -584,8 +596,9 @@ export class Coordinator<M extends Module> {
       };
       // nccl-*: the ranks reduce among themselves through shared memory (reduce_nccl.ts).
       const out = this.#cfg.backend === "nccl"
-        ? await reduceNccl({ ...input, steps: [...this.#n], group: this.#nccl })
+        ? await reduceNccl({ ...input, steps: [...this.#n], group: this.#nccl, outerSeed: this.#outerSeed })
         : await reduceCycle(input);
+      if (out.consensus) this.#outerSeed = undefined; // the replicas exist now
       const ms = performance.now() - t0;
       this.#finishCycle(out.steps, out.acks, ms, out.consensus === null, { round, ...out });
       if (out.consensus) {

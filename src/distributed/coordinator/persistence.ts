@@ -3,7 +3,7 @@
  * seeds (`resumeFrom`), and a writer that never runs two writes of one stem at once.
  */
 import { resolveStorage, type Storage } from "../../io/mod.ts";
-import { type BundleParts, readBundleMeta, writeBundle } from "./bundle.ts";
+import { type BundleParts, readBundleMeta, readBundleOuter, writeBundle } from "./bundle.ts";
 import { type BundleMeta, checkResumeCompatible } from "./bundle_meta.ts";
 import type { EpochCoverage } from "./chunk_pool.ts";
 import type { ElCheState } from "./elche.ts";
@@ -26,6 +26,8 @@ export interface ResumeSeed {
   trendHistory?: number[];
   /** Epochs in progress at the save: only their uncovered ranges run. */
   coverage: Map<number, EpochCoverage>;
+  /** The outer optimizer's momentum (`<stem>.outer.fdl`), flat in layout order; absent when none was saved. */
+  outer?: Float32Array;
 }
 
 /**
@@ -46,7 +48,14 @@ export async function loadResume(stem: string, cfg: ResolvedRunConfig, worldSize
   for (const c of meta.coverage?.per_epoch ?? []) coverage.set(c.epoch, c);
   const startEpoch = coverage.size ? Math.min(...coverage.keys()) : meta.epoch;
   const { trend_history, ...elche } = meta.elche_state ?? {} as NonNullable<BundleMeta["elche_state"]>;
+  let outer;
+  try {
+    outer = await readBundleOuter(loc.storage, loc.stem);
+  } catch (e) {
+    throw new Error(`Trainer.run: resumeFrom("${stem}"): ${(e as Error).message}`, { cause: e });
+  }
   return {
+    outer: outer?.flat,
     meta,
     startEpoch,
     globalStep: meta.global_step,

@@ -50,6 +50,11 @@ export interface NcclInput extends ReduceInput {
   /** n_r per rank (the coordinator's count of each rank's steps this window). */
   steps: readonly number[];
   group: NcclGroup;
+  /**
+   * Outer momentum restored by a resume, for the ranks' replicas: sent with their first
+   * collective (they build the replica then), so every copy starts from the saved state.
+   */
+  outerSeed?: Float32Array;
 }
 
 /** Run one collective reduce. Rejects only when it stalls ("reduce <round> made no progress"). */
@@ -107,7 +112,7 @@ async function attemptOnce(inp: NcclInput, stalled: Promise<never>): Promise<Red
         // With a shipped outer step the ranks adopt it afterwards (below), not the plain average.
         resetInner: resetInner && !shipped,
         waitMs: inp.stallMs,
-        ...(outerSpec ? { outer: outerSpec } : {}),
+        ...(outerSpec ? { outer: inp.outerSeed ? { ...outerSpec, state: inp.outerSeed } : outerSpec } : {}),
       })
     ).catch((e: unknown) => {
       inp.group.abort(); // a member is gone: release the others from the barrier

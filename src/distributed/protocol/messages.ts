@@ -228,6 +228,8 @@ export interface OuterSpec {
   name: "OuterAvg" | "SlowMo" | "DiLoCo";
   lr?: number;
   momentum?: number;
+  /** Momentum to start from (a resumed run's `<stem>.outer.fdl`); absent: zero. */
+  state?: Float32Array;
 }
 
 /** A rank's answer to a {@link CollectiveCall}: counts only, never parameters. */

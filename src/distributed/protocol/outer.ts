@@ -191,6 +191,12 @@ export function describeOuter(o: OuterOptimizer): OuterSpec | undefined {
  * @throws {RangeError} For an unknown name or bad hyperparameters.
  */
 export function outerFromSpec(s: OuterSpec): OuterOptimizer {
+  const o = build(s);
+  if (s.state) o.loadState(s.state);
+  return o;
+}
+
+function build(s: OuterSpec): OuterOptimizer {
   switch (s.name) {
     case "OuterAvg":
       return new OuterAvg();

@@ -1,6 +1,13 @@
 import { describeOuter, DiLoCo, OuterAvg, outerFromSpec, type OuterOptimizer, OuterStepper, SlowMo } from "../../../src/distributed/protocol/outer.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
 import { mulberry32, randn } from "../../util/random.ts";
+import { ArrayDataSet, AverageBackend, ElCheConfig, SGD, Trainer, Variable } from "../../../src/index.ts";
+import type { Module } from "../../../src/nn/mod.ts";
+import { BundleWriter, loadResume } from "../../../src/distributed/coordinator/persistence.ts";
+import { readBundleOuter } from "../../../src/distributed/coordinator/bundle.ts";
+import { resolveConfig } from "../../../src/distributed/run/validate_config.ts";
+import { FsStorage } from "../../../src/io/mod.ts";
+import { simulate } from "../../util/fake_ranks.ts";
 
 /** f64 reference of the outer loop: prev = first consensus, then v = μv + g, new = prev − lr·dir. */
 function reference(cons: Float32Array[], lr: number, mu: number, nesterov: boolean): Float64Array[] {
@@ -106,4 +113,69 @@ Deno.test("describeOuter/outerFromSpec: a rank's replica (nccl-*) steps bit-iden
   assertEquals(describeOuter(custom), undefined, "a custom outer optimizer");
   assertThrows(() => outerFromSpec({ name: "Adam" as "SlowMo" }), RangeError, "Adam");
   assertThrows(() => outerFromSpec({ name: "DiLoCo", lr: -1, momentum: 0.5 }), RangeError, "lr");
+});
+
+Deno.test("resume restores the outer momentum from <stem>.outer.fdl: the first round after resumeFrom steps with it", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "outer_resume_" });
+  const stem = `${dir}/ckpt`;
+  const lr = 0.5, mu = 0.9;
+  const program = (epochs: number) =>
+    Trainer.builder(
+      () => ({}) as unknown as Module,
+      (params) => new SGD(params, { lr: 0.1 }),
+      () => undefined as unknown as Variable,
+    ).dataset(new ArrayDataSet([{ data: new Float32Array(64), shape: [64, 1] }]))
+      .batchSize(4).numEpochs(epochs).outerOptimizer(() => new SlowMo({ lr, momentum: mu }))
+      .elche(ElCheConfig.cpuSync());
+  const scripts = () => [0, 1].map(() => ({ batchMs: () => 10 }));
+  try {
+    // A first run of 1 epoch checkpoints at its end: the bundle holds SlowMo's momentum
+    // (non-zero: the fake ranks' parameters move every round). realWaitMs: the bundle's file
+    // writes are real I/O, off the virtual clock.
+    const first = program(1).savePath(stem).checkpointEvery(1);
+    const writer = new BundleWriter(stem);
+    const a = await simulate(first, scripts(), {}, { persistence: { writer }, realWaitMs: 10_000 });
+    await writer.flush();
+    assertEquals(a.error, undefined, "first run");
+    const saved = await readBundleOuter(new FsStorage(dir), "ckpt");
+    assert(saved !== null && saved.flat.some((x) => x !== 0), "the bundle holds non-zero outer momentum");
+    const v = saved!.flat;
+
+    // Resume for epoch 2 twice, with and without the momentum file: the first adopted consensus
+    // c' = prev − lr·(μ·v + 0) with the momentum (the window re-anchors: prev = c, g = 0), c without.
+    const resumed = async (keepMomentum: boolean) => {
+      if (!keepMomentum) await Deno.remove(`${stem}.outer.fdl`);
+      const b = program(2).resumeFrom(stem);
+      const cfg = resolveConfig(b.state.config, { worldSize: 2, datasetLen: 64 });
+      const seed = await loadResume(stem, cfg, 2);
+      assertEquals(seed.outer !== undefined, keepMomentum, "seed.outer read from the bundle");
+      const out = await simulate(b, scripts(), {}, { persistence: { resume: seed }, realWaitMs: 10_000 });
+      assertEquals(out.error, undefined, "resumed run");
+      return out.ranks[0].adopted[0] as Float32Array;
+    };
+    // nccl-*: the ranks step replicas; each gets the momentum with its first collective.
+    const b = program(2).resumeFrom(stem).backend(AverageBackend.Nccl);
+    const seed = await loadResume(stem, resolveConfig(b.state.config, { worldSize: 2, datasetLen: 64 }), 2);
+    const nccl = await simulate(b, scripts(), {}, { persistence: { resume: seed }, realWaitMs: 10_000 });
+    assertEquals(nccl.error, undefined, "resumed nccl run");
+    for (const r of nccl.ranks) {
+      const states = r.collectives.map((c) => c.outer?.state);
+      assert(states.length > 1, `rank ${r.rank}: collectives`);
+      assertEquals([...states[0]!], [...v], `rank ${r.rank}: the first collective carries the momentum`);
+      assertEquals(states.slice(1).filter(Boolean).length, 0, `rank ${r.rank}: later collectives carry none`);
+    }
+    // A replica built from it steps as the coordinator's restored copy does.
+    const spec = nccl.ranks[0].collectives[0].outer!;
+    const copy = new SlowMo({ lr, momentum: mu });
+    copy.loadState(v);
+    const c0 = randn(v.length, mulberry32(3)), c1 = randn(v.length, mulberry32(4));
+    assertEquals([...run(outerFromSpec(spec) as SlowMo, [c0, c1])[1]], [...run(copy, [c0, c1])[1]], "replica vs copy");
+
+    const withV = await resumed(true), withoutV = await resumed(false);
+    const want = Float64Array.from(withoutV, (c, i) => c - lr * mu * v[i]);
+    assertRelClose(withV, want, 1e-6, "first adoption after resume: c − lr·μ·v");
+    assert(withV.some((x, i) => x !== withoutV[i]), "the momentum changed the step");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
