@@ -92,7 +92,9 @@ export async function meanLoss(
   return sum / n;
 }
 
-const adam = (params: Parameter[], lr: number) => new Adam(params, { lr });
+// foreach: one dispatch updates every parameter, and a rank's bf16 wire frame packs them in
+// place in one more (the per-tensor update's bits; test/gpu/optim/multi_tensor_test.ts).
+const adam = (params: Parameter[], lr: number) => new Adam(params, { lr, foreach: true });
 const mnist = (metric: Metric, loss: Recipe["loss"], evaluate: Recipe["evaluate"]): Recipe => ({
   data: "mnist",
   metric,
@@ -118,7 +120,7 @@ export const RECIPES: Record<ModelName, Recipe> = {
     epochs: 50,
     batch: 64,
     lr: 2e-3,
-    optimizer: (params, lr) => new RMSprop(params, { lr }),
+    optimizer: (params, lr) => new RMSprop(params, { lr, foreach: true }),
     loss: nextCharLoss,
     evaluate: validationCe,
   },

@@ -1,10 +1,12 @@
 /**
  * Rank-side frames: parameters (and buffers) flattened on the GPU in layout order,
- * packed as bf16 there when the wire is bf16 (readback halves too), and a consensus
+ * packed as bf16 there when the wire is bf16 (readback halves too; parameters that are views
+ * of one buffer, a `foreach` optimizer's, pack in one dispatch without the flattening
+ * copies), and a consensus
  * written back — overwritten or EASGD-blended — with its divergence measured (spec §4).
  */
 import type { Device } from "../../gpu/mod.ts";
-import { fromArray, lerpWithNorms, packBf16Tensor, Tensor, unpackBf16Tensor } from "../../tensor/mod.ts";
+import { fromArray, lerpWithNorms, packBf16Tensor, packBf16Tensors, Tensor, unpackBf16Tensor } from "../../tensor/mod.ts";
 import type { Adoption, Frame, LayoutTable, SyncAck } from "../protocol/messages.ts";
 
 export { frameToFlat } from "../protocol/frame_codec.ts";
@@ -37,15 +39,16 @@ export async function packFrame(
   buffers: readonly Tensor[],
   meta: { rank: number; round: number; batches: number; bf16: boolean },
 ): Promise<Frame> {
-  const flat = flatten(device, params);
-  const words = meta.bf16 ? packBf16Tensor(flat) : undefined;
+  const inPlace = meta.bf16 && params.length > 0 && params.every((t) => t.buffer === params[0].buffer);
+  const flat = inPlace ? undefined : flatten(device, params);
+  const words = !meta.bf16 ? undefined : flat ? packBf16Tensor(flat) : packBf16Tensors(params);
   const flatBuf = buffers.length ? flatten(device, buffers) : undefined;
   try {
-    const p = words ? new Uint32Array(await words.toArray()) : new Float32Array(await flat.toArray());
+    const p = words ? new Uint32Array(await words.toArray()) : new Float32Array(await flat!.toArray());
     const b = flatBuf ? new Float32Array(await flatBuf.toArray()) : new Float32Array(0);
     return { rank: meta.rank, round: meta.round, batches: meta.batches, dtype: words ? "bf16" : "f32", params: p, buffers: b };
   } finally {
-    flat.dispose();
+    flat?.dispose();
     words?.dispose();
     flatBuf?.dispose();
   }

@@ -13,6 +13,8 @@ import { clone, fromArray, linear } from "../../../src/tensor/mod.ts";
 import { assert, assertEquals, assertRelClose } from "../../util/assert.ts";
 import { count, mulberry32, randn } from "../../util/random.ts";
 import { gpuTest } from "../../util/gpu.ts";
+import { packFrame } from "../../../src/distributed/rank/frames.ts";
+import type { Frame } from "../../../src/distributed/protocol/messages.ts";
 import { parametersOf, problem, type Problem, release, setGrads } from "./harness.ts";
 
 // [5, 403]: 2,015 elements, several rows of a segment table (MULTI_WG·MULTI_PER elements each) and a tail.
@@ -145,6 +147,34 @@ gpuTest("foreach: zeroGrad(false) is one clear of the flat gradients; state roun
     c.loadStateDict(a.stateDict());
     await assertSameState(per, a, multi, c, "loaded");
     c.resetState();
+  } finally {
+    release(per, a);
+    release(multi, b);
+  }
+});
+
+gpuTest("foreach: a bf16 wire frame of the packed group is one dispatch, no copies, word-equal to the per-tensor frame", async (device) => {
+  const pr = problem(965, 2, 1, SHAPES);
+  const { per, multi, a, b } = run(device, pr, (p, foreach) => new Adam(p, { lr: 0.01, foreach }), 2);
+  try {
+    const meta = { rank: 0, round: 1, batches: 2, bf16: true };
+    const want = await packFrame(device, per.map((p) => p.data), [], meta);
+    let copies = 0;
+    const dev = device as unknown as Record<string, unknown>;
+    const orig = device.copy.bind(device);
+    dev.copy = (...args: Parameters<Device["copy"]>) => (copies++, orig(...args));
+    let launched: string[] = [];
+    let got: Promise<Frame>;
+    try {
+      launched = dispatches(device, () => (got = packFrame(device, multi.map((p) => p.data), [], meta)));
+    } finally {
+      delete dev.copy;
+    }
+    assertEquals(launched, ["bf16/pack_gather_forward"], "dispatches of the packed frame");
+    assertEquals(copies, 1, "copies (the read-back only, no flattening)");
+    const frame = await got!;
+    assertEquals(frame.dtype, "bf16", "dtype");
+    assertEquals([...frame.params], [...want.params], "words of the packed vs the per-tensor frame");
   } finally {
     release(per, a);
     release(multi, b);

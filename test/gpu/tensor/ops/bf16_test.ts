@@ -5,7 +5,8 @@
  */
 import { packBf16, unpackBf16 } from "../../../../src/tensor/bf16.ts";
 import { fromArray } from "../../../../src/tensor/creation.ts";
-import { packBf16Tensor, unpackBf16Tensor } from "../../../../src/tensor/ops/bf16.ts";
+import { packBf16Tensor, packBf16Tensors, unpackBf16Tensor } from "../../../../src/tensor/ops/bf16.ts";
+import { Tensor } from "../../../../src/tensor/tensor.ts";
 import { assertEquals, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
 import { mulberry32, randn } from "../../../util/random.ts";
@@ -115,6 +116,47 @@ gpuTest("packBf16Tensor with a scale matches packBf16 with the same scale on nor
   }
 });
 
+gpuTest("packBf16Tensors packs views of one buffer in place, word for word as packBf16 of their concatenation", async (device) => {
+  // Odd sizes: words straddle two tensors; an empty one; rows of the arena left as padding.
+  const sizes = [3, 0, 1, 4097, 7, 1, 256, 33];
+  const align = device.limits.minStorageBufferOffsetAlignment / 4;
+  const offsets: number[] = [];
+  let total = 0;
+  for (const n of sizes) offsets.push(total), total += Math.max(1, Math.ceil(n / align)) * align;
+  const arenaBits = bitsInput(Math.max(total, SPECIAL_BITS.length + 3 * 4096), 77).subarray(0, total);
+  const arena = fromArray(new Float32Array(arenaBits.buffer, 0, total));
+  const views = sizes.map((n, k) => Tensor.view(arena, offsets[k], [n]));
+  const n = sizes.reduce((a, b) => a + b, 0);
+  const concat = new Uint32Array(n);
+  let at = 0;
+  sizes.forEach((m, k) => (concat.set(arenaBits.subarray(offsets[k], offsets[k] + m), at), at += m));
+  const launched: string[] = [];
+  const dev = device as unknown as Record<string, unknown>;
+  const orig = device.dispatch.bind(device);
+  dev.dispatch = (d: { entry: string }) => (launched.push(d.entry), orig(d as never));
+  let words: Tensor;
+  try {
+    words = packBf16Tensors(views);
+  } finally {
+    delete dev.dispatch;
+  }
+  assertEquals(launched, ["pack_gather_forward"], "one dispatch");
+  assertEquals(words.shape, [Math.ceil(n / 2)], "words");
+  const got = await words.toArray() as Uint32Array;
+  assertEquals(firstDiff(got, packBf16(new Float32Array(concat.buffer)), concat), "", "gathered GPU pack vs host pack");
+  // A single view and views in reverse order (frame order is the list's, not the buffer's).
+  const rev = [...views].reverse();
+  const revBits = new Uint32Array(n);
+  at = 0;
+  for (const k of sizes.map((_, i) => sizes.length - 1 - i)) {
+    revBits.set(arenaBits.subarray(offsets[k], offsets[k] + sizes[k]), at), at += sizes[k];
+  }
+  const gotRev = await packBf16Tensors(rev).toArray() as Uint32Array;
+  assertEquals(firstDiff(gotRev, packBf16(new Float32Array(revBits.buffer))), "", "reversed order");
+  const one = await packBf16Tensors([views[3]]).toArray() as Uint32Array;
+  assertEquals(firstDiff(one, packBf16(new Float32Array(concat.buffer, 4 * 4, 4097))), "", "one view");
+});
+
 gpuTest("bf16 tensor ops reject wrong dtypes and sizes naming both", () => {
   const f = fromArray(new Float32Array(5));
   const w = fromArray(new Uint32Array(3));
@@ -123,4 +165,6 @@ gpuTest("bf16 tensor ops reject wrong dtypes and sizes naming both", () => {
   assertThrows(() => unpackBf16Tensor(f, [5]), TypeError, "unpackBf16Tensor", "u32", "f32");
   assertThrows(() => unpackBf16Tensor(w, [7]), RangeError, "unpackBf16Tensor", "[7]", "4 words", "got 3");
   assertEquals(unpackBf16Tensor(w, [2, 3]).shape, [2, 3], "6 values in 3 words");
+  assertThrows(() => packBf16Tensors([f, fromArray(new Float32Array(2))]), RangeError, "packBf16Tensors", "tensor 1", "buffer");
+  assertThrows(() => packBf16Tensors([f, w]), TypeError, "packBf16Tensors", "tensor 1", "u32");
 });
