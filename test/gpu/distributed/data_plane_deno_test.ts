@@ -22,7 +22,7 @@ import { observe } from "../../../src/distributed/run/launch.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 
-const TRAIN = 2000, TEST = 1000, EPOCHS = 3, B = 50;
+const TRAIN = 2000, TEST = 1000, EPOCHS = 2, B = 50;
 /** MNIST's record: a 1×28×28 f32 image and an i32 label. */
 const RECORD = 784 * 4 + 4;
 

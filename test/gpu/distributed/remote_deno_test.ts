@@ -4,7 +4,7 @@
  * remote ranks as separate Deno processes (`test/fixtures/remote_rank.ts <token>`) that
  * join over NATS. Small on purpose: 2000 MNIST samples, one epoch, a 784-32-10 MLP.
  *
- * - mixed local + remote ranks train to the accuracy band of the same world all local, and
+ * - mixed local + remote ranks train to the accuracy of the same world all local, and
  *   every sample is trained exactly once (the coordinator's chunk ledger);
  * - a remote rank process killed mid-epoch: the run finishes on the others, coverage
  *   exact, the dead rank reported;
@@ -17,9 +17,9 @@
  *   who was lost and who joined, from which host.
  */
 import { startNatsServer } from "../../../scripts/nats_server.ts";
-import { createRunCredentials, ElCheConfig, permutation, serverAuthorization } from "../../../src/index.ts";
+import { createRunCredentials, permutation, serverAuthorization } from "../../../src/index.ts";
 import { observe } from "../../../src/distributed/run/launch.ts";
-import { mnistRemote, TRAIN } from "../../fixtures/programs/mnist_remote.ts";
+import { remoteProgram, TRAIN } from "../../fixtures/programs/mnist_remote.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 import { type Proc, reap, spawnDeno } from "../../util/processes.ts";
@@ -51,10 +51,6 @@ class Ledger {
 /** A remote rank process (test/fixtures/remote_rank.ts) joining with `token`. */
 const spawnRank = (token: string, env: Record<string, string> = {}): Proc => spawnDeno(RANK_SCRIPT, [token], env);
 
-function program(batch: number) {
-  return mnistRemote.clone().elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(batch).numEpochs(1)
-    .lrScaleRatio(0).heartbeatTimeoutSecs(8);
-}
 
 /**
  * One run: `locals` worker ranks here, `remotes` rank processes over NATS (env per process).
@@ -73,7 +69,7 @@ async function run(opts: {
   const procs: Proc[] = [];
   const ledger = new Ledger();
   const lost: string[] = [];
-  const b = program(opts.batch).cluster({ ranks: Array.from({ length: opts.locals }, () => ({})) });
+  const b = remoteProgram(opts.batch).cluster({ ranks: Array.from({ length: opts.locals }, () => ({})) });
   if (server) {
     b.remoteRanks({
       slots: opts.remotes,
@@ -104,21 +100,20 @@ async function run(opts: {
 /** The rank processes of the last run (for their logs after a refusal). */
 let last: Proc[] = [];
 
-gpuTest("one local worker rank and two remote Deno rank processes over NATS: accuracy in the all-local band, every sample once", async () => {
-  // The band: the same world of 3 ranks, all local workers, twice (ranks race: runs differ).
-  const local: number[] = [];
-  for (let i = 0; i < 2; i++) {
-    const r = await run({ locals: 3, remotes: 0, batch: 40 });
-    r.ledger.exactlyOnce(`all-local run ${i}`);
-    local.push(r.acc!);
-  }
+/**
+ * The lowest test accuracy of 12 runs of the same world all local (3 worker ranks; ranks race,
+ * runs differ): bench/remote_band.ts, numbers and command in bench/README.md. A run whose
+ * averaging or coverage broke lands far below the bar (chance is 0.10).
+ */
+const LOCAL_LOWEST = 0.694, MARGIN = 0.05;
+
+gpuTest(`one local worker rank and two remote Deno rank processes over NATS: accuracy >= ${(LOCAL_LOWEST - MARGIN).toFixed(3)} (below the all-local runs), every sample once`, async () => {
   const mixed = await run({ locals: 1, remotes: 2, batch: 40 });
   mixed.ledger.exactlyOnce("1 local + 2 remote");
   assertEquals(mixed.lost, [], "no rank lost");
   assertEquals(mixed.devices.length, 3, "three ranks");
-  const floor = Math.min(...local) - 0.05;
-  console.log(`test accuracy: all-local ${local.map((a) => a.toFixed(3)).join(", ")}; 1 local + 2 remote ${mixed.acc?.toFixed(3)}`);
-  assert(mixed.acc !== undefined && mixed.acc >= floor, `remote-rank run accuracy ${mixed.acc} below the all-local band (${local.join(", ")}) − 0.05`);
+  console.log(`test accuracy, 1 local + 2 remote: ${mixed.acc?.toFixed(3)} (all-local lowest ${LOCAL_LOWEST})`);
+  assert(mixed.acc !== undefined && mixed.acc >= LOCAL_LOWEST - MARGIN, `remote-rank run accuracy ${mixed.acc} below the all-local runs' lowest ${LOCAL_LOWEST} − ${MARGIN}`);
   for (const p of mixed.procs) {
     const code = (await p.child.status).code;
     const out = await p.output;
@@ -218,7 +213,7 @@ gpuTest("elastic: a remote rank killed in epoch 1 and a new remote process joini
   // admits at that boundary. No sleep anywhere.
   let waiting!: () => void;
   const requested = new Promise<void>((r) => (waiting = r));
-  const b = program(16).numEpochs(2).cluster({ ranks: [{}] })
+  const b = remoteProgram(16).numEpochs(2).cluster({ ranks: [{}] })
     .recordLog(`${out}/records`, 0).saveDashboard(`${out}/dashboard.html`)
     .metricsFn(async (m) => {
       if (m.epoch === 0) await requested;

@@ -13,7 +13,7 @@ import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 
 // 12,480 = 65 batches of 64 per rank: the static split leaves no partial batch to drop.
-const TRAIN = 12480, TEST = 10000, EPOCHS = 3, B = 64;
+const TRAIN = 12480, TEST = 10000, EPOCHS = 2, B = 64;
 
 gpuTest("MNIST MLP: max_failure_exceeded bundle, resume in the factories, each sample once, accuracy within 0.5 points", async () => {
   const dir = await Deno.makeTempDir({ prefix: "flodl-resume-" });
