@@ -161,6 +161,10 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
       );
     },
   });
+  // NOTE: what the socket delivered before it went away is read first: a coordinator that
+  // says bye and stops its server at once must end the rank as a bye, not as a lost link
+  // (the bye's chunk is still in `chain`, being verified, when the disconnect arrives).
+  const lost = (error: RankLinkError) => within(chain, DRAIN_MS).then(() => goDown(error));
   status = (async () => {
     for await (const s of nc.status()) {
       if (s.type === "error") {
@@ -170,13 +174,13 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
           }),
         );
       } else if (s.type === "disconnect" || s.type === "staleConnection") {
-        goDown(new RankLinkError(rank, "down", `${who}: its NATS connection was lost (${s.type})`));
+        lost(new RankLinkError(rank, "down", `${who}: its NATS connection was lost (${s.type})`));
         nc.close().catch(() => {});
       }
     }
   })();
   nc.closed().then((err) => {
-    goDown(
+    lost(
       new RankLinkError(rank, "down", `${who}: its NATS connection closed${err ? `: ${err.message}` : ""}`, {
         cause: err,
       }),

@@ -284,6 +284,66 @@ Deno.test("NATS link: a rank stops when the coordinator's beacon is lost, and on
   }
 });
 
+Deno.test("NATS link: a bye the socket delivered just before the connection dropped ends the rank as a bye, not as a lost link", async () => {
+  // By construction: the rank's connection is wrapped so that the moment the bye's chunk is
+  // handed to the rank, its status stream reports a disconnect (as when the coordinator's
+  // process stops its server right after saying bye); the chunk is still being verified.
+  const rs = await startRunServer(1);
+  try {
+    const cnc = await rs.connectCoordinator();
+    const coord = await openCoordinator({ connection: cnc, run: rs.creds.run, runKey: rs.creds.runKey, beaconMs: 60_000 });
+    const link = await coord.link(0);
+    const rnc = await rs.connectRank(0);
+    const statuses: { type: string }[] = [];
+    let wake: (() => void) | undefined;
+    let armed = false, delivered = 0;
+    const push = (s: { type: string }) => {
+      statuses.push(s);
+      wake?.();
+    };
+    const wrapped = new Proxy(rnc, {
+      get(target, prop) {
+        if (prop === "status") {
+          return () => ({
+            async *[Symbol.asyncIterator]() {
+              // Ends when the connection closes, as the client's own stream does.
+              target.closed().then(() => wake?.());
+              for (;;) {
+                while (statuses.length) yield statuses.shift()!;
+                if (target.isClosed()) return;
+                await new Promise<void>((r) => wake = r);
+              }
+            },
+          });
+        }
+        if (prop === "subscribe") {
+          return (subject: string, o: { callback: (err: unknown, msg: { data: Uint8Array }) => void }) =>
+            target.subscribe(subject, {
+              ...o,
+              callback: (err, msg) => {
+                o.callback(err, msg);
+                if (msg.data.length > 0 && armed) push({ type: "disconnect" });
+                else if (msg.data.length > 0) delivered++;
+              },
+            });
+        }
+        const v = Reflect.get(target, prop);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    }) as NatsConnection;
+    const server = await serveRank({ connection: wrapped, creds: rs.creds.ranks[0], handler: {}, beaconLossMs: 120_000 });
+    await link.ready;
+    // The coordinator's first beacon (the next comes in a minute): then the bye is next.
+    await until("the first beacon", () => delivered > 0 || undefined);
+    armed = true;
+    await coord.close();
+    const why = await server.down;
+    assertEquals(why.message, "rank 0: the coordinator ended the run (the coordinator closed the run)", "the rank read the bye first");
+  } finally {
+    await rs.stop();
+  }
+});
+
 Deno.test("NATS link: a rank's bye takes its link down and rejects the pending call naming the rank", async () => {
   const rs = await startRunServer(1);
   try {
