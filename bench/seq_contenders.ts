@@ -132,15 +132,18 @@ async function timeSteps<L>(
  */
 export const CHAR_RNN_SEED = 11;
 
-/** Our model and optimizer for `s` (fresh weights; char-rnn's seeded with CHAR_RNN_SEED). */
+/**
+ * Our model and optimizer for `s` (fresh weights; char-rnn's seeded with CHAR_RNN_SEED). The
+ * optimizer is `foreach` (one launch for every parameter), as examples/recipes.ts builds it.
+ */
 export function oursModel(device: Device, s: SeqShape): { model: Module; opt: Adam | RMSprop } {
   if (s.model === "char-rnn") {
     manualSeed(CHAR_RNN_SEED);
     const model = charRnn(device, V);
-    return { model, opt: new RMSprop(model.parameters(), { lr: 2e-3 }) };
+    return { model, opt: new RMSprop(model.parameters(), { lr: 2e-3, foreach: true }) };
   }
   const model = new GptNano(V, device, { dModel: GPT.d, heads: GPT.heads, layers: GPT.layers, dFF: GPT.dFF, maxLen: s.seq, dropout: 0 });
-  return { model, opt: new Adam(model.parameters(), { lr: 3e-4 }) };
+  return { model, opt: new Adam(model.parameters(), { lr: 3e-4, foreach: true }) };
 }
 
 /** One training step of ours on the fixed batch; returns the loss (not read). */

@@ -76,6 +76,36 @@ fn index_select_backward_sort(@builtin(global_invocation_id) g: vec3u, @builtin(
   }
 }
 
+// The whole bitonic sort of p.n pairs (a power of two, at most LOCAL_SORT) in one workgroup:
+// every pass of index_select_backward_sort over workgroup memory, a barrier between passes.
+// Same compare-exchanges, same order: the same sorted pairs in one launch, not log2(n)²/2.
+const LOCAL_SORT: u32 = 1024u;
+var<workgroup> sort_keys: array<u32, LOCAL_SORT>;
+var<workgroup> sort_pos: array<u32, LOCAL_SORT>;
+@compute @workgroup_size(WG)
+fn index_select_backward_sort_local(@builtin(local_invocation_index) lid: u32) {
+  for (var t = lid; t < p.n; t += WG) { sort_keys[t] = keys[t]; sort_pos[t] = pos[t]; }
+  workgroupBarrier();
+  for (var block = 2u; block <= p.n; block *= 2u) {
+    for (var stride = block / 2u; stride >= 1u; stride /= 2u) {
+      for (var t = lid; t < p.n / 2u; t += WG) {
+        let i = (t / stride) * 2u * stride + t % stride;
+        let l = i + stride;
+        let ascending = (i & block) == 0u;
+        let ki = sort_keys[i]; let kl = sort_keys[l];
+        let pi = sort_pos[i]; let pl = sort_pos[l];
+        let greater = ki > kl || (ki == kl && pi > pl);
+        if (greater == ascending) {
+          sort_keys[i] = kl; sort_keys[l] = ki;
+          sort_pos[i] = pl; sort_pos[l] = pi;
+        }
+      }
+      workgroupBarrier();
+    }
+  }
+  for (var t = lid; t < p.n; t += WG) { keys[t] = sort_keys[t]; pos[t] = sort_pos[t]; }
+}
+
 // bounds[2s], bounds[2s + 1] = the run [start, end) of key s in the sorted keys (bounds
 // start zeroed: an absent row has an empty run).
 @compute @workgroup_size(WG)

@@ -117,10 +117,14 @@ function gatherValues(x: Shape, index: Shape, dim: number, n: number): IndexValu
 
 /**
  * dx [outer, size, inner] of an index_select whose output was [outer, k, inner]: sort the
- * (index, position) pairs (bitonic, one launch per pass), find each row's run, then sum
+ * (index, position) pairs (bitonic: in one workgroup's memory when k ≤ LOCAL_SORT, else one
+ * launch per pass), find each row's run, then sum
  * each run in position order. Deterministic, and O(k log² k + dx + dy) rather than the
  * O(dx · k) of scanning every index for every element of dx.
  */
+/** Pairs sorted in one workgroup (shaders/gather.wgsl's LOCAL_SORT: 8 KiB of workgroup memory). */
+const LOCAL_SORT = 1024;
+
 function selectBackward(
   dy: Tensor,
   index: Tensor,
@@ -142,15 +146,16 @@ function selectBackward(
     ...perElement("index_select_backward_keys", { ...base, n: p2 }),
     io: { idx: index, keys, pos },
   });
-  for (let block = 2; block <= p2; block *= 2) {
-    for (let stride = block / 2; stride >= 1; stride /= 2) {
-      launch(device, GATHER, {
-        ...perElement("index_select_backward_sort", { ...base, n: p2 / 2, block, stride }),
-        io: {
-          keys,
-          pos,
-        },
-      });
+  if (p2 <= LOCAL_SORT) {
+    launch(device, GATHER, { entry: "index_select_backward_sort_local", params: { ...base, n: p2 }, io: { keys, pos }, groups: [1] });
+  } else {
+    for (let block = 2; block <= p2; block *= 2) {
+      for (let stride = block / 2; stride >= 1; stride /= 2) {
+        launch(device, GATHER, {
+          ...perElement("index_select_backward_sort", { ...base, n: p2 / 2, block, stride }),
+          io: { keys, pos },
+        });
+      }
     }
   }
   launch(device, GATHER, { ...perElement("index_select_backward_bounds", { ...base, n: k }), io: { keys, bounds } });

@@ -63,8 +63,12 @@ const MODE = { none: 0, sum: 1, mean: 2 } as const;
 
 type Values = Partial<Record<keyof typeof LOSS_PARAMS.fields, number>>;
 
-/** Cross-entropy over at most this many classes runs one thread per row. */
-const ROW_CLASSES = 64;
+/**
+ * Cross-entropy over at most this many classes runs one thread per row. A workgroup per row
+ * costs SwiftShader and lavapipe per workgroup: gpt-nano's [128, 85] took 21-29 ms that way in
+ * Chromium (bench/README.md, gpt-nano), one thread a row a fraction of it.
+ */
+const ROW_CLASSES = 256;
 /** Threads per workgroup of the one-thread-per-row kernel. */
 const ROWS_WG = 64;
 

@@ -8,7 +8,9 @@ import { gpuTest } from "../../../util/gpu.ts";
 import { count, mulberry32, randint, randn, uniform } from "../../../util/random.ts";
 
 const REDUCTIONS: Reduction[] = ["mean", "sum", "none"];
-const CLASS_SHAPES: [number, number][] = [[1, 3], [7, 10], [33, 129], [7, 3], [33, 10], [129, 7]];
+// A thread per row up to 256 classes (the mean in the same launch up to 256 rows), a
+// workgroup per row above: [5, 300] and [300, 10] reach the other kernels.
+const CLASS_SHAPES: [number, number][] = [[1, 3], [7, 10], [33, 129], [7, 3], [33, 10], [129, 7], [5, 300], [300, 10]];
 
 /** Targets in [0, c) with every third row (from the second) set to `ignore` when given. */
 function targets(n: number, c: number, rng: () => number, ignore?: number): Int32Array<ArrayBuffer> {
