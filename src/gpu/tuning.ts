@@ -88,7 +88,10 @@ export interface MatmulTiling {
  * loop over the 8 SIMD lanes and dominates, so the kernel wants the most FMAs per load,
  * tm·tn/(tm+tn): 32×32 blocks. wgx = 8 fills one SIMD batch along N. bench/matmul_sweep.ts
  * (lavapipe, 1024³): 32×32 3.3 GFLOP/s, 16×32 2.5, 16×16 1.9, 8×8 1.0, 8×4 0.5; the cost is
- * compile time, about 6 s per pipeline variant on first use (cached on disk by Mesa).
+ * compile time, about 6 s per pipeline variant on first use, in every process: Mesa 22.3's
+ * disk cache does not spare it (2026-12-03: the same variant took 5.2–5.8 s in each of two
+ * processes sharing a fresh MESA_SHADER_CACHE_DIR), and Deno's createComputePipeline blocks
+ * the thread meanwhile.
  */
 export const MATMUL_CPU: MatmulTiling = { tm: 32, tn: 32, wgx: 8, wgy: 1, bk: 0 };
 /**
