@@ -60,17 +60,23 @@ fn index_select_backward_keys(@builtin(global_invocation_id) g: vec3u, @builtin(
   keys[t] = select(p.size, u32(s), in_range(s, p.size) && s != p.pad);
 }
 
-// One bitonic compare-exchange pass over (keys, pos) pairs ordered by key, then position.
+// Bitonic compare-exchange t of a pass (block, stride): the pair (i, i + stride) it orders,
+// and whether (key, position) pairs ki/pi, kl/pl must swap (ordered by key, then position).
+fn bitonic_first(t: u32, stride: u32) -> u32 { return (t / stride) * 2u * stride + t % stride; }
+fn bitonic_swap(i: u32, block: u32, ki: u32, kl: u32, pi: u32, pl: u32) -> bool {
+  let greater = ki > kl || (ki == kl && pi > pl);
+  return greater == ((i & block) == 0u);
+}
+
+// One bitonic compare-exchange pass over (keys, pos) pairs.
 @compute @workgroup_size(WG)
 fn index_select_backward_sort(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let t = index(g, nw); if (t >= p.n) { return; }
-  let i = (t / p.stride) * 2u * p.stride + t % p.stride;
+  let i = bitonic_first(t, p.stride);
   let l = i + p.stride;
-  let ascending = (i & p.block) == 0u;
   let ki = keys[i]; let kl = keys[l];
   let pi = pos[i]; let pl = pos[l];
-  let greater = ki > kl || (ki == kl && pi > pl);
-  if (greater == ascending) {
+  if (bitonic_swap(i, p.block, ki, kl, pi, pl)) {
     keys[i] = kl; keys[l] = ki;
     pos[i] = pl; pos[l] = pi;
   }
@@ -89,13 +95,11 @@ fn index_select_backward_sort_local(@builtin(local_invocation_index) lid: u32) {
   for (var block = 2u; block <= p.n; block *= 2u) {
     for (var stride = block / 2u; stride >= 1u; stride /= 2u) {
       for (var t = lid; t < p.n / 2u; t += WG) {
-        let i = (t / stride) * 2u * stride + t % stride;
+        let i = bitonic_first(t, stride);
         let l = i + stride;
-        let ascending = (i & block) == 0u;
         let ki = sort_keys[i]; let kl = sort_keys[l];
         let pi = sort_pos[i]; let pl = sort_pos[l];
-        let greater = ki > kl || (ki == kl && pi > pl);
-        if (greater == ascending) {
+        if (bitonic_swap(i, block, ki, kl, pi, pl)) {
           sort_keys[i] = kl; sort_keys[l] = ki;
           sort_pos[i] = pl; sort_pos[l] = pi;
         }
