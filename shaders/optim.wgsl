@@ -6,9 +6,6 @@
 // Scalars that depend on the step (bias corrections, 1 - beta) are computed on the host
 // in f64 and arrive rounded once, as PyTorch passes Python floats.
 override WG: u32 = 256;
-// Elements each thread of a `_multi_` entry updates, WG apart (a segment row holds WG·PER):
-// fewer, longer workgroups; on CPU adapters each workgroup has a fixed cost.
-override PER: u32 = 1u;
 
 struct Params {  // mirrored in src/optim/kernel.ts
   n: u32,
@@ -39,10 +36,10 @@ struct Params {  // mirrored in src/optim/kernel.ts
 @group(0) @binding(7) var<storage, read_write> grad_avg: array<f32>;
 // Multi-tensor entries (`*_multi_forward`): one dispatch updates a whole parameter group packed
 // into flat buffers (param, grad and each state at the same offsets). Workgroup w updates
-// elements [segments[w].x, segments[w].y): at most WG·PER of one parameter, so padding between
+// elements [segments[w].x, segments[w].y): at most WG of one parameter, so padding between
 // parameters (offsets are aligned for binding views) is never touched. p.n = workgroups.
-// PER = 1 (the default) takes a straight-line path: SwiftShader ran the loop's single pass
-// 1.8x slower (Adam over the MLP's 203,530 parameters: 8.6 ms against 4.7, bench/README.md).
+// One element a thread, no loop: 4 a thread made Adam slower on lavapipe, and a loop of one
+// pass ran 1.8x slower on SwiftShader (MLP Adam 8.6 ms against 4.7, bench/README.md).
 @group(0) @binding(8) var<storage, read> segments: array<vec2u>;
 
 // #include "lib/grid.wgsl"
@@ -82,10 +79,7 @@ fn sgd_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups)
 @compute @workgroup_size(WG)
 fn sgd_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  if (PER == 1u) { let i = segment_index(wg, nw, t); if (i != NONE) { sgd_at(i); } return; }
-  for (var j = 0u; j < PER; j++) {
-    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { sgd_at(i); }
-  }
+  let i = segment_index(wg, nw, t); if (i != NONE) { sgd_at(i); }
 }
 
 // SGD with momentum: buf = d_p on its first step, else momentum·buf + (1 - dampening)·d_p;
@@ -106,10 +100,7 @@ fn sgd_momentum_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_wo
 @compute @workgroup_size(WG)
 fn sgd_momentum_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  if (PER == 1u) { let i = segment_index(wg, nw, t); if (i != NONE) { sgd_momentum_at(i); } return; }
-  for (var j = 0u; j < PER; j++) {
-    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { sgd_momentum_at(i); }
-  }
+  let i = segment_index(wg, nw, t); if (i != NONE) { sgd_momentum_at(i); }
 }
 
 // Adam and AdamW. Adam adds the L2 penalty to the gradient (weight_decay), AdamW scales
@@ -133,10 +124,7 @@ fn adam_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups
 @compute @workgroup_size(WG)
 fn adam_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  if (PER == 1u) { let i = segment_index(wg, nw, t); if (i != NONE) { adam_at(i); } return; }
-  for (var j = 0u; j < PER; j++) {
-    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { adam_at(i); }
-  }
+  let i = segment_index(wg, nw, t); if (i != NONE) { adam_at(i); }
 }
 
 // RMSprop's denominator sqrt(avg) + eps; centered subtracts the squared mean gradient.
@@ -159,10 +147,7 @@ fn rmsprop_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgro
 @compute @workgroup_size(WG)
 fn rmsprop_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  if (PER == 1u) { let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_at(i); } return; }
-  for (var j = 0u; j < PER; j++) {
-    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { rmsprop_at(i); }
-  }
+  let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_at(i); }
 }
 
 fn rmsprop_momentum_at(i: u32) {
@@ -181,10 +166,7 @@ fn rmsprop_momentum_forward(@builtin(global_invocation_id) g: vec3u, @builtin(nu
 @compute @workgroup_size(WG)
 fn rmsprop_momentum_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  if (PER == 1u) { let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_momentum_at(i); } return; }
-  for (var j = 0u; j < PER; j++) {
-    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { rmsprop_momentum_at(i); }
-  }
+  let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_momentum_at(i); }
 }
 
 fn rmsprop_centered_at(i: u32) {
@@ -203,10 +185,7 @@ fn rmsprop_centered_forward(@builtin(global_invocation_id) g: vec3u, @builtin(nu
 @compute @workgroup_size(WG)
 fn rmsprop_centered_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  if (PER == 1u) { let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_centered_at(i); } return; }
-  for (var j = 0u; j < PER; j++) {
-    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { rmsprop_centered_at(i); }
-  }
+  let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_centered_at(i); }
 }
 
 fn rmsprop_centered_momentum_at(i: u32) {
@@ -227,8 +206,5 @@ fn rmsprop_centered_momentum_forward(@builtin(global_invocation_id) g: vec3u, @b
 @compute @workgroup_size(WG)
 fn rmsprop_centered_momentum_multi_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     @builtin(local_invocation_index) t: u32) {
-  if (PER == 1u) { let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_centered_momentum_at(i); } return; }
-  for (var j = 0u; j < PER; j++) {
-    let i = segment_index(wg, nw, t + j * WG); if (i != NONE) { rmsprop_centered_momentum_at(i); }
-  }
+  let i = segment_index(wg, nw, t); if (i != NONE) { rmsprop_centered_momentum_at(i); }
 }

@@ -58,19 +58,11 @@ export const OPTIM = kernel(OPTIM_PARAMS, {
 /** A state tensor an optimizer keeps per parameter, by its name in shaders/optim.wgsl. */
 export type StateName = Exclude<keyof typeof OPTIM.bindings, "param" | "grad" | "segments">;
 
-/** Threads per workgroup of a multi-tensor entry. */
+/** Threads per workgroup of a multi-tensor entry, one element each (a segment row's most). */
 export const MULTI_WG = 256;
-/**
- * Elements each thread of a multi-tensor update handles (`override PER`), MULTI_WG apart, so a
- * row of the optimizer's segment table holds MULTI_WG·MULTI_PER elements. 1: on lavapipe,
- * Adam over the MLP's 203,530 parameters took 2.84 / 2.66 CPU-ms a step at 1 and 4.10 / 5.52
- * at 4 (bench/README.md, issue 13); a GPU may want more.
- */
-export const MULTI_PER = 1;
-
 /** A packed group for one multi-tensor dispatch: its segment table and workgroup count. */
 export interface Segments {
-  /** u32 pairs `[start, end)`, one per workgroup, at most MULTI_WG·MULTI_PER elements of one parameter. */
+  /** u32 pairs `[start, end)`, one per workgroup, at most MULTI_WG elements of one parameter. */
   table: Tensor;
   workgroups: number;
 }
@@ -106,7 +98,7 @@ export function launchUpdate(
   if (segments) {
     launch(param.device, OPTIM, {
       entry: entry.replace(/_forward$/, "_multi_forward"),
-      overrides: { WG: MULTI_WG, PER: MULTI_PER },
+      overrides: { WG: MULTI_WG },
       params: { ...values, n: segments.workgroups },
       io: { ...state, param, grad, segments: segments.table },
       groups: Device.grid(segments.workgroups, 1),

@@ -9,7 +9,7 @@
  */
 import type { Parameter } from "../autograd/mod.ts";
 import { fromArray, Tensor } from "../tensor/mod.ts";
-import { MULTI_PER, MULTI_WG, segmentRows, type Segments } from "./kernel.ts";
+import { MULTI_WG, segmentRows, type Segments } from "./kernel.ts";
 
 export class PackedGroup {
   readonly offsets: number[] = [];
@@ -49,7 +49,7 @@ export class PackedGroup {
         p.grad = p.gradHome.reshape(g.shape).keep();
       }
     });
-    const rows = segmentRows(this.offsets, params.map((p) => p.data.numel), MULTI_WG * MULTI_PER);
+    const rows = segmentRows(this.offsets, params.map((p) => p.data.numel), MULTI_WG);
     this.segments = rows.length === 0 ? null : {
       table: fromArray(rows, [rows.length], { device, dtype: "u32" }).keep(),
       workgroups: rows.length / 2,

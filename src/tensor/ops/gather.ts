@@ -115,16 +115,16 @@ function gatherValues(x: Shape, index: Shape, dim: number, n: number): IndexValu
   return { n, dim: dim + MAX_DIMS - x.length, x0, x1, x2, x3, x4, x5, i0, i1, i2, i3, i4, i5 };
 }
 
-/**
- * dx [outer, size, inner] of an index_select whose output was [outer, k, inner]: sort the
- * (index, position) pairs (bitonic: in one workgroup's memory when k ≤ LOCAL_SORT, else one
- * launch per pass), find each row's run, then sum
- * each run in position order. Deterministic, and O(k log² k + dx + dy) rather than the
- * O(dx · k) of scanning every index for every element of dx.
- */
 /** Pairs sorted in one workgroup (shaders/gather.wgsl's LOCAL_SORT: 8 KiB of workgroup memory). */
 const LOCAL_SORT = 1024;
 
+/**
+ * dx [outer, size, inner] of an index_select whose output was [outer, k, inner]: sort the
+ * (index, position) pairs (bitonic: in one workgroup's memory when k ≤ LOCAL_SORT, else one
+ * launch per pass), find each row's run, then sum each run in position order. Deterministic,
+ * and O(k log² k + dx + dy) rather than the O(dx · k) of scanning every index for every
+ * element of dx.
+ */
 function selectBackward(
   dy: Tensor,
   index: Tensor,

@@ -51,7 +51,6 @@ class Ledger {
 /** A remote rank process (test/fixtures/remote_rank.ts) joining with `token`. */
 const spawnRank = (token: string, env: Record<string, string> = {}): Proc => spawnDeno(RANK_SCRIPT, [token], env);
 
-
 /**
  * One run: `locals` worker ranks here, `remotes` rank processes over NATS (env per process).
  * `onBatch` sees the processes, to kill one.

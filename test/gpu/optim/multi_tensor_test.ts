@@ -17,7 +17,7 @@ import { packFrame } from "../../../src/distributed/rank/frames.ts";
 import type { Frame } from "../../../src/distributed/protocol/messages.ts";
 import { parametersOf, problem, type Problem, release, setGrads } from "./harness.ts";
 
-// [5, 403]: 2,015 elements, several rows of a segment table (MULTI_WG·MULTI_PER elements each) and a tail.
+// [5, 403]: 2,015 elements, several rows of a segment table (MULTI_WG elements each) and a tail.
 const SHAPES = [[7], [33, 7], [3, 5, 3], [257], [0], [2, 300], [5, 403]];
 
 type Make = (params: Parameter[], foreach: boolean) => Optimizer<any>;
