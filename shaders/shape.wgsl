@@ -17,10 +17,14 @@ struct Params {  // mirrored in src/tensor/ops/shape.ts
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+// The same buffers four words at a time (the *_vec4 entries).
+@group(0) @binding(3) var<storage, read> src4: array<vec4u>;
+@group(0) @binding(4) var<storage, read_write> dst4: array<vec4u>;
 
 // #include "lib/grid.wgsl"
 
-fn copy(i: u32) {
+// Source and destination offsets of element i.
+fn offsets(i: u32) -> vec2u {
   var r = i;
   var s = p.src_base;
   var t = p.dst_base;
@@ -30,7 +34,20 @@ fn copy(i: u32) {
   let i2 = r % p.d2; r = r / p.d2; s += i2 * p.s2; t += i2 * p.t2;
   let i1 = r % p.d1; r = r / p.d1; s += i1 * p.s1; t += i1 * p.t1;
   s += r * p.s0; t += r * p.t0;
-  dst[t] = src[s];
+  return vec2u(s, t);
+}
+
+fn copy(i: u32) {
+  let o = offsets(i);
+  dst[o.y] = src[o.x];
+}
+
+// The *_vec4 entries: the host planned the copy in units of 4 words (the innermost dim
+// contiguous on both sides and a multiple of 4, every other stride and both bases too), so
+// one thread moves a vec4 for one unravel (integer division is slow on CPU adapters).
+fn copy4(i: u32) {
+  let o = offsets(i);
+  dst4[o.y] = src4[o.x];
 }
 
 // One entry per use, so a validation error or a profile names the op; the bodies are the same copy.
@@ -60,4 +77,31 @@ fn narrow_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgro
 fn cat_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
   let i = index(g, nw); if (i >= p.n) { return; }
   copy(i);
+}
+
+// Four words a thread (see copy4).
+@compute @workgroup_size(WG)
+fn permute_forward_vec4(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  copy4(i);
+}
+@compute @workgroup_size(WG)
+fn expand_forward_vec4(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  copy4(i);
+}
+@compute @workgroup_size(WG)
+fn narrow_forward_vec4(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  copy4(i);
+}
+@compute @workgroup_size(WG)
+fn narrow_backward_vec4(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  copy4(i);
+}
+@compute @workgroup_size(WG)
+fn cat_forward_vec4(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  copy4(i);
 }

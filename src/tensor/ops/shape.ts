@@ -14,7 +14,12 @@ export const SHAPE_PARAMS = layout("shape", "Params", {
   t0: "u32", t1: "u32", t2: "u32", t3: "u32", t4: "u32", t5: "u32",
 });
 /** Storage bindings of shaders/shape.wgsl (raw 32-bit words: any dtype). */
-export const SHAPE = kernel(SHAPE_PARAMS, { src: [1, "read"], dst: [2, "read_write"] });
+export const SHAPE = kernel(SHAPE_PARAMS, {
+  src: [1, "read"],
+  dst: [2, "read_write"],
+  src4: [3, "read"],
+  dst4: [4, "read_write"],
+});
 
 /** Dims one strided-copy launch can walk (the Params struct has six). */
 const MAX_DIMS = 6;
@@ -191,6 +196,35 @@ export function copyPlan(
   return { n: numel(shape), srcBase, dstBase, dims, src, dst };
 }
 
+/**
+ * The same copy in units of 4 words (shaders/shape.wgsl's *_vec4 entries), when the
+ * innermost dim is contiguous on both sides with a length that is a multiple of 4 and every
+ * other stride and both bases are multiples of 4; else undefined.
+ * @example
+ * ```ts
+ * import { copyPlan, vec4Plan } from "./shape.ts";
+ * // [B, T, H, D] → [B, H, T, D] with D = 8: rows of 2 vec4s.
+ * const v = vec4Plan(copyPlan([2, 4, 3, 8], [96, 8, 32, 1], [96, 24, 8, 1]));
+ * if (v?.n !== 48 || v.dims.at(-1) !== 2) throw new Error("vec4 plan");
+ * ```
+ */
+export function vec4Plan(plan: CopyPlan): CopyPlan | undefined {
+  const last = plan.dims.length - 1;
+  if (last < 0 || plan.src[last] !== 1 || plan.dst[last] !== 1 || plan.dims[last] % 4 !== 0) return undefined;
+  const four = (x: number) => x % 4 === 0;
+  if (!four(plan.srcBase) || !four(plan.dstBase)) return undefined;
+  if (!plan.src.slice(0, last).every(four) || !plan.dst.slice(0, last).every(four)) return undefined;
+  const q = (x: number) => x / 4;
+  return {
+    n: plan.n / 4,
+    srcBase: q(plan.srcBase),
+    dstBase: q(plan.dstBase),
+    dims: [...plan.dims.slice(0, last), plan.dims[last] / 4],
+    src: [...plan.src.slice(0, last).map(q), 1],
+    dst: [...plan.dst.slice(0, last).map(q), 1],
+  };
+}
+
 /** Record a planned copy from `x` into `y`: a buffer copy when contiguous on both sides, else a kernel. */
 function copy(entry: string, plan: CopyPlan, x: Tensor, y: Tensor): void {
   if (plan.n === 0) return;
@@ -199,14 +233,17 @@ function copy(entry: string, plan: CopyPlan, x: Tensor, y: Tensor): void {
     device.copy(x.buffer, x.byteOffset + plan.srcBase * 4, y.buffer, y.byteOffset + plan.dstBase * 4, plan.n * 4);
     return;
   }
-  const pad = MAX_DIMS - plan.dims.length;
-  const values: Record<string, number> = { n: plan.n, src_base: plan.srcBase, dst_base: plan.dstBase };
+  const v4 = vec4Plan(plan);
+  const p = v4 ?? plan;
+  const pad = MAX_DIMS - p.dims.length;
+  const values: Record<string, number> = { n: p.n, src_base: p.srcBase, dst_base: p.dstBase };
   for (let i = 0; i < MAX_DIMS; i++) {
-    values[`d${i}`] = i < pad ? 1 : plan.dims[i - pad];
-    values[`s${i}`] = i < pad ? 0 : plan.src[i - pad];
-    values[`t${i}`] = i < pad ? 0 : plan.dst[i - pad];
+    values[`d${i}`] = i < pad ? 1 : p.dims[i - pad];
+    values[`s${i}`] = i < pad ? 0 : p.src[i - pad];
+    values[`t${i}`] = i < pad ? 0 : p.dst[i - pad];
   }
-  launch(device, SHAPE, { entry, params: values, io: { src: x, dst: y }, groups: Device.grid(plan.n) });
+  const io = v4 ? { src4: x, dst4: y } : { src: x, dst: y };
+  launch(device, SHAPE, { entry: v4 ? `${entry}_vec4` : entry, params: values, io, groups: Device.grid(p.n) });
 }
 
 const like = (x: Tensor, shape: Shape, origin: string) =>

@@ -15,7 +15,21 @@ const PERMUTES: [number[], number[]][] = [
   [[2, 3, 5, 1, 7], [4, 0, -2, 1, 2]],
   [[2, 3, 2, 3, 2, 3], [5, 4, 3, 2, 1, 0]],
   [[7, 5, 3, 2], [0, 2, 1, 3]],
+  // Four words a thread (vec4Plan): attention's heads split and merged, and a 12-wide row.
+  [[2, 5, 4, 8], [0, 2, 1, 3]],
+  [[2, 4, 5, 8], [0, 2, 1, 3]],
+  [[3, 6, 12], [1, 0, 2]],
 ];
+
+gpuTest("vec4Plan: copies in units of 4 words only where every offset stays a multiple of 4", () => {
+  // [B, T, H, D] → [B, H, T, D]: D = 8 is two vec4s, T's stride 32 is 8.
+  const v = S.vec4Plan(S.copyPlan([2, 4, 5, 8], [160, 8, 32, 1], [160, 40, 8, 1]));
+  assertEquals(v, { n: 80, srcBase: 0, dstBase: 0, dims: [2, 4, 5, 2], src: [40, 2, 8, 1], dst: [40, 10, 2, 1] });
+  assertEquals(S.vec4Plan(S.copyPlan([2, 4, 5, 6], [120, 6, 24, 1], [120, 30, 6, 1])), undefined, "row of 6");
+  assertEquals(S.vec4Plan(S.copyPlan([3, 8], [10, 1], [8, 1])), undefined, "source stride 10");
+  assertEquals(S.vec4Plan(S.copyPlan([3, 8], [16, 1], [8, 1], 2)), undefined, "source base 2");
+  assertEquals(S.vec4Plan(S.copyPlan([8, 4], [1, 8], [4, 1])), undefined, "inner dim strided in the source");
+});
 
 gpuTest("permute forward and backward match f64 reference, up to 6 dims, negative dims", async () => {
   const rng = mulberry32(11);
@@ -53,6 +67,7 @@ const EXPANDS: [number[], number[], number[]][] = [
   [[129], [2, 129], [2, 129]],
   [[7, 33], [7, 33], [7, 33]],
   [[1, 1], [1, 4, 1, 7], [1, 4, 1, 7]],
+  [[1, 8], [3, 8], [3, 8]], // four words a thread
 ];
 
 gpuTest("expand forward matches f64 reference and its gradient sums back", async () => {
@@ -75,6 +90,7 @@ const NARROWS: [number[], number, number, number][] = [
   [[7, 33, 5], -2, 3, 1],
   [[129], 0, 0, 129],
   [[7, 1, 33], 2, 32, 1],
+  [[5, 3, 16], 2, 4, 8], // four words a thread, forward and backward
 ];
 
 gpuTest("narrow forward matches f64 reference and its gradient fills zeros around the slice", async () => {
@@ -105,6 +121,7 @@ const CATS: [number[][], number][] = [
   [[[1, 33], [7, 33], [129, 33]], 0],
   [[[3, 7], [3, 1], [3, 257]], -1],
   [[[257]], 0],
+  [[[3, 4], [3, 8], [3, 12]], 1], // four words a thread
 ];
 
 gpuTest("cat of inputs with different sizes along dim matches f64 reference with every gradient", async () => {
