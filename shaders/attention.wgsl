@@ -56,6 +56,9 @@ struct Params {  // mirrored in src/tensor/ops/attention.ts
 @group(0) @binding(10) var<storage, read_write> dq: array<f32>;
 @group(0) @binding(11) var<storage, read_write> dk: array<f32>;
 @group(0) @binding(12) var<storage, read_write> dv: array<f32>;
+// The scores path's [rows, Tk] matrices (attention_probs, attention_probs_backward).
+@group(0) @binding(13) var<storage, read_write> sp: array<f32>;
+@group(0) @binding(14) var<storage, read_write> pz: array<f32>;
 
 const FLT_MAX = 0x1.fffffep+127f;
 
@@ -381,5 +384,87 @@ fn attention_backward_dkv(@builtin(workgroup_id) g: vec3u, @builtin(num_workgrou
         }
       }
     }
+  }
+}
+
+// ---- the scores path -------------------------------------------------------------------
+// On CPU adapters the fused kernels above run at a tenth of the register matmul's rate
+// (per-thread score arrays and staged tiles indexed by loop counters live in memory there;
+// bench/README.md "gpt-nano step"), so src/tensor/ops/attention.ts writes the scores
+// S = Q·Kᵀ [BH·Tq, Tk] with the matmul and only the row softmax and its backward run here:
+//   forward   S → P in place (attention_probs), P~ = P·z into pz when dropout, O = P~·V;
+//   backward  dP~ = dO·Vᵀ → dS in place (attention_probs_backward), dQ = dS·K, dK = dSᵀ·Q,
+//             dV = P~ᵀ·dO.
+// The masks, the all-hidden row (P = 0) and the dropout multipliers are the fused kernels'.
+//
+// Blocking (tuning.segmentBlocking, as shaders/norm.wgsl's layer norm): a workgroup of WG
+// threads is WG / SEG segments of SEG threads, one row each; a row's partial results meet in
+// a tree over log2(SEG) barriers. Every thread reaches every barrier.
+override SEG: u32 = 1;
+var<workgroup> seg: array<vec2f, WG>;
+
+// This thread's row and lane; the row may be past the last (it then loops over nothing).
+fn seg_row(g: vec3u, nw: vec3u, t: u32) -> vec2u { return vec2u(group_index(g, nw) * (WG / SEG) + t / SEG, t % SEG); }
+
+// Two running softmax states (max m, sum l of exp(s - m)) as one.
+fn softmax_join(a: vec2f, b: vec2f) -> vec2f {
+  let m = max(a.x, b.x);
+  return vec2f(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+// The softmax state (join = true) or the sum of x (join = false) over thread t's segment.
+fn seg_tree(t: u32, v: vec2f, join: bool) -> vec2f {
+  seg[t] = v;
+  workgroupBarrier();
+  let lane = t % SEG;
+  for (var s = SEG / 2u; s > 0u; s = s >> 1u) {
+    if (lane < s) { seg[t] = select(seg[t] + seg[t + s], softmax_join(seg[t], seg[t + s]), join); }
+    workgroupBarrier();
+  }
+  let r = seg[t - lane];
+  workgroupBarrier();
+  return r;
+}
+
+// Row r = bh * Tq + i of sp: scores in, probabilities out (0 where hidden, and the whole row
+// when every key is), and P·z in pz when dropout is on.
+@compute @workgroup_size(WG)
+fn attention_probs(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
+                   @builtin(local_invocation_index) t: u32) {
+  let sl = seg_row(g, nw, t);
+  let r = sl.x;
+  let n = select(0u, p.tk, r < p.rows);
+  let bh = r / p.tq;
+  let i = r % p.tq;
+  let base = r * p.tk;
+  var st = vec2f(-FLT_MAX, 0.0);
+  for (var j = sl.y; j < n; j += SEG) {
+    if (!hidden(bh, i, j)) { st = softmax_join(st, vec2f(sp[base + j] * p.scale, 1.0)); }
+  }
+  st = seg_tree(t, st, true);
+  let inv = select(0.0, 1.0 / st.y, st.y > 0.0);
+  for (var j = sl.y; j < n; j += SEG) {
+    var pr = 0.0;
+    if (!hidden(bh, i, j)) { pr = exp(sp[base + j] * p.scale - st.x) * inv; }
+    sp[base + j] = pr;
+    if (p.p_drop > 0.0) { pz[base + j] = pr * keep(r, j); }
+  }
+}
+
+// dS = scale · P ⊙ (z ⊙ dP~ − delta), delta_r = Σ_j P_rj z_rj dP~_rj: P in sp, dP~ in pz,
+// overwritten by dS (the scale of S = scale·Q·Kᵀ folded in, so dQ = dS·K).
+@compute @workgroup_size(WG)
+fn attention_probs_backward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
+                            @builtin(local_invocation_index) t: u32) {
+  let sl = seg_row(g, nw, t);
+  let r = sl.x;
+  let n = select(0u, p.tk, r < p.rows);
+  let base = r * p.tk;
+  var acc = 0.0;
+  for (var j = sl.y; j < n; j += SEG) { acc += sp[base + j] * keep(r, j) * pz[base + j]; }
+  let dl = seg_tree(t, vec2f(acc, 0.0), false).x;
+  for (var j = sl.y; j < n; j += SEG) {
+    let at = base + j;
+    pz[at] = p.scale * sp[at] * (keep(r, j) * pz[at] - dl);
   }
 }

@@ -177,6 +177,14 @@ export const MAX_DISPATCHES_PER_SUBMIT = 4096;
 export const ATTENTION_WG = 32;
 
 /**
+ * Largest P (B·H·Tq·Tk f32, saved for the backward) for which attention takes the scores
+ * path on CPU adapters (src/tensor/ops/attention.ts `attentionKernel`); past it the fused
+ * kernels, which never write the [Tq, Tk] matrix. 64 MiB: spec-scale gpt-nano (64 × 4 heads
+ * × 128²) is 16 MiB a layer.
+ */
+export const ATTENTION_SCORES_MAX_BYTES = 64 << 20;
+
+/**
  * Bind groups the device keeps for reuse (least recently used dropped first). In Deno a
  * GPUBindGroup's native memory (~1 KiB in wgpu) is freed only when V8 collects its wrapper,
  * and V8 does not count that memory, so one new bind group per dispatch grew the process by

@@ -48,12 +48,19 @@ export function scaledDotProductAttention(
   v: Variable,
   options: AttentionCallOptions & { dropoutP?: number; scale?: number; seed?: number } = {},
 ): Variable {
-  const { inputs, attrs } = T.attentionCall(q, k, v, {
+  const { inputs, attrs } = T.attentionCall(q, k, v, maskVars(options));
+  return apply(T.attentionOp, inputs, attrs);
+}
+
+/** The call's options with its masks as Variables. */
+function maskVars<O extends AttentionCallOptions>(
+  options: O,
+): Omit<O, "attnMask" | "keyPaddingMask"> & { attnMask?: Variable; keyPaddingMask?: Variable } {
+  return {
     ...options,
     attnMask: options.attnMask && asVar(options.attnMask),
     keyPaddingMask: options.keyPaddingMask && asVar(options.keyPaddingMask),
-  });
-  return apply(T.attentionOp, inputs, attrs);
+  };
 }
 
 /** Options of {@link MultiheadAttention}. */
@@ -178,11 +185,23 @@ export class MultiheadAttention extends Module {
     const qb = toBatchFirst(query);
     const kb = key === query ? qb : toBatchFirst(key);
     const vb = value === key ? kb : toBatchFirst(value);
-    const q = this.#heads(this.#project(qb, 0));
-    const k = this.#heads(this.#project(kb, 1));
-    const v = this.#heads(this.#project(vb, 2));
     const dropoutP = this.training ? this.dropout : 0;
-    const o = scaledDotProductAttention(q, k, v, { ...options, dropoutP });
+    let o: Variable;
+    if (query === key && key === value) {
+      // Self-attention: one projection by the whole of in_proj, [B, T, 3E], one permute to
+      // [3, B, H, T, D], and attention on it packed (one gradient, nothing to accumulate).
+      const [b, t] = qb.shape;
+      const w = this.inProjWeight, bias = this.inProjBias;
+      const qkv = apply(T.linearOp, bias ? [qb, w, bias] : [qb, w], undefined);
+      const heads = qkv.reshape([b, t, 3, this.numHeads, this.headDim]).permute([2, 0, 3, 1, 4]);
+      const { inputs, attrs } = T.packedAttentionCall(heads, { ...maskVars(options), dropoutP });
+      o = apply(T.attentionOp, inputs, attrs);
+    } else {
+      const q = this.#heads(this.#project(qb, 0));
+      const k = this.#heads(this.#project(kb, 1));
+      const v = this.#heads(this.#project(vb, 2));
+      o = scaledDotProductAttention(q, k, v, { ...options, dropoutP });
+    }
     const [b, , t] = o.shape;
     const merged = o.permute([0, 2, 1, 3]).reshape([b, t, this.embedDim]);
     const out = this.outProj.forward(merged);

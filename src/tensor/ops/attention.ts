@@ -1,5 +1,6 @@
 import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
 import { fromArray, nextSeed } from "../creation.ts";
+import { matmul } from "./matmul.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -33,6 +34,8 @@ export const ATTENTION = kernel(ATTENTION_PARAMS, {
   dq: [10, "read_write"],
   dk: [11, "read_write"],
   dv: [12, "read_write"],
+  sp: [13, "read_write"],
+  pz: [14, "read_write"],
 });
 
 /**
@@ -52,6 +55,29 @@ export interface AttentionAttrs {
   dropoutP: number;
   /** Dropout mask seed (u32); the backward regenerates the same mask from it. */
   seed: number;
+  /** Which implementation runs; default {@link attentionKernel}'s choice for the device. */
+  kernel?: AttentionKernel;
+  /**
+   * inputs[0] is q, k and v stacked, [3, B, H, T, D] (self-attention's one projection), in
+   * place of three inputs; its gradient is one tensor of that shape.
+   */
+  packed?: boolean;
+}
+
+/**
+ * The two implementations: `fused` (shaders/attention.wgsl's tiled kernels, no [Tq, Tk]
+ * matrix) and `scores` (S = Q·Kᵀ and the products with it through the matmul, only the row
+ * softmax and its backward in attention kernels; saves P, B·H·Tq·Tk floats).
+ */
+export type AttentionKernel = "fused" | "scores";
+
+/**
+ * The implementation a device runs by default: `scores` where the matmul's register kernel
+ * runs (CPU adapters, on which the fused kernels reach a tenth of its rate: bench/README.md
+ * "gpt-nano step") while P stays under {@link tuning.ATTENTION_SCORES_MAX_BYTES}; else `fused`.
+ */
+export function attentionKernel(device: Device, b: number, h: number, tq: number, tk: number): AttentionKernel {
+  return device.matmul.bk === 0 && b * h * tq * tk * 4 <= tuning.ATTENTION_SCORES_MAX_BYTES ? "scores" : "fused";
 }
 
 /** Shapes of an attention call (pure; unit-testable): q [B,H,Tq,D], k and v [B,H,Tk,D]. */
@@ -92,14 +118,20 @@ function checkDropout(p: number, seed: number): void {
   }
 }
 
-const zeroWords = new WeakMap<Device, Tensor>();
+const zeroWords = new WeakMap<Device, Tensor[]>();
 
-/** A kept one-word zero tensor: bound where a mask is absent (the kernel never reads it then). */
-function noMask(device: Device): Tensor {
-  let t = zeroWords.get(device);
+/**
+ * A kept one-word zero tensor of the device: bound where a mask (slot 0) or the scores
+ * path's dropped probabilities (slot 1) are absent; the kernels never touch it then. Two
+ * slots: a dispatch may not bind one buffer both read-only and writable.
+ */
+function noMask(device: Device, slot: 0 | 1 = 0): Tensor {
+  const words = zeroWords.get(device) ?? [];
+  zeroWords.set(device, words);
+  let t = words[slot];
   if (!t || t.released) {
     t = fromArray(new Int32Array(1), [1], { device }).keep();
-    zeroWords.set(device, t);
+    words[slot] = t;
   }
   return t;
 }
@@ -115,24 +147,31 @@ function rowLaunch(entry: string, params: Record<string, number>, len: number) {
 }
 
 /**
- * Fused scaled-dot-product attention (shaders/attention.wgsl): scores, max-subtracted
- * softmax and the weighted sum of values in one kernel, a workgroup per block of query rows
- * sharing each staged block of K and V (FlashAttention's tiling), never writing the
- * [Tq, Tk] weights. Saves q, k, v, the masks and the per-row logsumexp [B, H, Tq]; the
- * backward recomputes the weights from them in two kernels (dQ, then dK and dV).
+ * Scaled-dot-product attention (shaders/attention.wgsl), in one of two implementations
+ * ({@link AttentionKernel}, the device's default from {@link attentionKernel}):
+ * - fused: scores, max-subtracted softmax and the weighted sum of values in one kernel, a
+ *   workgroup per block of query rows sharing each staged block of K and V (FlashAttention's
+ *   tiling), never writing the [Tq, Tk] weights. Saves q, k, v, the masks and the per-row
+ *   logsumexp [B, H, Tq]; the backward recomputes the weights from them in two kernels (dQ,
+ *   then dK and dV).
+ * - scores: S = Q·Kᵀ by the matmul, the masked softmax in place, O = P·V; saves P (and P·z
+ *   with dropout). The backward is three or four products and one row kernel.
+ * Both hide the same keys and draw the same dropout multipliers.
  */
 export const attentionOp: OpDef<AttentionAttrs> = {
   name: "scaledDotProductAttention",
   forward(inputs, attrs) {
     const op = "scaledDotProductAttention";
-    const [q, k, v] = inputs;
-    const mask = attrs.attnMask ? inputs[3] : undefined;
-    const kpm = attrs.keyPaddingMask ? inputs[attrs.attnMask ? 4 : 3] : undefined;
-    if (inputs.length !== 3 + Number(attrs.attnMask) + Number(attrs.keyPaddingMask)) {
+    const n = attrs.packed ? 1 : 3;
+    if (inputs.length !== n + Number(attrs.attnMask) + Number(attrs.keyPaddingMask)) {
       throw new RangeError(
-        `${op}: got ${inputs.length} inputs, attrs say attnMask ${attrs.attnMask}, keyPaddingMask ${attrs.keyPaddingMask}`,
+        `${op}: got ${inputs.length} inputs, attrs say packed ${!!attrs
+          .packed}, attnMask ${attrs.attnMask}, keyPaddingMask ${attrs.keyPaddingMask}`,
       );
     }
+    const [q, k, v] = attrs.packed ? unpack(inputs[0], op) : inputs;
+    const mask = attrs.attnMask ? inputs[n] : undefined;
+    const kpm = attrs.keyPaddingMask ? inputs[n + Number(attrs.attnMask)] : undefined;
     for (const [name, t] of [["q", q], ["k", k], ["v", v]] as const) {
       if (t.dtype !== "f32") throw new TypeError(`${op}: ${name} must be f32, got ${t.dtype}`);
       q.sameDevice(t, op);
@@ -148,10 +187,19 @@ export const attentionOp: OpDef<AttentionAttrs> = {
     const scale = attrs.scale ?? 1 / Math.sqrt(d);
     if (!Number.isFinite(scale)) throw new RangeError(`${op}: scale must be finite, got ${scale}`);
     const dev = q.device;
-    const o = Tensor.empty(q.shape, { device: dev }, op);
-    const lse = Tensor.empty([b, h, tq], { device: dev }, `${op}.lse`);
     const m = mask ?? noMask(dev), pad = kpm ?? noMask(dev);
     const values = paramsOf(attrs, { rows: b * h * tq, heads: h, tq, tk, d, scale }, !!mask, !!kpm);
+    if ((attrs.kernel ?? attentionKernel(dev, b, h, tq, tk)) === "scores") {
+      const s = matmul(q, k, { transB: true });
+      const pz = attrs.dropoutP > 0 ? Tensor.empty(s.shape, { device: dev }, `${op}.dropped`) : undefined;
+      launch(dev, ATTENTION, {
+        ...segLaunch("attention_probs", values, tk),
+        io: { sp: s, pz: pz ?? noMask(dev, 1), attn_mask: m, kpm: pad },
+      });
+      return { output: matmul(pz ?? s, v), saved: [q, k, v, s, m, pad, ...(pz ? [pz] : [])] };
+    }
+    const o = Tensor.empty(q.shape, { device: dev }, op);
+    const lse = Tensor.empty([b, h, tq], { device: dev }, `${op}.lse`);
     launch(dev, ATTENTION, {
       ...rowLaunch("attention_forward", values, tq),
       io: {
@@ -167,58 +215,109 @@ export const attentionOp: OpDef<AttentionAttrs> = {
     return { output: o, saved: [q, k, v, lse, m, pad] };
   },
   backward(dout, ctx) {
-    const [q, k, v, lse, m, pad] = ctx.saved;
+    // stat: the rows' logsumexp [B, H, Tq] (fused) or P [B, H, Tq, Tk] (scores, then P·z
+    // last when dropout is on).
+    const [q, k, v, stat, m, pad, dropped] = ctx.saved;
     const grads: (Tensor | null)[] = ctx.shapes.map(() => null);
-    if (!ctx.needs[0] && !ctx.needs[1] && !ctx.needs[2]) return grads;
-    const [b, h, tq, d] = q.shape;
-    const tk = k.shape[2];
-    const dev = dout.device;
-    const scale = ctx.attrs.scale ?? 1 / Math.sqrt(d);
-    const base = { heads: h, tq, tk, d, scale };
-    const dq = Tensor.empty(q.shape, { device: dev }, "scaledDotProductAttention.backward");
-    const delta = Tensor.empty([b, h, tq], { device: dev }, "scaledDotProductAttention.delta");
-    const io = { q, k, v, lse, attn_mask: m, kpm: pad, dout };
-    const a = ctx.attrs;
-    // dQ first: it also writes delta, which the dK/dV kernel reads.
-    launch(dev, ATTENTION, {
-      ...rowLaunch(
-        "attention_backward_dq",
-        paramsOf(a, { ...base, rows: b * h * tq }, a.attnMask, a.keyPaddingMask),
-        tq,
-      ),
-      io: {
-        ...io,
-        o: ctx.output,
-        delta,
-        dq,
-      },
-    });
-    if (ctx.needs[1] || ctx.needs[2]) {
-      const dk = Tensor.empty(k.shape, { device: dev }, "scaledDotProductAttention.backward");
-      const dv = Tensor.empty(v.shape, { device: dev }, "scaledDotProductAttention.backward");
-      launch(dev, ATTENTION, {
-        ...rowLaunch(
-          "attention_backward_dkv",
-          paramsOf(a, { ...base, rows: b * h * tk }, a.attnMask, a.keyPaddingMask),
-          tk,
-        ),
-        io: {
-          ...io,
-          delta,
-          dk,
-          dv,
-        },
-      });
-      if (ctx.needs[1]) grads[1] = dk;
-      else dk.dispose();
-      if (ctx.needs[2]) grads[2] = dv;
-      else dv.dispose();
+    const needs = ctx.attrs.packed ? [0, 0, 0].map(() => ctx.needs[0]) : ctx.needs.slice(0, 3);
+    if (!needs.some((x) => x)) return grads;
+    const g = qkvGrads(dout, q, k, v, stat, m, pad, dropped, ctx.attrs, ctx.output, needs);
+    if (!ctx.attrs.packed) {
+      for (let i = 0; i < 3; i++) grads[i] = g[i];
+      return grads;
     }
-    if (ctx.needs[0]) grads[0] = dq;
-    else dq.dispose();
+    const dqkv = Tensor.empty([3, ...q.shape], { device: dout.device }, "scaledDotProductAttention.backward");
+    g.forEach((x, i) => {
+      dout.device.copy(x!.buffer, x!.byteOffset, dqkv.buffer, dqkv.byteOffset + i * x!.byteLength, x!.byteLength);
+      x!.dispose();
+    });
+    grads[0] = dqkv;
     return grads;
   },
 };
+
+/**
+ * q, k and v of a packed [3, B, H, T, D] input: views where the device allows a binding at
+ * their byte offset, else copies (buffer copies, not kernels).
+ */
+function unpack(qkv: Tensor, op: string): Tensor[] {
+  if (qkv.shape.length !== 5 || qkv.shape[0] !== 3) {
+    throw new RangeError(`${op}: packed q, k, v must be [3, B, H, T, D], got ${fmt(qkv.shape)}`);
+  }
+  const shape = qkv.shape.slice(1), n = qkv.numel / 3, dev = qkv.device;
+  const align = dev.limits.minStorageBufferOffsetAlignment;
+  return ["q", "k", "v"].map((name, i) => {
+    if ((qkv.byteOffset + i * n * 4) % align === 0) return Tensor.view(qkv, i * n, shape, `${op}.${name}`);
+    const t = Tensor.empty(shape, { device: dev, dtype: qkv.dtype }, `${op}.${name}`);
+    dev.copy(qkv.buffer, qkv.byteOffset + i * n * 4, t.buffer, t.byteOffset, n * 4);
+    return t;
+  });
+}
+
+/** dQ, dK, dV (null where not needed) from what the forward saved. */
+function qkvGrads(
+  dout: Tensor,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  stat: Tensor,
+  m: Tensor,
+  pad: Tensor,
+  dropped: Tensor | undefined,
+  a: AttentionAttrs,
+  output: Tensor,
+  needs: boolean[],
+): (Tensor | null)[] {
+  const grads: (Tensor | null)[] = [null, null, null];
+  const [b, h, tq, d] = q.shape;
+  const tk = k.shape[2];
+  const dev = dout.device;
+  const scale = a.scale ?? 1 / Math.sqrt(d);
+  const base = { heads: h, tq, tk, d, scale };
+  if ((a.kernel ?? attentionKernel(dev, b, h, tq, tk)) === "scores") {
+    const dpz = matmul(dout, v, { transB: true });
+    if (needs[2]) grads[2] = matmul(dropped ?? stat, dout, { transA: true });
+    const values = paramsOf(a, { ...base, rows: b * h * tq }, false, false);
+    launch(dev, ATTENTION, { ...segLaunch("attention_probs_backward", values, tk), io: { sp: stat, pz: dpz } });
+    if (needs[0]) grads[0] = matmul(dpz, k);
+    if (needs[1]) grads[1] = matmul(dpz, q, { transA: true });
+    dpz.dispose();
+    return grads;
+  }
+  const dq = Tensor.empty(q.shape, { device: dev }, "scaledDotProductAttention.backward");
+  const delta = Tensor.empty([b, h, tq], { device: dev }, "scaledDotProductAttention.delta");
+  const io = { q, k, v, lse: stat, attn_mask: m, kpm: pad, dout };
+  // dQ first: it also writes delta, which the dK/dV kernel reads.
+  launch(dev, ATTENTION, {
+    ...rowLaunch("attention_backward_dq", paramsOf(a, { ...base, rows: b * h * tq }, a.attnMask, a.keyPaddingMask), tq),
+    io: { ...io, o: output, delta, dq },
+  });
+  if (needs[1] || needs[2]) {
+    const dk = Tensor.empty(k.shape, { device: dev }, "scaledDotProductAttention.backward");
+    const dv = Tensor.empty(v.shape, { device: dev }, "scaledDotProductAttention.backward");
+    launch(dev, ATTENTION, {
+      ...rowLaunch(
+        "attention_backward_dkv",
+        paramsOf(a, { ...base, rows: b * h * tk }, a.attnMask, a.keyPaddingMask),
+        tk,
+      ),
+      io: { ...io, delta, dk, dv },
+    });
+    if (needs[1]) grads[1] = dk;
+    else dk.dispose();
+    if (needs[2]) grads[2] = dv;
+    else dv.dispose();
+  }
+  if (needs[0]) grads[0] = dq;
+  else dq.dispose();
+  return grads;
+}
+
+/** One segment of threads per row of `len` (Tk), several rows per workgroup ({@link tuning.segmentBlocking}). */
+function segLaunch(entry: string, params: Record<string, number>, len: number) {
+  const { WG, SEG, perGroup } = tuning.segmentBlocking(len);
+  return { entry, params, groups: Device.grid(params.rows, perGroup), overrides: { WG, SEG } };
+}
 
 function paramsOf(
   attrs: AttentionAttrs,
@@ -251,6 +350,8 @@ export interface AttentionOptions {
   seed?: number;
   /** Score multiplier (default 1/√D). */
   scale?: number;
+  /** Which implementation runs (default: {@link attentionKernel}'s choice for the device). */
+  kernel?: AttentionKernel;
 }
 
 /**
@@ -277,14 +378,23 @@ export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, optio
 }
 
 /** Inputs and attrs of {@link attentionOp} for a call (shared by the Variable form). */
-export function attentionCall<T>(
-  q: T,
-  k: T,
-  v: T,
-  options: Omit<AttentionOptions, "attnMask" | "keyPaddingMask"> & { attnMask?: T; keyPaddingMask?: T },
-): { inputs: T[]; attrs: AttentionAttrs } {
+export function attentionCall<T>(q: T, k: T, v: T, options: CallOptions<T>): { inputs: T[]; attrs: AttentionAttrs } {
+  return call([q, k, v], false, options);
+}
+
+/**
+ * Inputs and attrs of {@link attentionOp} for q, k and v stacked in one [3, B, H, T, D] input
+ * (self-attention's one projection): its gradient is one tensor, no accumulation of three.
+ */
+export function packedAttentionCall<T>(qkv: T, options: CallOptions<T>): { inputs: T[]; attrs: AttentionAttrs } {
+  return call([qkv], true, options);
+}
+
+type CallOptions<T> = Omit<AttentionOptions, "attnMask" | "keyPaddingMask"> & { attnMask?: T; keyPaddingMask?: T };
+
+function call<T>(qkv: T[], packed: boolean, options: CallOptions<T>): { inputs: T[]; attrs: AttentionAttrs } {
   const dropoutP = options.dropoutP ?? 0;
-  const inputs = [q, k, v];
+  const inputs = [...qkv];
   if (options.attnMask) inputs.push(options.attnMask);
   if (options.keyPaddingMask) inputs.push(options.keyPaddingMask);
   return {
@@ -297,6 +407,8 @@ export function attentionCall<T>(
       dropoutP,
       // Only attention that draws a mask advances the global stream (as dropout()).
       seed: options.seed ?? (dropoutP > 0 ? nextSeed() : 0),
+      kernel: options.kernel,
+      packed,
     },
   };
 }

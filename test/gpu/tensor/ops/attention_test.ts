@@ -3,7 +3,10 @@ import { forwardBackward } from "../../../../src/tensor/op.ts";
 import {
   attentionCall,
   attentionDims,
+  type AttentionKernel,
+  attentionKernel,
   attentionOp,
+  packedAttentionCall,
   scaledDotProductAttention,
 } from "../../../../src/tensor/ops/attention.ts";
 import { dropoutMultipliers, sdpaRef } from "../../../reference/attention.ts";
@@ -21,7 +24,11 @@ interface Case {
   mask?: boolean;
   kpm?: boolean;
   dropoutP?: number;
+  /** Also run the scores path (every case runs the fused kernels, whose tiling the block edges test). */
+  scores?: boolean;
 }
+
+const KERNELS: AttentionKernel[] = ["fused", "scores"];
 
 const CASES: Case[] = [
   { b: 1, h: 1, tq: 7, tk: 7, d: 5 },
@@ -36,16 +43,22 @@ const CASES: Case[] = [
   { b: 2, h: 1, tq: 1, tk: 5, d: 2, kpm: true }, // a single query row over a partial block
   { b: 2, h: 2, tq: 31, tk: 33, d: 4, causal: true, kpm: true }, // a row short of a block, a key past one
   { b: 1, h: 3, tq: 33, tk: 31, d: 6, causal: true }, // rows past the last key see every key
-  { b: 2, h: 2, tq: 64, tk: 64, d: 32, causal: true, mask: true, kpm: true }, // gpt-nano's head, every mask
+  { b: 2, h: 2, tq: 64, tk: 64, d: 32, causal: true, mask: true, kpm: true, scores: true }, // gpt-nano's head, every mask
   { b: 1, h: 2, tq: 97, tk: 97, d: 8, causal: true, kpm: true, dropoutP: 0.1 }, // 4 row blocks, the last of 1
   { b: 1, h: 1, tq: 40, tk: 40, d: 33, causal: true, kpm: true }, // 2 column chunks, the last of 1 column
   { b: 1, h: 1, tq: 35, tk: 29, d: 70, mask: true, dropoutP: 0.2 }, // 3 column chunks, the last of 6
+  // The scores path: its masks, dropout and rows past the keys, at shapes that share the
+  // matmul's pipelines (a new product shape class costs seconds of compile on CPU adapters).
+  { b: 3, h: 1, tq: 48, tk: 64, d: 32, causal: true, dropoutP: 0.25, scores: true },
+  { b: 1, h: 2, tq: 48, tk: 64, d: 32, mask: true, kpm: true, dropoutP: 0.2, scores: true },
 ];
 
-for (const c of CASES) {
-  const tag = `[${c.b},${c.h},${c.tq}|${c.tk},${c.d}]${c.causal ? " causal" : ""}${c.mask ? " attnMask" : ""}${
-    c.kpm ? " keyPadding" : ""
-  }${c.dropoutP ? ` dropout ${c.dropoutP}` : ""}`;
+for (
+  const c of CASES.flatMap((c) => KERNELS.filter((k) => k === "fused" || c.scores).map((kernel) => ({ ...c, kernel })))
+) {
+  const tag = `${c.kernel} [${c.b},${c.h},${c.tq}|${c.tk},${c.d}]${c.causal ? " causal" : ""}${
+    c.mask ? " attnMask" : ""
+  }${c.kpm ? " keyPadding" : ""}${c.dropoutP ? ` dropout ${c.dropoutP}` : ""}`;
   gpuTest(`scaledDotProductAttention ${tag}: output and dq, dk, dv match f64 reference`, async () => {
     const rng = mulberry32(c.tq * 31 + c.d);
     const nq = c.b * c.h * c.tq * c.d, nk = c.b * c.h * c.tk * c.d;
@@ -68,6 +81,7 @@ for (const c of CASES) {
         keyPaddingMask: kpm && fromArray(kpm, [c.b, c.tk]),
         dropoutP: c.dropoutP,
         seed,
+        kernel: c.kernel,
       },
     );
     const { output, grads } = forwardBackward(attentionOp, inputs, attrs, fromArray(dout, [c.b, c.h, c.tq, c.d]));
@@ -80,40 +94,98 @@ for (const c of CASES) {
   });
 }
 
-gpuTest("scaledDotProductAttention: a query row with every key hidden outputs 0 with 0 gradients", async () => {
-  const rng = mulberry32(5);
-  const dims = { b: 2, h: 1, tq: 3, tk: 4, d: 3 };
-  const q = randn(18, rng), k = randn(24, rng), v = randn(24, rng), dout = randn(18, rng);
-  const kpm = Int32Array.from([1, 1, 1, 1, 0, 0, 1, 0]); // batch 0 is all padding
-  const want = sdpaRef(q, k, v, dims, { keyPaddingMask: kpm }, dout);
-  const { inputs, attrs } = attentionCall(
-    fromArray(q, [2, 1, 3, 3]),
-    fromArray(k, [2, 1, 4, 3]),
-    fromArray(v, [2, 1, 4, 3]),
-    {
-      keyPaddingMask: fromArray(kpm, [2, 4]),
+/** Shapes of the two tests below: the scores path's are the scores cases' (shared pipelines). */
+const SMALL = { fused: { tq: 3, tk: 4, d: 3 }, scores: { tq: 48, tk: 64, d: 32 } };
+const WIDE = { fused: { tq: 5, tk: 70, d: 4 }, scores: { tq: 48, tk: 64, d: 32 } };
+
+for (const kernel of KERNELS) {
+  gpuTest(
+    `scaledDotProductAttention ${kernel}: a query row with every key hidden outputs 0 with 0 gradients`,
+    async () => {
+      const rng = mulberry32(5);
+      const { tq, tk, d } = SMALL[kernel], dims = { b: 2, h: 1, tq, tk, d };
+      const q = randn(2 * tq * d, rng), k = randn(2 * tk * d, rng), v = randn(2 * tk * d, rng);
+      const dout = randn(2 * tq * d, rng);
+      // Batch 0 is all padding; batch 1 hides every other key but its first.
+      const kpm = Int32Array.from({ length: 2 * tk }, (_, i) => (i < tk || (i % 2 === 1 && i % tk > 0) ? 1 : 0));
+      const want = sdpaRef(q, k, v, dims, { keyPaddingMask: kpm }, dout);
+      const { inputs, attrs } = attentionCall(
+        fromArray(q, [2, 1, tq, d]),
+        fromArray(k, [2, 1, tk, d]),
+        fromArray(v, [2, 1, tk, d]),
+        { keyPaddingMask: fromArray(kpm, [2, tk]), kernel },
+      );
+      const { output, grads } = forwardBackward(attentionOp, inputs, attrs, fromArray(dout, [2, 1, tq, d]));
+      const o = await output.toArray();
+      const b0 = o.slice(0, tq * d);
+      assert(b0.every((x) => x === 0), `batch 0 output is 0, got ${b0.filter((x) => x !== 0).slice(0, 5)}`);
+      assertRelClose(o, want.o, 1e-4, "o");
+      assertRelClose(await grads[0]!.toArray(), want.dq, 1e-4, "dq");
+      assertRelClose(await grads[1]!.toArray(), want.dk, 1e-4, "dk");
+      assertRelClose(await grads[2]!.toArray(), want.dv, 1e-4, "dv");
     },
   );
-  const { output, grads } = forwardBackward(attentionOp, inputs, attrs, fromArray(dout, [2, 1, 3, 3]));
-  const o = await output.toArray();
-  assert(o.slice(0, 9).every((x) => x === 0), `batch 0 output is 0, got ${o.slice(0, 9)}`);
-  assertRelClose(o, want.o, 1e-4, "o");
-  assertRelClose(await grads[0]!.toArray(), want.dq, 1e-4, "dq");
-  assertRelClose(await grads[1]!.toArray(), want.dk, 1e-4, "dk");
-  assertRelClose(await grads[2]!.toArray(), want.dv, 1e-4, "dv");
+
+  gpuTest(`scaledDotProductAttention ${kernel}: large logits stay finite (max-subtracted softmax)`, async () => {
+    const rng = mulberry32(6);
+    const { tq, tk, d } = WIDE[kernel], dims = { b: 1, h: 1, tq, tk, d };
+    const q = randn(tq * d, rng, 30), k = randn(tk * d, rng, 30), v = randn(tk * d, rng);
+    const want = sdpaRef(q, k, v, dims, {}, new Float32Array(tq * d));
+    const o = scaledDotProductAttention(
+      fromArray(q, [1, 1, tq, d]),
+      fromArray(k, [1, 1, tk, d]),
+      fromArray(v, [1, 1, tk, d]),
+      { kernel },
+    );
+    assertRelClose(await o.toArray(), want.o, 1e-3, "o with scores near ±900");
+  });
+}
+
+// Packed q, k, v: views of one [3, B, H, T, D] input where 256-byte aligned (4,096 floats a
+// part), copies where not (35 floats a part; the fused kernels only: their compile is cheap).
+const PACKED = [
+  { kernel: "fused", b: 1, h: 2, tq: 64, tk: 64, d: 32 },
+  { kernel: "scores", b: 1, h: 2, tq: 64, tk: 64, d: 32 },
+  { kernel: "fused", b: 1, h: 1, tq: 7, tk: 7, d: 5 },
+] as const;
+for (const c of PACKED) {
+  gpuTest(
+    `scaledDotProductAttention ${c.kernel} packed [3,${c.b},${c.h},${c.tq},${c.d}]: one stacked gradient`,
+    async () => {
+      const rng = mulberry32(c.tq + c.d);
+      const n = c.b * c.h * c.tq * c.d, shape = [c.b, c.h, c.tq, c.d];
+      const qkv = randn(3 * n, rng), dout = randn(n, rng);
+      const [q, k, v] = [0, 1, 2].map((i) => qkv.subarray(i * n, (i + 1) * n));
+      const want = sdpaRef(q, k, v, c, { causal: true }, dout);
+      const { inputs, attrs } = packedAttentionCall(fromArray(qkv, [3, ...shape]), { causal: true, kernel: c.kernel });
+      const { output, grads } = forwardBackward(attentionOp, inputs, attrs, fromArray(dout, shape));
+      assertRelClose(await output.toArray(), want.o, 1e-3, "o");
+      assertEquals(grads.length, 1, "one gradient");
+      assertEquals(grads[0]!.shape, [3, ...shape], "its shape");
+      const g = await grads[0]!.toArray();
+      assertRelClose(g.subarray(0, n), want.dq, 1e-3, "dq");
+      assertRelClose(g.subarray(n, 2 * n), want.dk, 1e-3, "dk");
+      assertRelClose(g.subarray(2 * n), want.dv, 1e-3, "dv");
+    },
+  );
+}
+
+gpuTest("scaledDotProductAttention packed: q, k, v must be [3, B, H, T, D]", () => {
+  const x = fromArray(new Float32Array(24), [2, 1, 1, 3, 4]);
+  assertThrows(
+    () => attentionOp.forward(packedAttentionCall(x, {}).inputs, packedAttentionCall(x, {}).attrs),
+    RangeError,
+    "[3, B, H, T, D]",
+    "[2,1,1,3,4]",
+  );
 });
 
-gpuTest("scaledDotProductAttention: large logits stay finite (max-subtracted softmax)", async () => {
-  const rng = mulberry32(6);
-  const dims = { b: 1, h: 1, tq: 5, tk: 70, d: 4 };
-  const q = randn(20, rng, 30), k = randn(280, rng, 30), v = randn(280, rng);
-  const want = sdpaRef(q, k, v, dims, {}, new Float32Array(20));
-  const o = scaledDotProductAttention(
-    fromArray(q, [1, 1, 5, 4]),
-    fromArray(k, [1, 1, 70, 4]),
-    fromArray(v, [1, 1, 70, 4]),
-  );
-  assertRelClose(await o.toArray(), want.o, 1e-3, "o with scores near ±900");
+gpuTest("attentionKernel: the scores path on the register matmul's adapters while P fits, else fused", (device) => {
+  const register = device.matmul.bk === 0;
+  assertEquals(attentionKernel(device, 8, 4, 64, 64), register ? "scores" : "fused");
+  // 64 MiB of P and one row more.
+  assertEquals(attentionKernel(device, 1, 1, 4096, 4096), register ? "scores" : "fused");
+  assertEquals(attentionKernel(device, 1, 1, 4097, 4096), "fused");
 });
 
 gpuTest("scaledDotProductAttention rejects bad shapes, masks and dropout naming them", () => {
