@@ -56,9 +56,10 @@ struct Params {  // mirrored in src/tensor/ops/attention.ts
 @group(0) @binding(10) var<storage, read_write> dq: array<f32>;
 @group(0) @binding(11) var<storage, read_write> dk: array<f32>;
 @group(0) @binding(12) var<storage, read_write> dv: array<f32>;
-// The scores path's [rows, Tk] matrices (attention_probs, attention_probs_backward).
-@group(0) @binding(13) var<storage, read_write> sp: array<f32>;
-@group(0) @binding(14) var<storage, read_write> pz: array<f32>;
+// The scores path's [rows, Tk] matrices (attention_probs, attention_probs_backward), four
+// keys a vec4: that path needs Tk a multiple of 4.
+@group(0) @binding(13) var<storage, read_write> sp: array<vec4f>;
+@group(0) @binding(14) var<storage, read_write> pz: array<vec4f>;
 
 const FLT_MAX = 0x1.fffffep+127f;
 
@@ -396,10 +397,12 @@ fn attention_backward_dkv(@builtin(workgroup_id) g: vec3u, @builtin(num_workgrou
 //   backward  dP~ = dO·Vᵀ → dS in place (attention_probs_backward), dQ = dS·K, dK = dSᵀ·Q,
 //             dV = P~ᵀ·dO.
 // The masks, the all-hidden row (P = 0) and the dropout multipliers are the fused kernels'.
+// A thread reads and writes four keys at a time (Tk is a multiple of 4 on this path): on
+// CPU adapters every storage access is a loop over the SIMD lanes.
 //
-// Blocking (tuning.segmentBlocking, as shaders/norm.wgsl's layer norm): a workgroup of WG
-// threads is WG / SEG segments of SEG threads, one row each; a row's partial results meet in
-// a tree over log2(SEG) barriers. Every thread reaches every barrier.
+// Blocking (tuning.segmentBlocking over Tk / 4, as shaders/norm.wgsl's layer norm): a
+// workgroup of WG threads is WG / SEG segments of SEG threads, one row each; a row's partial
+// results meet in a tree over log2(SEG) barriers. Every thread reaches every barrier.
 override SEG: u32 = 1;
 var<workgroup> seg: array<vec2f, WG>;
 
@@ -426,6 +429,17 @@ fn seg_tree(t: u32, v: vec2f, join: bool) -> vec2f {
   return r;
 }
 
+// Keys j .. j + 3 visible to query i of head row bh.
+fn visible4(bh: u32, i: u32, j: u32) -> vec4<bool> {
+  return vec4<bool>(!hidden(bh, i, j), !hidden(bh, i, j + 1u), !hidden(bh, i, j + 2u), !hidden(bh, i, j + 3u));
+}
+
+// The dropout multipliers of keys j .. j + 3 of row r.
+fn keep4(r: u32, j: u32) -> vec4f {
+  if (p.p_drop <= 0.0) { return vec4f(1.0); }
+  return vec4f(keep(r, j), keep(r, j + 1u), keep(r, j + 2u), keep(r, j + 3u));
+}
+
 // Row r = bh * Tq + i of sp: scores in, probabilities out (0 where hidden, and the whole row
 // when every key is), and P·z in pz when dropout is on.
 @compute @workgroup_size(WG)
@@ -433,21 +447,25 @@ fn attention_probs(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw:
                    @builtin(local_invocation_index) t: u32) {
   let sl = seg_row(g, nw, t);
   let r = sl.x;
-  let n = select(0u, p.tk, r < p.rows);
+  let n4 = select(0u, p.tk / 4u, r < p.rows);
   let bh = r / p.tq;
   let i = r % p.tq;
-  let base = r * p.tk;
+  let base = r * (p.tk / 4u);
   var st = vec2f(-FLT_MAX, 0.0);
-  for (var j = sl.y; j < n; j += SEG) {
-    if (!hidden(bh, i, j)) { st = softmax_join(st, vec2f(sp[base + j] * p.scale, 1.0)); }
+  for (var j4 = sl.y; j4 < n4; j4 += SEG) {
+    let vis = visible4(bh, i, 4u * j4);
+    let s = select(vec4f(-FLT_MAX), sp[base + j4] * p.scale, vis);
+    let bm = max(max(s.x, s.y), max(s.z, s.w));
+    let e = select(vec4f(0.0), exp(s - bm), vis);
+    st = softmax_join(st, vec2f(bm, e.x + e.y + e.z + e.w));
   }
   st = seg_tree(t, st, true);
   let inv = select(0.0, 1.0 / st.y, st.y > 0.0);
-  for (var j = sl.y; j < n; j += SEG) {
-    var pr = 0.0;
-    if (!hidden(bh, i, j)) { pr = exp(sp[base + j] * p.scale - st.x) * inv; }
-    sp[base + j] = pr;
-    if (p.p_drop > 0.0) { pz[base + j] = pr * keep(r, j); }
+  for (var j4 = sl.y; j4 < n4; j4 += SEG) {
+    let at = base + j4;
+    let pr = select(vec4f(0.0), exp(sp[at] * p.scale - st.x) * inv, visible4(bh, i, 4u * j4));
+    sp[at] = pr;
+    if (p.p_drop > 0.0) { pz[at] = pr * keep4(r, 4u * j4); }
   }
 }
 
@@ -458,13 +476,13 @@ fn attention_probs_backward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgr
                             @builtin(local_invocation_index) t: u32) {
   let sl = seg_row(g, nw, t);
   let r = sl.x;
-  let n = select(0u, p.tk, r < p.rows);
-  let base = r * p.tk;
+  let n4 = select(0u, p.tk / 4u, r < p.rows);
+  let base = r * (p.tk / 4u);
   var acc = 0.0;
-  for (var j = sl.y; j < n; j += SEG) { acc += sp[base + j] * keep(r, j) * pz[base + j]; }
+  for (var j4 = sl.y; j4 < n4; j4 += SEG) { acc += dot(sp[base + j4] * keep4(r, 4u * j4), pz[base + j4]); }
   let dl = seg_tree(t, vec2f(acc, 0.0), false).x;
-  for (var j = sl.y; j < n; j += SEG) {
-    let at = base + j;
-    pz[at] = p.scale * sp[at] * (keep(r, j) * pz[at] - dl);
+  for (var j4 = sl.y; j4 < n4; j4 += SEG) {
+    let at = base + j4;
+    pz[at] = p.scale * sp[at] * (keep4(r, 4u * j4) * pz[at] - dl);
   }
 }

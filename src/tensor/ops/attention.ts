@@ -74,10 +74,12 @@ export type AttentionKernel = "fused" | "scores";
 /**
  * The implementation a device runs by default: `scores` where the matmul's register kernel
  * runs (CPU adapters, on which the fused kernels reach a tenth of its rate: bench/README.md
- * "gpt-nano step") while P stays under {@link tuning.ATTENTION_SCORES_MAX_BYTES}; else `fused`.
+ * "gpt-nano step"), Tk is a multiple of 4 (its row kernels read four keys at a time) and P
+ * stays under {@link tuning.ATTENTION_SCORES_MAX_BYTES}; else `fused`.
  */
 export function attentionKernel(device: Device, b: number, h: number, tq: number, tk: number): AttentionKernel {
-  return device.matmul.bk === 0 && b * h * tq * tk * 4 <= tuning.ATTENTION_SCORES_MAX_BYTES ? "scores" : "fused";
+  const fits = tk % 4 === 0 && b * h * tq * tk * 4 <= tuning.ATTENTION_SCORES_MAX_BYTES;
+  return device.matmul.bk === 0 && fits ? "scores" : "fused";
 }
 
 /** Shapes of an attention call (pure; unit-testable): q [B,H,Tq,D], k and v [B,H,Tk,D]. */
@@ -190,6 +192,7 @@ export const attentionOp: OpDef<AttentionAttrs> = {
     const m = mask ?? noMask(dev), pad = kpm ?? noMask(dev);
     const values = paramsOf(attrs, { rows: b * h * tq, heads: h, tq, tk, d, scale }, !!mask, !!kpm);
     if ((attrs.kernel ?? attentionKernel(dev, b, h, tq, tk)) === "scores") {
+      if (tk % 4 !== 0) throw new RangeError(`${op}: kernel "scores" needs Tk a multiple of 4, got Tk = ${tk}`);
       const s = matmul(q, k, { transB: true });
       const pz = attrs.dropoutP > 0 ? Tensor.empty(s.shape, { device: dev }, `${op}.dropped`) : undefined;
       launch(dev, ATTENTION, {
@@ -313,9 +316,9 @@ function qkvGrads(
   return grads;
 }
 
-/** One segment of threads per row of `len` (Tk), several rows per workgroup ({@link tuning.segmentBlocking}). */
-function segLaunch(entry: string, params: Record<string, number>, len: number) {
-  const { WG, SEG, perGroup } = tuning.segmentBlocking(len);
+/** One segment of threads per row of Tk (4 keys a thread), several rows per workgroup ({@link tuning.segmentBlocking}). */
+function segLaunch(entry: string, params: Record<string, number>, tk: number) {
+  const { WG, SEG, perGroup } = tuning.segmentBlocking(tk / 4);
   return { entry, params, groups: Device.grid(params.rows, perGroup), overrides: { WG, SEG } };
 }
 

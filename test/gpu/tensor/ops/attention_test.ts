@@ -51,6 +51,7 @@ const CASES: Case[] = [
   // matmul's pipelines (a new product shape class costs seconds of compile on CPU adapters).
   { b: 3, h: 1, tq: 48, tk: 64, d: 32, causal: true, dropoutP: 0.25, scores: true },
   { b: 1, h: 2, tq: 48, tk: 64, d: 32, mask: true, kpm: true, dropoutP: 0.2, scores: true },
+  { b: 1, h: 2, tq: 48, tk: 136, d: 32, causal: true, kpm: true, scores: true }, // 4 threads a row, the last short
 ];
 
 for (
@@ -180,13 +181,25 @@ gpuTest("scaledDotProductAttention packed: q, k, v must be [3, B, H, T, D]", () 
   );
 });
 
-gpuTest("attentionKernel: the scores path on the register matmul's adapters while P fits, else fused", (device) => {
-  const register = device.matmul.bk === 0;
-  assertEquals(attentionKernel(device, 8, 4, 64, 64), register ? "scores" : "fused");
-  // 64 MiB of P and one row more.
-  assertEquals(attentionKernel(device, 1, 1, 4096, 4096), register ? "scores" : "fused");
-  assertEquals(attentionKernel(device, 1, 1, 4097, 4096), "fused");
-});
+gpuTest(
+  "attentionKernel: the scores path on the register matmul's adapters for Tk a multiple of 4 while P fits, else fused",
+  (device) => {
+    const register = device.matmul.bk === 0;
+    assertEquals(attentionKernel(device, 8, 4, 64, 64), register ? "scores" : "fused");
+    // 64 MiB of P and one row more.
+    assertEquals(attentionKernel(device, 1, 1, 4096, 4096), register ? "scores" : "fused");
+    assertEquals(attentionKernel(device, 1, 1, 4097, 4096), "fused");
+    assertEquals(attentionKernel(device, 8, 4, 64, 62), "fused", "Tk not a multiple of 4");
+    const x = fromArray(new Float32Array(2 * 6 * 4), [1, 2, 6, 4]);
+    assertThrows(
+      () => scaledDotProductAttention(x, x, x, { kernel: "scores" }),
+      RangeError,
+      "scores",
+      "multiple of 4",
+      "Tk = 6",
+    );
+  },
+);
 
 gpuTest("scaledDotProductAttention rejects bad shapes, masks and dropout naming them", () => {
   const q = fromArray(new Float32Array(24), [1, 2, 3, 4]), k = fromArray(new Float32Array(40), [1, 2, 5, 4]);
