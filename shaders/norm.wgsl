@@ -26,6 +26,17 @@ struct Params {  // mirrored in src/tensor/ops/norm.ts
 @group(0) @binding(9) var<storage, read_write> db: array<f32>;
 @group(0) @binding(10) var<storage, read_write> running_mean: array<f32>;
 @group(0) @binding(11) var<storage, read_write> running_var: array<f32>;
+// The layer norm rows four values a vec4 (the *_vec4 entries, len a multiple of 4): on CPU
+// adapters every storage access is a loop over the SIMD lanes. An absent weight or bias is
+// then a four-element constant read with stride 0.
+@group(0) @binding(12) var<storage, read> x4: array<vec4f>;
+@group(0) @binding(13) var<storage, read> w4: array<vec4f>;
+@group(0) @binding(14) var<storage, read> b4: array<vec4f>;
+@group(0) @binding(15) var<storage, read_write> y4: array<vec4f>;
+@group(0) @binding(16) var<storage, read> dy4: array<vec4f>;
+@group(0) @binding(17) var<storage, read_write> dx4: array<vec4f>;
+@group(0) @binding(18) var<storage, read_write> dw4: array<vec4f>;
+@group(0) @binding(19) var<storage, read_write> db4: array<vec4f>;
 
 // #include "lib/grid.wgsl"
 // #include "lib/reduce.wgsl"
@@ -151,6 +162,82 @@ fn layer_norm_backward_params(@builtin(workgroup_id) g: vec3u, @builtin(num_work
   let s = column_sums(g, nw, t);
   let sl = segment(g, nw, t);
   if (sl.y == 0u && sl.x < p.len) { dw[sl.x] = s.x; db[sl.x] = s.y; }
+}
+
+// The same three kernels four values a thread step (len a multiple of 4; segments over
+// len / 4 vec4s, the column kernel's segments over 4 adjacent columns each).
+fn sum4(v: vec4f) -> f32 { return v.x + v.y + v.z + v.w; }
+
+@compute @workgroup_size(WG)
+fn layer_norm_forward_vec4(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
+                           @builtin(local_invocation_index) t: u32) {
+  let sl = segment(g, nw, t);
+  let r = sl.x;
+  let n = select(0u, p.len / 4u, r < p.rows);
+  let base = r * (p.len / 4u);
+  var s = vec4f(0.0);
+  for (var j = sl.y; j < n; j += SEG) { s += x4[base + j]; }
+  let m = seg_sum2(t, vec2f(sum4(s), 0.0)).x / f32(p.len);
+  var q = vec4f(0.0);
+  for (var j = sl.y; j < n; j += SEG) { let d = x4[base + j] - m; q += d * d; }
+  let rstd = inverseSqrt(seg_sum2(t, vec2f(sum4(q), 0.0)).x / f32(p.len) + p.eps);
+  for (var j = sl.y; j < n; j += SEG) {
+    y4[base + j] = (x4[base + j] - m) * rstd * w4[j * p.w_stride] + b4[j * p.b_stride];
+  }
+  if (sl.y == 0u && r < p.rows) { stats[2u * r] = m; stats[2u * r + 1u] = rstd; }
+}
+
+@compute @workgroup_size(WG)
+fn layer_norm_backward_vec4(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
+                            @builtin(local_invocation_index) t: u32) {
+  let sl = segment(g, nw, t);
+  let r = min(sl.x, p.rows - 1u);
+  let n = select(0u, p.len / 4u, sl.x < p.rows);
+  let base = r * (p.len / 4u);
+  let m = stats[2u * r];
+  let rstd = stats[2u * r + 1u];
+  var acc = vec2f(0.0);
+  for (var j = sl.y; j < n; j += SEG) {
+    let gj = dy4[base + j] * w4[j * p.w_stride];
+    acc += vec2f(sum4(gj), dot(gj, (x4[base + j] - m) * rstd));
+  }
+  let mg = seg_sum2(t, acc) / f32(p.len);
+  for (var j = sl.y; j < n; j += SEG) {
+    let i = base + j;
+    dx4[i] = rstd * (dy4[i] * w4[j * p.w_stride] - mg.x - (x4[i] - m) * rstd * mg.y);
+  }
+}
+
+var<workgroup> nv4: array<vec4f, 2u * WG>;
+
+// Columns 4c .. 4c + 3's sums over the rows of dy * xhat (dw) and dy (db), a segment per
+// four columns; lane l sums rows l, l + SEG, ...
+@compute @workgroup_size(WG)
+fn layer_norm_backward_params_vec4(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
+                                   @builtin(local_invocation_index) t: u32) {
+  let sl = segment(g, nw, t);
+  let c = sl.x;
+  let w = p.len / 4u;
+  let n = select(0u, p.rows, c < w);
+  var aw = vec4f(0.0);
+  var ab = vec4f(0.0);
+  for (var r = sl.y; r < n; r += SEG) {
+    let d = dy4[r * w + c];
+    aw += d * (x4[r * w + c] - stats[2u * r]) * stats[2u * r + 1u];
+    ab += d;
+  }
+  nv4[2u * t] = aw;
+  nv4[2u * t + 1u] = ab;
+  workgroupBarrier();
+  let lane = sl.y;
+  for (var s = SEG / 2u; s > 0u; s = s >> 1u) {
+    if (lane < s) {
+      nv4[2u * t] += nv4[2u * (t + s)];
+      nv4[2u * t + 1u] += nv4[2u * (t + s) + 1u];
+    }
+    workgroupBarrier();
+  }
+  if (lane == 0u && c < w) { dw4[c] = nv4[2u * t]; db4[c] = nv4[2u * t + 1u]; }
 }
 
 // ---- batch norm ----------------------------------------------------------------

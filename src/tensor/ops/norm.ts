@@ -35,6 +35,14 @@ export const NORM = kernel(NORM_PARAMS, {
   db: [9, "read_write"],
   running_mean: [10, "read_write"],
   running_var: [11, "read_write"],
+  x4: [12, "read"],
+  w4: [13, "read"],
+  b4: [14, "read"],
+  y4: [15, "read_write"],
+  dy4: [16, "read"],
+  dx4: [17, "read_write"],
+  dw4: [18, "read_write"],
+  db4: [19, "read_write"],
 }, { rows: 0, len: 0, inner: 1, channels: 0, eps: 0, momentum: 0, training: 0, w_stride: 1, b_stride: 1 });
 
 /** The grid and WGSL overrides of one norm kernel launch. */
@@ -108,11 +116,12 @@ export const layerNormOp: OpDef<LayerNormAttrs> = {
     const y = Tensor.empty(x.shape, { device: x.device }, op);
     const stats = Tensor.empty([2 * rows], { device: x.device }, "layerNorm.stats");
     const values = { rows, len, eps, w_stride: slot.w >= 0 ? 1 : 0, b_stride: slot.b >= 0 ? 1 : 0 };
+    const v4 = len % 4 === 0;
     launch(x.device, NORM, {
-      entry: "layer_norm_forward",
+      entry: v4 ? "layer_norm_forward_vec4" : "layer_norm_forward",
       params: values,
-      io: { x, w, b, y, stats },
-      ...rowLaunch(rows, len),
+      io: v4 ? { x4: x, w4: w, b4: b, y4: y, stats } : { x, w, b, y, stats },
+      ...rowLaunch(rows, v4 ? len / 4 : len),
     });
     return { output: y, saved: [x, w, stats] };
   },
@@ -125,13 +134,15 @@ export const layerNormOp: OpDef<LayerNormAttrs> = {
     const values = { rows, len, w_stride: slot.w >= 0 ? 1 : 0 };
     const grads: (Tensor | null)[] = ctx.shapes.map(() => null);
     const dev = dy.device;
+    // Four values a thread step where rows allow (len a multiple of 4; shaders/norm.wgsl).
+    const v4 = len % 4 === 0;
     if (ctx.needs[0]) {
       const dx = Tensor.empty(x.shape, { device: dev }, "layerNorm.backward");
       launch(dev, NORM, {
-        entry: "layer_norm_backward",
+        entry: v4 ? "layer_norm_backward_vec4" : "layer_norm_backward",
         params: values,
-        io: { x, w, stats, dy, dx },
-        ...rowLaunch(rows, len),
+        io: v4 ? { x4: x, w4: w, stats, dy4: dy, dx4: dx } : { x, w, stats, dy, dx },
+        ...rowLaunch(rows, v4 ? len / 4 : len),
       });
       grads[0] = dx;
     }
@@ -144,6 +155,18 @@ export const layerNormOp: OpDef<LayerNormAttrs> = {
         : needW
         ? "layer_norm_backward_weight"
         : "layer_norm_backward_bias";
+      if (v4 && needW && needB) {
+        const [dw, db] = [slot.w, slot.b].map(() => Tensor.empty(ns, { device: dev }, "layerNorm.backward"));
+        launch(dev, NORM, {
+          entry: "layer_norm_backward_params_vec4",
+          params: values,
+          io: { dy4: dy, x4: x, stats, dw4: dw, db4: db },
+          ...columnLaunch(rows, len / 4),
+        });
+        grads[slot.w] = dw;
+        grads[slot.b] = db;
+        return grads;
+      }
       const dw = needW ? Tensor.empty(ns, { device: dev }, "layerNorm.backward") : undefined;
       const db = needB ? Tensor.empty(ns, { device: dev }, "layerNorm.backward") : undefined;
       const io: Record<string, Tensor> = { dy };

@@ -21,13 +21,16 @@ export interface AffineInputs {
 
 const constants = new WeakMap<Device, Map<number, Tensor>>();
 
-/** A kept one-element tensor holding `v` on `device`, made once: the stand-in for an absent weight (1) or bias (0). */
+/**
+ * A kept tensor of four `v`s on `device`, made once: the stand-in for an absent weight (1)
+ * or bias (0), read with stride 0 (a scalar kernel reads element 0, a vec4 one all four).
+ */
 export function constant(device: Device, v: number): Tensor {
   let m = constants.get(device);
   if (!m) constants.set(device, m = new Map());
   let t = m.get(v);
   if (!t || t.released) {
-    t = fromArray([v], [1], { device }).keep();
+    t = fromArray([v, v, v, v], [4], { device }).keep();
     m.set(v, t);
   }
   return t;

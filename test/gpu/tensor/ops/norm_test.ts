@@ -26,6 +26,11 @@ const LN_CASES: [number[], number[]][] = [
   [[3, 5, 7], [7]],
   [[3, 4099], [4099]],
   [[1100, 8], [8]],
+  // Four values a thread step (len a multiple of 4, the *_vec4 entries): gpt-nano's width,
+  // a normalized shape of two dims, and a row past the widest segment in vec4s (4,100 > 4,096).
+  [[16, 128], [128]],
+  [[5, 2, 12], [2, 12]],
+  [[2, 16400], [16400]],
 ];
 
 for (const affine of ["both", "weight", "none"] as const) {
