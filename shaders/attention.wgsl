@@ -69,6 +69,7 @@ var<workgroup> tb: array<vec4f, BK * DC4>;
 
 // #include "lib/grid.wgsl"
 // #include "lib/pcg.wgsl"
+// #include "lib/segment.wgsl"
 
 // Key j hidden from query i of head row bh. (x << 1) drops the sign bit: -0.0 is 0.
 fn hidden(bh: u32, i: u32, j: u32) -> bool {
@@ -400,34 +401,7 @@ fn attention_backward_dkv(@builtin(workgroup_id) g: vec3u, @builtin(num_workgrou
 // A thread reads and writes four keys at a time (Tk is a multiple of 4 on this path): on
 // CPU adapters every storage access is a loop over the SIMD lanes.
 //
-// Blocking (tuning.segmentBlocking over Tk / 4, as shaders/norm.wgsl's layer norm): a
-// workgroup of WG threads is WG / SEG segments of SEG threads, one row each; a row's partial
-// results meet in a tree over log2(SEG) barriers. Every thread reaches every barrier.
-override SEG: u32 = 1;
-var<workgroup> seg: array<vec2f, WG>;
-
-// This thread's row and lane; the row may be past the last (it then loops over nothing).
-fn seg_row(g: vec3u, nw: vec3u, t: u32) -> vec2u { return vec2u(group_index(g, nw) * (WG / SEG) + t / SEG, t % SEG); }
-
-// Two running softmax states (max m, sum l of exp(s - m)) as one.
-fn softmax_join(a: vec2f, b: vec2f) -> vec2f {
-  let m = max(a.x, b.x);
-  return vec2f(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
-}
-
-// The softmax state (join = true) or the sum of x (join = false) over thread t's segment.
-fn seg_tree(t: u32, v: vec2f, join: bool) -> vec2f {
-  seg[t] = v;
-  workgroupBarrier();
-  let lane = t % SEG;
-  for (var s = SEG / 2u; s > 0u; s = s >> 1u) {
-    if (lane < s) { seg[t] = select(seg[t] + seg[t + s], softmax_join(seg[t], seg[t + s]), join); }
-    workgroupBarrier();
-  }
-  let r = seg[t - lane];
-  workgroupBarrier();
-  return r;
-}
+// Blocking: lib/segment.wgsl's, one segment per row, over Tk / 4 vec4s.
 
 // Keys j .. j + 3 visible to query i of head row bh.
 fn visible4(bh: u32, i: u32, j: u32) -> vec4<bool> {
@@ -445,25 +419,28 @@ fn keep4(r: u32, j: u32) -> vec4f {
 @compute @workgroup_size(WG)
 fn attention_probs(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                    @builtin(local_invocation_index) t: u32) {
-  let sl = seg_row(g, nw, t);
+  let sl = segment(g, nw, t);
   let r = sl.x;
   let n4 = select(0u, p.tk / 4u, r < p.rows);
   let bh = r / p.tq;
   let i = r % p.tq;
   let base = r * (p.tk / 4u);
-  var st = vec2f(-FLT_MAX, 0.0);
+  var mx = -FLT_MAX;  // hidden keys count as -FLT_MAX, below every real score
   for (var j4 = sl.y; j4 < n4; j4 += SEG) {
-    let vis = visible4(bh, i, 4u * j4);
-    let s = select(vec4f(-FLT_MAX), sp[base + j4] * p.scale, vis);
-    let bm = max(max(s.x, s.y), max(s.z, s.w));
-    let e = select(vec4f(0.0), exp(s - bm), vis);
-    st = softmax_join(st, vec2f(bm, e.x + e.y + e.z + e.w));
+    let s = select(vec4f(-FLT_MAX), sp[base + j4] * p.scale, visible4(bh, i, 4u * j4));
+    mx = max(mx, max(max(s.x, s.y), max(s.z, s.w)));
   }
-  st = seg_tree(t, st, true);
-  let inv = select(0.0, 1.0 / st.y, st.y > 0.0);
+  let m = seg_max(t, mx);
+  var l = 0.0;
+  for (var j4 = sl.y; j4 < n4; j4 += SEG) {
+    let e = select(vec4f(0.0), exp(sp[base + j4] * p.scale - m), visible4(bh, i, 4u * j4));
+    l += e.x + e.y + e.z + e.w;
+  }
+  l = seg_sum2(t, vec2f(l, 0.0)).x;
+  let inv = select(0.0, 1.0 / l, l > 0.0);
   for (var j4 = sl.y; j4 < n4; j4 += SEG) {
     let at = base + j4;
-    let pr = select(vec4f(0.0), exp(sp[at] * p.scale - st.x) * inv, visible4(bh, i, 4u * j4));
+    let pr = select(vec4f(0.0), exp(sp[at] * p.scale - m) * inv, visible4(bh, i, 4u * j4));
     sp[at] = pr;
     if (p.p_drop > 0.0) { pz[at] = pr * keep4(r, 4u * j4); }
   }
@@ -474,13 +451,13 @@ fn attention_probs(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw:
 @compute @workgroup_size(WG)
 fn attention_probs_backward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
                             @builtin(local_invocation_index) t: u32) {
-  let sl = seg_row(g, nw, t);
+  let sl = segment(g, nw, t);
   let r = sl.x;
   let n4 = select(0u, p.tk / 4u, r < p.rows);
   let base = r * (p.tk / 4u);
   var acc = 0.0;
   for (var j4 = sl.y; j4 < n4; j4 += SEG) { acc += dot(sp[base + j4] * keep4(r, 4u * j4), pz[base + j4]); }
-  let dl = seg_tree(t, vec2f(acc, 0.0), false).x;
+  let dl = seg_sum2(t, vec2f(acc, 0.0)).x;
   for (var j4 = sl.y; j4 < n4; j4 += SEG) {
     let at = base + j4;
     pz[at] = p.scale * sp[at] * (keep4(r, 4u * j4) * pz[at] - dl);

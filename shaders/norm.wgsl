@@ -40,37 +40,14 @@ struct Params {  // mirrored in src/tensor/ops/norm.ts
 
 // #include "lib/grid.wgsl"
 // #include "lib/reduce.wgsl"
+// #include "lib/segment.wgsl"
 
 // ---- layer norm ----------------------------------------------------------------
 
-// Blocking (chosen by rowBlocking / colBlocking in src/tensor/ops/norm.ts): a workgroup of
-// WG threads is WG / SEG segments of SEG threads (SEG a power of two <= WG). The row kernels
-// give each segment one row (its threads stride over the row's len elements); the column
-// kernels (weight and bias gradients) give each segment one column (its threads stride over
-// the rows, adjacent segments reading adjacent columns). A segment's partial sums meet in a
-// tree over log2(SEG) barriers, so a short row costs a few barriers per workgroup instead
-// of a full WG-wide tree per row (which CPU adapters, SwiftShader above all, pay dearly for).
-// Every thread reaches every barrier: out-of-range segments compute on nothing and store
-// nothing, with no early return.
-override SEG: u32 = 1;
-var<workgroup> nv: array<vec2f, WG>;
-
-// The sum of v over the SEG threads of thread t's segment (lane = t % SEG), given to all.
-fn seg_sum2(t: u32, v: vec2f) -> vec2f {
-  nv[t] = v;
-  workgroupBarrier();
-  let lane = t % SEG;
-  for (var s = SEG / 2u; s > 0u; s = s >> 1u) {
-    if (lane < s) { nv[t] += nv[t + s]; }
-    workgroupBarrier();
-  }
-  let r = nv[t - lane];
-  workgroupBarrier();
-  return r;
-}
-
-// This thread's segment (row or column) and lane; the segment may be out of range.
-fn segment(g: vec3u, nw: vec3u, t: u32) -> vec2u { return vec2u(group_index(g, nw) * (WG / SEG) + t / SEG, t % SEG); }
+// Blocking (rowLaunch / columnLaunch in src/tensor/ops/norm.ts, lib/segment.wgsl): the row
+// kernels give each segment one row (its threads stride over the row's len elements); the
+// column kernels (weight and bias gradients) give each segment one column (its threads
+// stride over the rows, adjacent segments reading adjacent columns).
 
 // NOTE: two passes (mean, then sum of squared deviations) rather than E[x^2] - E[x]^2,
 // which cancels catastrophically when |mean| >> std.
