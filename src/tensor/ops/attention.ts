@@ -164,14 +164,13 @@ export const attentionOp: OpDef<AttentionAttrs> = {
   name: "scaledDotProductAttention",
   forward(inputs, attrs) {
     const op = "scaledDotProductAttention";
-    const n = attrs.packed ? 1 : 3;
+    const packed = !!attrs.packed, n = packed ? 1 : 3;
     if (inputs.length !== n + Number(attrs.attnMask) + Number(attrs.keyPaddingMask)) {
       throw new RangeError(
-        `${op}: got ${inputs.length} inputs, attrs say packed ${!!attrs
-          .packed}, attnMask ${attrs.attnMask}, keyPaddingMask ${attrs.keyPaddingMask}`,
+        `${op}: got ${inputs.length} inputs, attrs say packed ${packed}, attnMask ${attrs.attnMask}, keyPaddingMask ${attrs.keyPaddingMask}`,
       );
     }
-    const [q, k, v] = attrs.packed ? unpack(inputs[0], op) : inputs;
+    const [q, k, v] = packed ? unpack(inputs[0], op) : inputs;
     const mask = attrs.attnMask ? inputs[n] : undefined;
     const kpm = attrs.keyPaddingMask ? inputs[n + Number(attrs.attnMask)] : undefined;
     for (const [name, t] of [["q", q], ["k", k], ["v", v]] as const) {
