@@ -4,7 +4,10 @@
 # The Deno tests, then the Playwright tests. TEST_PARALLEL=1 runs them side by side (lines
 # prefixed `deno │` and `pw   │`): on 2 cores that was slower, not faster (2026-12-02: 24 min
 # of Playwright beside 38+ of deno test, whose multi-process NATS tests took 4-7x their time
-# alone), so it is off by default; on a machine with more cores it may pay.
+# alone), so it is off by default; on a machine with more cores it may pay. `deno test
+# --parallel` (2 jobs here) took 18m56s against 22-24 min serially (2026-12-03), but
+# memory_deno_test's RSS bound failed beside the other processes (231 MiB over 2,500 steps;
+# < 96 MiB alone), so the Deno files run one at a time.
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/env.sh
