@@ -425,18 +425,17 @@ fn attention_probs(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw:
   let bh = r / p.tq;
   let i = r % p.tq;
   let base = r * (p.tk / 4u);
-  var mx = -FLT_MAX;  // hidden keys count as -FLT_MAX, below every real score
+  var st = vec2f(-FLT_MAX, 0.0);  // the row's running softmax state (lib/segment.wgsl)
   for (var j4 = sl.y; j4 < n4; j4 += SEG) {
-    let s = select(vec4f(-FLT_MAX), sp[base + j4] * p.scale, visible4(bh, i, 4u * j4));
-    mx = max(mx, max(max(s.x, s.y), max(s.z, s.w)));
+    let vis = visible4(bh, i, 4u * j4);
+    let s = select(vec4f(-FLT_MAX), sp[base + j4] * p.scale, vis);  // hidden: below every real score
+    let bm = max(max(s.x, s.y), max(s.z, s.w));
+    let e = select(vec4f(0.0), exp(s - bm), vis);
+    st = softmax_join(st, vec2f(bm, e.x + e.y + e.z + e.w));
   }
-  let m = seg_max(t, mx);
-  var l = 0.0;
-  for (var j4 = sl.y; j4 < n4; j4 += SEG) {
-    let e = select(vec4f(0.0), exp(sp[base + j4] * p.scale - m), visible4(bh, i, 4u * j4));
-    l += e.x + e.y + e.z + e.w;
-  }
-  l = seg_sum2(t, vec2f(l, 0.0)).x;
+  st = seg_tree(t, st, SEG_SOFTMAX);
+  let m = st.x;
+  let l = st.y;
   let inv = select(0.0, 1.0 / l, l > 0.0);
   for (var j4 = sl.y; j4 < n4; j4 += SEG) {
     let at = base + j4;
