@@ -149,30 +149,22 @@ export const layerNormOp: OpDef<LayerNormAttrs> = {
     const needW = slot.w >= 0 && ctx.needs[slot.w];
     const needB = slot.b >= 0 && ctx.needs[slot.b];
     if (needW || needB) {
-      // One launch for both when both are wanted (dy read once).
-      const entry = needW && needB
-        ? "layer_norm_backward_params"
-        : needW
-        ? "layer_norm_backward_weight"
-        : "layer_norm_backward_bias";
-      if (v4 && needW && needB) {
-        const [dw, db] = [slot.w, slot.b].map(() => Tensor.empty(ns, { device: dev }, "layerNorm.backward"));
-        launch(dev, NORM, {
-          entry: "layer_norm_backward_params_vec4",
-          params: values,
-          io: { dy4: dy, x4: x, stats, dw4: dw, db4: db },
-          ...columnLaunch(rows, len / 4),
-        });
-        grads[slot.w] = dw;
-        grads[slot.b] = db;
-        return grads;
-      }
       const dw = needW ? Tensor.empty(ns, { device: dev }, "layerNorm.backward") : undefined;
       const db = needB ? Tensor.empty(ns, { device: dev }, "layerNorm.backward") : undefined;
-      const io: Record<string, Tensor> = { dy };
-      if (dw) Object.assign(io, { x, stats, dw });
-      if (db) io.db = db;
-      launch(dev, NORM, { entry, params: values, io, ...columnLaunch(rows, len) });
+      // One launch for both when both are wanted (dy read once), four columns a segment
+      // where rows allow.
+      const both4 = v4 && dw && db;
+      const entry = both4
+        ? "layer_norm_backward_params_vec4"
+        : dw && db
+        ? "layer_norm_backward_params"
+        : dw
+        ? "layer_norm_backward_weight"
+        : "layer_norm_backward_bias";
+      const io: Record<string, Tensor> = both4 ? { dy4: dy, x4: x, stats, dw4: dw, db4: db } : { dy };
+      if (!both4 && dw) Object.assign(io, { x, stats, dw });
+      if (!both4 && db) io.db = db;
+      launch(dev, NORM, { entry, params: values, io, ...columnLaunch(rows, both4 ? len / 4 : len) });
       if (dw) grads[slot.w] = dw;
       if (db) grads[slot.b] = db;
     }
