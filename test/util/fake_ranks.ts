@@ -54,6 +54,17 @@ export interface FakeRankScript {
   /** A control call that never answers (the rank stays alive), by name. */
   hangOn?: string;
   /**
+   * Lost right after it answered its n-th (1-based) call of this name: "train" (the chunk's
+   * reply is on its way, no reduce has folded it yet), "snapshot" (its frame is on its way),
+   * "adopt", "collective".
+   */
+  dieAfter?: { call: "train" | "snapshot" | "adopt" | "collective"; n: number };
+  /**
+   * Its n-th (1-based) snapshot's frame fails the coordinator's checks (a NaN, as the NATS
+   * transport refuses one): the rank is dropped and the snapshot call rejects.
+   */
+  refuseSnapshot?: number;
+  /**
    * Deliver each chunk's last batch event after the chunk's reply (a worker's events and
    * replies travel on different message ports, with no order between them).
    */
@@ -122,6 +133,11 @@ export class FakeRank implements RankApi {
   client!: RankClient;
   /** Chunks this rank trained: [epoch, offset, size]. */
   readonly trained: [number, number, number][] = [];
+  /** The rank's own log: [epoch, offset] of every batch it trained since its last adopted frame. */
+  #sinceAvg: [number, number][] = [];
+  /** Per round, the batches ([epoch, offset]) the frame (or collective slot) it gave holds. */
+  readonly framed = new Map<number, [number, number][]>();
+  #answered = new Map<string, number>();
 
   constructor(readonly rank: number, readonly clock: Timeline, readonly script: FakeRankScript) {}
 
@@ -162,12 +178,15 @@ export class FakeRank implements RankApi {
             dataStarveMs: 0,
             scalars: {},
           });
+          this.#answer("train");
           this.#drain();
           return;
         }
         const d = this.script.batchMs(this.#done);
+        const [start] = plan.ranges[0]; // the coordinator sends one range a chunk
         this.clock.at(d, () => {
           if (this.#stopped) return;
+          this.#sinceAvg.push([plan.epoch, start + k * B]);
           k++;
           ms += d;
           this.#done++;
@@ -196,16 +215,27 @@ export class FakeRank implements RankApi {
   snapshot(round: number, exact = false): Promise<Frame> {
     return this.#control("snapshot", () => {
       this.#snapshots.set(round, this.#stepsSinceAvg);
+      this.framed.set(round, this.#sinceAvg.slice(0, this.#stepsSinceAvg));
       const f = this.#frame(round, this.#stepsSinceAvg);
       f.dtype = exact ? "f32" : f.dtype;
+      if ((this.#answered.get("snapshot") ?? 0) + 1 === this.script.refuseSnapshot) {
+        const err = new RankLostError(this.rank, `rank ${this.rank}: its frame was refused: "w" holds NaN (scripted)`);
+        this.#stopped = true;
+        this.client.fail(err, false);
+        throw err;
+      }
+      this.#answer("snapshot");
       return f;
     });
   }
   adopt(a: Adoption): Promise<SyncAck> {
     return this.#control("adopt", () => {
       this.adopted.push(a.consensus.params.slice());
-      this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - (this.#snapshots.get(a.round) ?? this.#stepsSinceAvg));
+      const took = this.#snapshots.get(a.round) ?? this.#stepsSinceAvg;
+      this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - took);
+      this.#sinceAvg.splice(0, took);
       this.#snapshots.clear();
+      this.#answer("adopt");
       return { rank: this.rank, divergence: 0, preNorm: 1, postNorm: 1 };
     });
   }
@@ -214,7 +244,9 @@ export class FakeRank implements RankApi {
     return this.#control("collective", () => {
       this.collectives.push(c);
       const batches = this.#stepsSinceAvg;
+      this.framed.set(c.round, this.#sinceAvg.splice(0, c.steps));
       this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - c.steps);
+      this.#answer("collective");
       return { rank: this.rank, status: "done" as const, batches, ack: { rank: this.rank, divergence: 0, preNorm: 1, postNorm: 1 } };
     });
   }
@@ -238,6 +270,14 @@ export class FakeRank implements RankApi {
     return Promise.resolve();
   }
 
+  /** Count an answered call; lost right after it when the script says so (the answer is on its way). */
+  #answer(call: string): void {
+    const n = (this.#answered.get(call) ?? 0) + 1;
+    this.#answered.set(call, n);
+    const d = this.script.dieAfter;
+    if (d && d.call === call && d.n === n) this.clock.at(0, () => this.die(`lost after its ${call} #${n} (scripted)`));
+  }
+
   #frame(round: number, batches: number): Frame {
     const params = new Float32Array(FAKE_LAYOUT.paramCount).fill(this.rank + this.#done / 1000);
     return { rank: this.rank, round, batches, dtype: "f32", params, buffers: new Float32Array(0) };
@@ -246,9 +286,16 @@ export class FakeRank implements RankApi {
   /** Answer after `controlMs`, between batches as the real runtime does; never, when scripted to hang. */
   #control<T>(what: string, fn: () => T): Promise<T> {
     if (this.#stopped) return Promise.reject(new Error(`fake rank ${this.rank}: stopped`));
-    return new Promise<T>((resolve) => {
+    return new Promise<T>((resolve, reject) => {
       if (this.script.hangOn === what) return;
-      const run = () => this.clock.at(this.script.controlMs?.(what) ?? 0, () => resolve(fn()));
+      const answer = () => {
+        try {
+          resolve(fn());
+        } catch (e) {
+          reject(e);
+        }
+      };
+      const run = () => this.clock.at(this.script.controlMs?.(what) ?? 0, answer);
       if (this.#busy) this.#queued.push(run);
       else run();
     });

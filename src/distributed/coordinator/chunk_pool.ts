@@ -2,8 +2,11 @@
  * The per-epoch chunk pool of progressive dispatch (spec §3.10, §8.1, §8.3, §8.4): each
  * rank reserves a contiguous span of batches; chunks come from reclaimed ranges first,
  * then the front of the rank's own span, then the tail of the largest other span.
- * Completion is accounted per rank; a dead rank's uncompleted chunks are forfeited to the
- * reclaimed queue; coverage is exported as uncovered ranges and a pool can be rebuilt from them.
+ * A chunk lives three states: in flight (dispatched), trained (its rank reported it) and
+ * folded (a reduce put the rank's work on it into the consensus): only folded batches are
+ * covered. A dead rank's in-flight and trained-but-unfolded batches go back to the
+ * reclaimed queue, so work a lost rank took with it is trained again by the survivors;
+ * coverage is exported as uncovered ranges and a pool can be rebuilt from them.
  *
  * Internally everything is in batches relative to the pool start; chunks and coverage
  * are in pick positions (samples). The pool covers floor(samples / B) · B picks: the
@@ -54,13 +57,21 @@ interface Seg {
   end: number;
 }
 
+/** A chunk not yet wholly in the model, and how many of its leading batches a reduce folded. */
+interface Open {
+  chunk: Chunk;
+  folded: number;
+}
+
 /**
  * @example
  * ```ts
  * import { ChunkPool } from "./chunk_pool.ts";
  * const pool = new ChunkPool({ epoch: 0, samples: 100, batchSize: 8, worldSize: 2 }); // 12 batches
  * const c = pool.takeChunk(4, 1)!; // { offset: 48, size: 32, ... }: the front of rank 1's span
- * pool.complete(1, c.id);
+ * pool.complete(1, c.id); // trained: covered once a reduce folds it
+ * pool.fold(1, c.id, 4);
+ * pool.coverage().uncovered_ranges; // [[0, 48]]
  * ```
  */
 export class ChunkPool {
@@ -72,7 +83,11 @@ export class ChunkPool {
   readonly totalBatches: number;
   #spans: Seg[];
   #reclaimed: Seg[] = [];
-  #inFlight: Chunk[][];
+  /** Dispatched, not yet reported trained, oldest first. */
+  #inFlight: Open[][];
+  /** Trained, not yet wholly folded, oldest first. */
+  #trained: Open[][];
+  /** Folded batches: what the consensus holds (coverage). */
   #done: Seg[] = [];
   #dispatched: number[];
   #completed: number[];
@@ -105,6 +120,7 @@ export class ChunkPool {
       );
     }
     this.#inFlight = Array.from({ length: W }, () => []);
+    this.#trained = Array.from({ length: W }, () => []);
     this.#dispatched = new Array(W).fill(0);
     this.#completed = new Array(W).fill(0);
     this.#spans = reserve(this.totalBatches, o.counts, this.#alive);
@@ -148,22 +164,30 @@ export class ChunkPool {
   isDrained(): boolean {
     return this.remaining() === 0;
   }
-  /** Drained and nothing in flight: the epoch can be aggregated. */
-  isComplete(): boolean {
+  /** Drained and nothing in flight: every batch is trained (some may still await their fold). */
+  isTrained(): boolean {
     return this.isDrained() && this.#inFlight.every((q) => q.length === 0);
+  }
+  /** Every batch folded into the consensus: the epoch is covered. */
+  isComplete(): boolean {
+    return this.isTrained() && this.#trained.every((q) => q.length === 0);
   }
   isAlive(rank: number): boolean {
     return this.#alive[rank];
   }
   /** In-flight chunks of a rank, oldest first. */
   inFlight(rank: number): readonly Chunk[] {
-    return [...this.#inFlight[rank]];
+    return this.#inFlight[rank].map((o) => o.chunk);
+  }
+  /** Batches a rank trained that no reduce has folded yet. */
+  unfolded(rank: number): number {
+    return this.#trained[rank].reduce((a, o) => a + o.chunk.batches - o.folded, 0);
   }
   /** Batches dispatched to a rank and not rolled back or forfeited. */
   dispatched(rank: number): number {
     return this.#dispatched[rank];
   }
-  /** Batches a rank completed. */
+  /** Batches a rank trained (reported complete) and did not forfeit unfolded. */
   completed(rank: number): number {
     return this.#completed[rank];
   }
@@ -216,7 +240,7 @@ export class ChunkPool {
       size: n * this.batchSize,
       batches: n,
     };
-    this.#inFlight[rank].push(chunk);
+    this.#inFlight[rank].push({ chunk, folded: 0 });
     this.#dispatched[rank] += n;
     this.#windowTaken += n;
     return chunk;
@@ -261,15 +285,44 @@ export class ChunkPool {
   }
 
   /**
-   * Mark a rank's chunk done (default: its oldest in flight).
-   * @throws {RangeError} When the rank has no such chunk in flight.
+   * A rank reported its chunk trained (default: its oldest in flight). It counts as covered
+   * only once {@link fold} says a reduce holds it. `trained` < the chunk's batches (a rank
+   * stopped mid-chunk): the untrained tail is served first to the next taker.
+   * @throws {RangeError} When the rank has no such chunk in flight, or `trained` is out of range.
    */
-  complete(rank: number, id?: number): Chunk {
-    const chunk = this.#remove("complete", rank, id ?? this.#inFlight[rank][0]?.id);
-    const s = (chunk.offset - this.start) / this.batchSize;
-    this.#done.push({ start: s, end: s + chunk.batches });
-    this.#completed[rank] += chunk.batches;
+  complete(rank: number, id?: number, trained?: number): Chunk {
+    const open = this.#remove("complete", rank, id ?? this.#inFlight[rank][0]?.chunk.id);
+    const chunk = open.chunk, n = trained ?? chunk.batches;
+    if (!Number.isInteger(n) || n < open.folded || n > chunk.batches) {
+      throw new RangeError(`ChunkPool.complete: trained must be an integer in [${open.folded}, ${chunk.batches}], got ${trained}`);
+    }
+    if (n < chunk.batches) {
+      const s = this.#seg(chunk);
+      this.#giveBack(rank, { start: s.start + n, end: s.end }, true);
+    }
+    this.#completed[rank] += n;
+    if (open.folded < n) this.#trained[rank].push({ chunk: { ...chunk, size: n * this.batchSize, batches: n }, folded: open.folded });
     return chunk;
+  }
+
+  /**
+   * A reduce folded the next `batches` of a rank's chunk (trained or still in flight) into the
+   * consensus: they are covered. A wholly folded trained chunk leaves the pool's books.
+   * @throws {RangeError} When the rank has no such open chunk or `batches` exceeds its unfolded rest.
+   */
+  fold(rank: number, id: number, batches: number): void {
+    const q = [this.#trained[rank], this.#inFlight[rank]].find((l) => l.some((o) => o.chunk.id === id));
+    const open = q?.find((o) => o.chunk.id === id);
+    if (!q || !open) throw new RangeError(`ChunkPool.fold: rank ${rank} has no open chunk ${id}`);
+    if (!Number.isInteger(batches) || batches < 0 || open.folded + batches > open.chunk.batches) {
+      throw new RangeError(
+        `ChunkPool.fold: batches must be an integer in [0, ${open.chunk.batches - open.folded}] for chunk ${id}, got ${batches}`,
+      );
+    }
+    const s = this.#seg(open.chunk);
+    this.#done.push({ start: s.start + open.folded, end: s.start + open.folded + batches });
+    open.folded += batches;
+    if (q === this.#trained[rank] && open.folded === open.chunk.batches) q.splice(q.indexOf(open), 1);
   }
 
   /**
@@ -279,27 +332,31 @@ export class ChunkPool {
    */
   rollback(rank: number, id?: number): Chunk {
     const q = this.#inFlight[rank];
-    const chunk = this.#remove("rollback", rank, id ?? q[q.length - 1]?.id);
-    this.#dispatched[rank] -= chunk.batches;
-    this.#windowTaken = Math.max(0, this.#windowTaken - chunk.batches);
-    this.#reclaimed.unshift(this.#seg(chunk));
+    const { chunk } = this.#remove("rollback", rank, id ?? q[q.length - 1]?.chunk.id);
+    this.#giveBack(rank, this.#seg(chunk), true);
     if (this.#finalPlan) this.#finalPlan[rank] += chunk.batches;
     return chunk;
   }
 
   /**
-   * A rank died: its in-flight chunks move to the reclaimed queue (served first to
-   * survivors); the rest of its span stays stealable. Returns the forfeited chunks.
+   * A rank died: what no reduce folded of its chunks, trained or in flight, moves to the
+   * reclaimed queue (served first to survivors); the rest of its span stays stealable.
+   * Returns the forfeited pieces (the unfolded rest of each chunk), oldest first.
    */
   forfeit(rank: number): Chunk[] {
     this.#checkAlive("forfeit", rank);
     this.#alive[rank] = false;
-    const lost = this.#inFlight[rank];
-    this.#inFlight[rank] = [];
-    for (const c of lost) {
-      this.#reclaimed.push(this.#seg(c));
-      this.#dispatched[rank] -= c.batches;
-      this.#windowTaken = Math.max(0, this.#windowTaken - c.batches);
+    const lost: Chunk[] = [];
+    for (const [q, trained] of [[this.#trained[rank], true], [this.#inFlight[rank], false]] as const) {
+      for (const { chunk, folded } of q.splice(0)) {
+        if (!trained) this.#completed[rank] += folded; // trained as far as a snapshot took it
+        if (folded === chunk.batches) continue;
+        const rest = chunk.batches - folded;
+        lost.push({ ...chunk, offset: chunk.offset + folded * this.batchSize, size: rest * this.batchSize, batches: rest });
+        const s = this.#seg(chunk);
+        this.#giveBack(rank, { start: s.start + folded, end: s.end }, false);
+        if (trained) this.#completed[rank] -= rest;
+      }
     }
     if (this.#finalPlan) this.#finalPlan[rank] = 0;
     return lost;
@@ -319,7 +376,7 @@ export class ChunkPool {
     return out;
   }
 
-  /** Uncovered ranges: everything not completed, in flight included (redone on resume, never lost). */
+  /** Uncovered ranges: everything no reduce folded, in flight and trained included (redone on resume, never lost). */
   coverage(): EpochCoverage {
     const done = merge(this.#done);
     const uncovered: [number, number][] = [];
@@ -341,9 +398,19 @@ export class ChunkPool {
     return { start: s, end: s + c.batches };
   }
 
-  #remove(what: string, rank: number, id: number | undefined): Chunk {
+  /** Batches that go back for the next takers (`first`: ahead of older reclaimed ranges). */
+  #giveBack(rank: number, seg: Seg, first: boolean): void {
+    const n = seg.end - seg.start;
+    if (n <= 0) return;
+    this.#dispatched[rank] -= n;
+    this.#windowTaken = Math.max(0, this.#windowTaken - n);
+    if (first) this.#reclaimed.unshift(seg);
+    else this.#reclaimed.push(seg);
+  }
+
+  #remove(what: string, rank: number, id: number | undefined): Open {
     const q = this.#inFlight[rank] ?? [];
-    const i = q.findIndex((c) => c.id === id);
+    const i = q.findIndex((o) => o.chunk.id === id);
     if (i < 0) {
       throw new RangeError(`ChunkPool.${what}: rank ${rank} has no chunk${id === undefined ? "" : ` ${id}`} in flight`);
     }

@@ -51,6 +51,21 @@ interface Flight {
   since: number;
 }
 
+/**
+ * A chunk a rank holds work on that no reduce has wholly folded into the consensus. A rank
+ * trains its chunks in the order they were sent and each frame counts the batches since
+ * the last one folded, so a reduce's `steps[r]` folds the next that many batches of this
+ * list, across chunks and epochs (spec §8.4: a sample counts once the consensus holds it).
+ */
+interface Unfolded {
+  chunk: Chunk;
+  source: WorkSource;
+  /** Batches the rank reported trained (its reply); undefined while in flight. */
+  trained?: number;
+  /** Leading batches a reduce folded. */
+  folded: number;
+}
+
 export class Coordinator<M extends Module> {
   readonly W: number;
   #cfg: ResolvedRunConfig;
@@ -80,6 +95,10 @@ export class Coordinator<M extends Module> {
    */
   #seen: number[];
   #owed: number[];
+  /** Per rank, its chunks not yet wholly in the consensus, oldest first. */
+  #unfolded: Unfolded[][];
+  /** Ranks lost while a reduce was running: their work is given back once it settles (it may fold some of it). */
+  #lostInReduce = new Set<number>();
   #frontier = 0;
   #round = 0;
   #version = 0;
@@ -96,7 +115,7 @@ export class Coordinator<M extends Module> {
   #started = new Set<number>();
   #resume?: ResumeSeed;
   #checkpoints: Checkpoints;
-  /** Coverage at the trigger of the reduce that made the current consensus (spec §8.2). */
+  /** Coverage the current consensus holds: what the reduce that made it had folded (spec §8.2). */
   #ckptCoverage: EpochCoverage[] = [];
   #ckptEpoch = 0;
   #stopReason?: { reason: SaveReason; cause: Error };
@@ -167,6 +186,7 @@ export class Coordinator<M extends Module> {
     this.#n = new Array(this.W).fill(0);
     this.#seen = new Array(this.W).fill(0);
     this.#owed = new Array(this.W).fill(0);
+    this.#unfolded = Array.from({ length: this.W }, () => []);
     for (const r of ranks) {
       r.onBatch = (ev) => this.#onBatch(ev);
       r.onDown = (err, fatal) => (fatal ? this.#fail(err) : this.#rankLost(r.rank, err));
@@ -295,6 +315,7 @@ export class Coordinator<M extends Module> {
       this.#events?.epochStart(chunk.epoch);
     }
     this.#flight[r] = { chunk, source, since: performance.now() };
+    this.#unfolded[r].push({ chunk, source, folded: 0 });
     const epochFn = this.#role.epochFn(chunk.epoch, r);
     client.call("train", (api) =>
       api.train({
@@ -317,10 +338,54 @@ export class Coordinator<M extends Module> {
     this.#n[r] += missing;
     this.#owed[r] += missing;
     this.#seen[r] = 0;
-    this.#observer.chunk?.(chunk.epoch, r, chunk.offset, chunk.size);
-    source.complete(r, chunk.id);
+    const trained = Math.min(chunk.batches, Math.max(0, report.batches));
+    source.complete(r, chunk.id, trained);
+    const open = this.#unfolded[r].find((u) => u.chunk === chunk);
+    if (open) {
+      open.trained = Math.max(trained, open.folded);
+      if (open.folded === open.trained) this.#unfolded[r].splice(this.#unfolded[r].indexOf(open), 1);
+    }
     this.#reports.chunk(chunk.epoch, report);
     this.#poke();
+  }
+
+  /**
+   * A reduce put `steps[r]` more batches of each rank's work into the consensus: the next
+   * that many of its unfolded chunks' batches, oldest first. Only now do they count as
+   * trained (the sources' coverage, the observer's ledger).
+   */
+  #fold(steps: readonly number[]): void {
+    const B = this.#B;
+    steps.forEach((k, r) => {
+      const q = this.#unfolded[r];
+      while (k > 0 && q.length > 0) {
+        const u = q[0];
+        const t = Math.min(k, (u.trained ?? u.chunk.batches) - u.folded);
+        if (t <= 0) break; // a count beyond what was sent: nothing of ours to fold
+        u.source.fold(r, u.chunk.id, t);
+        this.#observer.chunk?.(u.chunk.epoch, r, u.chunk.offset + u.folded * B, t * B);
+        u.folded += t;
+        k -= t;
+        if (u.folded === (u.trained ?? u.chunk.batches)) {
+          if (u.trained !== undefined) q.shift();
+          else break; // in flight, every batch folded: its reply settles it
+        }
+      }
+    });
+  }
+
+  /**
+   * A lost rank's work goes back: whatever it trained that no reduce folded, and what it
+   * had in flight, is served first to the survivors of every epoch not yet covered; what it
+   * trained for nothing is accounted as discarded in its epoch's metrics.
+   */
+  #reclaim(r: number): void {
+    for (const u of this.#unfolded[r]) {
+      const wasted = (u.trained ?? 0) - u.folded;
+      if (wasted > 0) this.#reports.discard(u.chunk.epoch, r, wasted * this.#B);
+    }
+    this.#unfolded[r] = [];
+    for (const s of this.#sources.values()) if (!s.isComplete()) s.forfeit(r);
   }
 
   /** Every alive rank met its window quota or has nothing more to do (spec §2.5 gate). */
@@ -360,7 +425,7 @@ export class Coordinator<M extends Module> {
     if (this.#stop) return true;
     for (let e = this.#frontier; e < this.#cfg.numEpochs; e++) {
       const s = this.#sources.get(e);
-      if (!s || !s.isComplete()) return false;
+      if (!s || !s.isTrained()) return false;
     }
     return true;
   }
@@ -441,7 +506,9 @@ export class Coordinator<M extends Module> {
   #rankLost(r: number, err: Error): void {
     this.#dead++;
     this.#cadence.dead(r);
-    for (const s of this.#sources.values()) if (!s.isComplete()) s.forfeit(r);
+    // Mid-reduce, its frame may yet be folded (it answered its snapshot before it was lost).
+    if (this.#reducing) this.#lostInReduce.add(r);
+    else this.#reclaim(r);
     this.#flight[r] = null;
     this.#n[r] = 0;
     this.#seen[r] = 0;
@@ -573,7 +640,6 @@ export class Coordinator<M extends Module> {
     this.#reducing = true;
     const t0 = performance.now();
     const round = ++this.#round;
-    const coverage = this.#coverage();
     const coverageEpoch = this.#frontier;
     try {
       const input: ReduceInput = {
@@ -598,11 +664,15 @@ export class Coordinator<M extends Module> {
       const out = this.#cfg.backend === "nccl"
         ? await reduceNccl({ ...input, steps: [...this.#n], group: this.#nccl, outerSeed: this.#outerSeed })
         : await reduceCycle(input);
-      if (out.consensus) this.#outerSeed = undefined; // the replicas exist now
+      if (out.consensus) {
+        this.#outerSeed = undefined; // the replicas exist now
+        this.#fold(out.steps);
+      }
       const ms = performance.now() - t0;
       this.#finishCycle(out.steps, out.acks, ms, out.consensus === null, { round, ...out });
       if (out.consensus) {
-        this.#ckptCoverage = coverage;
+        // What the consensus holds, by construction: the folded batches (spec §8.2).
+        this.#ckptCoverage = this.#coverage();
         this.#ckptEpoch = coverageEpoch;
         if (!exact) {
           await this.#checkpoints.afterReduce(this.#frontier, Math.max(this.#frontier, ...this.#started), () => this.#bundleSource(), this.#observer);
@@ -613,6 +683,8 @@ export class Coordinator<M extends Module> {
       this.#stopReason ??= { reason: "reduce_stall", cause: e };
     } finally {
       this.#reducing = false;
+      for (const r of this.#lostInReduce) this.#reclaim(r);
+      this.#lostInReduce.clear();
       this.#lastProgress = performance.now();
     }
   }

@@ -29,6 +29,11 @@ export class EpochReports {
     this.#aggs.get(epoch)!.add(report);
   }
 
+  /** `samples` `rank` trained in `epoch` were lost with it before a reduce folded them. */
+  discard(epoch: number, rank: number, samples: number): void {
+    this.#aggs.get(epoch)?.discard(rank, samples);
+  }
+
   /** A reduce completed while `epoch` was the frontier. */
   reduced(epoch: number, bytes: number, ms: number): void {
     const st = this.#stats.get(epoch) ?? { reduces: 0, bytes: 0, ms: 0 };

@@ -19,8 +19,14 @@ export interface EpochMetrics {
   /** Per rank, each scalar's sum / count. */
   perRank: Record<string, number>[];
   perRankLoss: number[];
+  /** Samples each rank trained that a reduce folded into the consensus (Σ over ranks: the epoch's samples). */
   perRankSamples: number[];
-  /** Samples per ms of share-complete time. */
+  /**
+   * Samples each rank trained that no reduce folded (the rank was lost, or its frame refused,
+   * before a reduce took its work): trained again by the others, so not in `perRankSamples`.
+   */
+  perRankDiscardedSamples: number[];
+  /** Samples trained per ms of share-complete time (discarded ones included: it is a speed). */
   perRankThroughput: number[];
   perRankBatchShare: number[];
   perRankShareCompleteMs: number[];
@@ -56,6 +62,7 @@ export interface RunEpochMetrics extends EpochMetrics {
 interface RankTotals {
   batches: number;
   samples: number;
+  discarded: number;
   lossSum: number;
   wallMs: number;
   shareMs: number;
@@ -83,6 +90,7 @@ export class EpochAggregator {
     this.#totals = Array.from({ length: worldSize }, () => ({
       batches: 0,
       samples: 0,
+      discarded: 0,
       lossSum: 0,
       wallMs: 0,
       shareMs: 0,
@@ -122,6 +130,14 @@ export class EpochAggregator {
   }
 
   /**
+   * `samples` of what `rank` trained never reached the consensus (lost before a reduce folded
+   * it): they leave its `perRankSamples` for `perRankDiscardedSamples`.
+   */
+  discard(rank: number, samples: number): void {
+    this.#totals[rank].discarded += samples;
+  }
+
+  /**
    * The epoch's metrics.
    * @param opts.epochMs Pool wall time (progressive dispatch); default: max over ranks of Σ chunk wall time.
    * @param opts.batchShare Shares to report instead of samples_r / Σ samples (e.g. ElChe's recentBatchShare).
@@ -130,7 +146,7 @@ export class EpochAggregator {
   finish(opts: { epochMs?: number; batchShare?: number[]; deviceIndices?: number[] } = {}): EpochMetrics {
     const T = this.#totals;
     const batches = T.reduce((a, t) => a + t.batches, 0);
-    const samples = T.reduce((a, t) => a + t.samples, 0);
+    const samples = T.reduce((a, t) => a + t.samples - t.discarded, 0);
     const lossSum = T.reduce((a, t) => a + t.lossSum, 0);
     const perRank = T.map((t) => Object.fromEntries([...t.scalars].map(([k, v]) => [k, v.sum / v.count])));
     const scalars: Record<string, number> = {};
@@ -152,9 +168,10 @@ export class EpochAggregator {
       scalars,
       perRank,
       perRankLoss: T.map((t) => (t.batches > 0 ? t.lossSum / t.batches : NaN)),
-      perRankSamples: T.map((t) => t.samples),
+      perRankSamples: T.map((t) => t.samples - t.discarded),
+      perRankDiscardedSamples: T.map((t) => t.discarded),
       perRankThroughput: T.map((t) => (t.shareMs > 0 ? t.samples / t.shareMs : 0)),
-      perRankBatchShare: opts.batchShare ? [...opts.batchShare] : T.map((t) => (samples > 0 ? t.samples / samples : 0)),
+      perRankBatchShare: opts.batchShare ? [...opts.batchShare] : T.map((t) => (samples > 0 ? (t.samples - t.discarded) / samples : 0)),
       perRankShareCompleteMs: T.map((t) => t.shareMs),
       perRankComputeOnlyMs: T.map((t) => t.computeMs),
       perRankDataStarveMs: T.map((t) => t.starveMs),

@@ -63,7 +63,11 @@ export interface RunObserver {
   reduce?(e: ReduceEvent): void;
   /** Each rank's parameters before averaging and the consensus, f32 (only when `wantsFrames`). */
   frames?(round: number, ranks: (Float32Array | null)[], consensus: Float32Array): void;
-  /** A chunk completed: picks [offset, offset + size) of epoch's permutation (the coverage ledger). */
+  /**
+   * Picks [offset, offset + size) of epoch's permutation that `rank` trained reached the
+   * consensus (a reduce folded them): the coverage ledger. A chunk may arrive in pieces (an
+   * async snapshot mid-chunk); work a lost rank took with it never arrives here.
+   */
   chunk?(epoch: number, rank: number, offset: number, size: number): void;
   /** A rank was lost and the run continues without it. */
   rankLost?(rank: number, reason: string): void;

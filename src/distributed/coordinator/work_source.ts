@@ -8,17 +8,26 @@ import { planPartitions, type Range } from "./partition.ts";
 import type { ApplyPolicy, ResolvedRunConfig } from "./config.ts";
 import type { ElChe } from "./elche.ts";
 
-/** One epoch's dispatchable work. */
+/**
+ * One epoch's dispatchable work. A chunk is covered only once a reduce folded the rank's work
+ * on it into the consensus: `complete` says the rank trained it, `fold` that a reduce holds
+ * (a prefix of) it, and `forfeit` gives back whatever a lost rank trained that no reduce took.
+ */
 export interface WorkSource {
   readonly epoch: number;
   /** The rank's next chunk, or null when it must hold (or has nothing left). */
   next(rank: number, ctx: NextChunkContext): Chunk | null;
-  complete(rank: number, id: number): void;
+  /** The rank trained `trained` batches of the chunk (its reply); an untrained tail goes back. */
+  complete(rank: number, id: number, trained: number): void;
+  /** A reduce folded the next `batches` of the rank's chunk (trained or in flight). */
+  fold(rank: number, id: number, batches: number): void;
   /** True when this rank can take nothing more from this epoch (or is no member of it). */
   exhaustedFor(rank: number): boolean;
-  /** Every batch completed. */
+  /** Every batch trained: nothing left to dispatch or in flight (folds may be pending). */
+  isTrained(): boolean;
+  /** Every batch folded into the consensus. */
   isComplete(): boolean;
-  /** A rank died: its uncompleted work goes back for survivors. */
+  /** A rank died: what it had not trained, or trained without a reduce folding it, goes back for survivors. */
   forfeit(rank: number): void;
   /** A reduce closed the window; the next chunks belong to a new one. */
   beginWindow(): void;
@@ -48,12 +57,18 @@ export class PoolSource implements WorkSource {
   next(rank: number, ctx: NextChunkContext): Chunk | null {
     return this.pool.nextChunk(rank, ctx);
   }
-  complete(rank: number, id: number): void {
-    this.pool.complete(rank, id);
+  complete(rank: number, id: number, trained: number): void {
+    this.pool.complete(rank, id, trained);
+  }
+  fold(rank: number, id: number, batches: number): void {
+    this.pool.fold(rank, id, batches);
   }
   exhaustedFor(rank: number): boolean {
     // A rank admitted after this pool was planned (elastic, async streaming ahead) is no member of it.
     return this.pool.isDrained() || !this.pool.isAlive(rank);
+  }
+  isTrained(): boolean {
+    return this.pool.isTrained();
   }
   isComplete(): boolean {
     return this.pool.isComplete();
@@ -71,6 +86,12 @@ interface Segment {
   batches: number;
 }
 
+/** A chunk not wholly folded yet, and how many of its leading batches a reduce folded. */
+interface Open {
+  chunk: Chunk;
+  folded: number;
+}
+
 /**
  * Static partitions: each rank walks its own contiguous share (equal split, partition
  * ratios, or proportional to speed), in windows of `c[r] - n_r` batches; the partial
@@ -79,7 +100,8 @@ interface Segment {
  */
 export class PartitionSource implements WorkSource {
   #queues: Segment[][];
-  #inFlight: Chunk[][];
+  #inFlight: Open[][];
+  #trained: Open[][];
   #alive: boolean[];
   #nextId = 0;
   #all: Segment[];
@@ -93,6 +115,7 @@ export class PartitionSource implements WorkSource {
     this.#alive = [...alive];
     this.#queues = queues;
     this.#inFlight = queues.map(() => []);
+    this.#trained = queues.map(() => []);
     this.#all = queues.flat().map((q) => ({ ...q }));
   }
 
@@ -157,30 +180,53 @@ export class PartitionSource implements WorkSource {
     head.offset += chunk.size;
     head.batches -= batches;
     if (head.batches === 0) q.shift();
-    this.#inFlight[rank].push(chunk);
+    this.#inFlight[rank].push({ chunk, folded: 0 });
     return chunk;
   }
-  complete(rank: number, id: number): void {
+  complete(rank: number, id: number, trained: number): void {
     const f = this.#inFlight[rank];
-    const i = f.findIndex((c) => c.id === id);
+    const i = f.findIndex((o) => o.chunk.id === id);
     if (i < 0) throw new RangeError(`PartitionSource.complete: rank ${rank} has no chunk ${id} in flight`);
-    const [c] = f.splice(i, 1);
-    this.#done.push({ offset: c.offset, batches: c.batches });
+    const [o] = f.splice(i, 1);
+    const n = Math.min(Math.max(trained, o.folded), o.chunk.batches);
+    // A rank stopped short: its untrained tail is the first thing its queue serves again.
+    if (n < o.chunk.batches) this.#queues[rank].unshift(this.#rest(o.chunk, n));
+    if (o.folded < n) this.#trained[rank].push({ chunk: { ...o.chunk, size: n * this.batchSize, batches: n }, folded: o.folded });
+  }
+  fold(rank: number, id: number, batches: number): void {
+    const q = [this.#trained[rank], this.#inFlight[rank]].find((l) => l.some((o) => o.chunk.id === id));
+    const o = q?.find((x) => x.chunk.id === id);
+    if (!q || !o || batches < 0 || o.folded + batches > o.chunk.batches) {
+      throw new RangeError(`PartitionSource.fold: rank ${rank} has no open chunk ${id} with ${batches} unfolded batches`);
+    }
+    this.#done.push({ offset: o.chunk.offset + o.folded * this.batchSize, batches });
+    o.folded += batches;
+    if (q === this.#trained[rank] && o.folded === o.chunk.batches) q.splice(q.indexOf(o), 1);
   }
   exhaustedFor(rank: number): boolean {
     return this.#queues[rank].length === 0;
   }
-  isComplete(): boolean {
+  isTrained(): boolean {
     return this.#queues.every((q) => q.length === 0) && this.#inFlight.every((f) => f.length === 0);
+  }
+  isComplete(): boolean {
+    return this.isTrained() && this.#trained.every((f) => f.length === 0);
   }
   beginWindow(): void {}
   forfeit(rank: number): void {
     this.#alive[rank] = false;
-    const pieces = [...this.#inFlight[rank].map((c) => ({ offset: c.offset, batches: c.batches })), ...this.#queues[rank]];
+    const open = [...this.#trained[rank], ...this.#inFlight[rank]];
+    const pieces = [...open.flatMap((o) => (o.folded < o.chunk.batches ? [this.#rest(o.chunk, o.folded)] : [])), ...this.#queues[rank]];
+    this.#trained[rank] = [];
     this.#inFlight[rank] = [];
     this.#queues[rank] = [];
     const heirs = this.#alive.flatMap((a, r) => (a ? [r] : []));
     pieces.forEach((piece, i) => heirs.length && this.#queues[heirs[i % heirs.length]].push(piece));
+  }
+
+  /** What follows the first `batches` of a chunk. */
+  #rest(c: Chunk, batches: number): Segment {
+    return { offset: c.offset + batches * this.batchSize, batches: c.batches - batches };
   }
 }
 

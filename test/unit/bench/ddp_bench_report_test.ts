@@ -10,7 +10,7 @@ import { assert, assertEquals } from "../../util/assert.ts";
 
 function epoch(e: number, avgLoss: number, epochMs: number, compute: number[]): RunEpochMetrics {
   return {
-    epoch: e, avgLoss, epochMs, scalars: {}, perRank: [], perRankLoss: [], perRankSamples: [], perRankThroughput: [],
+    epoch: e, avgLoss, epochMs, scalars: {}, perRank: [], perRankLoss: [], perRankSamples: [], perRankDiscardedSamples: [], perRankThroughput: [],
     perRankBatchShare: [], perRankShareCompleteMs: [], perRankComputeOnlyMs: compute, perRankDataStarveMs: [], deviceIndices: [],
     reduces: 1, wireBytesPerReduce: 0, reduceMs: 0, anchor: 0, batchCounts: [],
   };

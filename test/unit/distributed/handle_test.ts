@@ -28,6 +28,7 @@ function epoch(k: number): RunEpochMetrics {
     perRank: [{}, {}],
     perRankLoss: [1, 1],
     perRankSamples: [30, 10],
+    perRankDiscardedSamples: [0, 0],
     perRankThroughput: [3, 1],
     perRankBatchShare: [0.75, 0.25],
     perRankShareCompleteMs: [10, 10],
