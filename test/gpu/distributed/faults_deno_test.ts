@@ -14,7 +14,7 @@ import {
   setProgramArgs,
 } from "../../../src/index.ts";
 import { FsStorage } from "../../../src/io/mod.ts";
-import { SAMPLES, tiny } from "../../fixtures/programs/tiny.ts";
+import { data, DIM, SAMPLES, sampleKey, tiny } from "../../fixtures/programs/tiny.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 
@@ -62,6 +62,42 @@ async function lose(fault: "exit" | "destroy" | "destroy-raw", reason: RegExp) {
 
 gpuTest("a worker that vanishes mid-epoch 2 of 3 ranks: the run completes on 2, every sample once per epoch", async () => {
   await lose("exit", /silent/);
+});
+
+gpuTest("a worker lost right after its first chunk's reply, before any reduce: the survivors train its samples again (counted from the ranks' own logs)", async () => {
+  const all = new Float32Array(data.getBatch([...Array(SAMPLES).keys()])[0].data as Float32Array);
+  assertEquals(all.length, SAMPLES * DIM);
+  const keys = new Set(Array.from({ length: SAMPLES }, (_, i) => sampleKey(all, i)));
+  assertEquals(keys.size, SAMPLES, "every sample has its own key");
+  for (const mode of ["cpuSync", "cpuCadence", "cpuAsync"] as const) {
+    const dir = await Deno.makeTempDir({ prefix: "flodl-chunk-loss-" });
+    try {
+      setProgramArgs({ faultRank: 1, faultAt: 1, fault: "exit-after-chunk", logDir: dir });
+      const lost: number[] = [];
+      const b = tiny.clone().elche(ElCheConfig[mode]()).bf16Wire(true).batchSize(B).numEpochs(1).lrScaleRatio(0)
+        .heartbeatTimeoutSecs(2).cluster({ ranks: [{}, {}, {}] });
+      const { observe } = await import("../../../src/distributed/run/launch.ts");
+      observe(b.state, { rankLost: (r) => lost.push(r) });
+      const h = await b.run();
+      await h.join();
+      setProgramArgs({});
+      assertEquals(lost, [1], `${mode}: rank 1 lost`);
+      const read = async (r: number) => (await Deno.readTextFile(`${dir}/rank-${r}.log`)).split(/\s+/).filter((k) => k);
+      const dead = await read(1), survivors = [...await read(0), ...await read(2)];
+      assert(dead.length >= B, `${mode}: rank 1 trained a chunk before it was lost (${dead.length} samples)`);
+      const seen = new Map<string, number>();
+      for (const k of survivors) seen.set(k, (seen.get(k) ?? 0) + 1);
+      const missing = [...keys].filter((k) => !seen.has(k)), twice = [...seen].filter(([, n]) => n > 1);
+      assert(missing.length === 0, `${mode}: ${missing.length} samples never trained by a survivor (${dead.filter((k) => !seen.has(k)).length} of them rank 1's)`);
+      assert(twice.length === 0, `${mode}: ${twice.length} samples trained twice by the survivors`);
+      const m = h.history[0];
+      assertEquals(m.perRankSamples.reduce((a, x) => a + x, 0), SAMPLES, `${mode}: perRankSamples add up to the epoch`);
+      assertEquals(m.perRankDiscardedSamples[1], dead.length, `${mode}: rank 1's work is accounted as discarded`);
+    } finally {
+      setProgramArgs({});
+      await Deno.remove(dir, { recursive: true });
+    }
+  }
 });
 
 gpuTest("a rank whose GPU device is destroyed leaves the run with reason 'device lost'; the run completes", async () => {
