@@ -97,9 +97,22 @@ interface Event {
   fire: () => void;
 }
 
+/** A fake nccl-* collective under way: its members meet here as at the slab's barrier. */
+interface Meeting {
+  size: number;
+  arrived: { done: () => void; abort: () => void }[];
+}
+
 /** The virtual clock and its event queue. */
 export class Timeline {
   now = 0;
+  /** Collectives waiting for their members, by round and generation (rank/collective.ts's barrier). */
+  readonly meetings = new Map<string, Meeting>();
+  /** A member is gone: every collective still waiting for members is aborted, as the slab's abort does. */
+  abortMeetings(): void {
+    for (const m of this.meetings.values()) for (const a of m.arrived) a.abort();
+    this.meetings.clear();
+  }
   #queue: Event[] = [];
   #seq = 0;
   at(delay: number, fire: () => void): void {
@@ -209,6 +222,7 @@ export class FakeRank implements RankApi {
   /** The rank's worker is gone: the client sees what a worker `error` event gives. */
   die(why: string): void {
     this.#stopped = true;
+    this.clock.abortMeetings();
     this.client.fail(new RankLostError(this.rank, `rank ${this.rank}: ${why}`), false);
   }
 
@@ -239,16 +253,34 @@ export class FakeRank implements RankApi {
       return { rank: this.rank, divergence: 0, preNorm: 1, postNorm: 1 };
     });
   }
-  /** The nccl-* collective without the slab (one thread cannot meet at a barrier): counts only. */
+  /**
+   * The nccl-* collective without the slab: counts only, but its members meet as at the
+   * slab's barrier. All arrived: each takes its steps out ("done"); a member lost first: every
+   * one waiting returns "aborted" with nothing changed (the coordinator retries over the survivors).
+   */
   collective(c: CollectiveCall): Promise<CollectiveAck> {
-    return this.#control("collective", () => {
-      this.collectives.push(c);
-      const batches = this.#stepsSinceAvg;
-      this.framed.set(c.round, this.#sinceAvg.splice(0, c.steps));
-      this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - c.steps);
-      this.#answer("collective");
-      return { rank: this.rank, status: "done" as const, batches, ack: { rank: this.rank, divergence: 0, preNorm: 1, postNorm: 1 } };
-    });
+    return this.#control("collective", () =>
+      new Promise<CollectiveAck>((resolve) => {
+        const key = `${c.round}/${c.generation}`;
+        const m = this.clock.meetings.get(key) ?? { size: c.masses.length, arrived: [] };
+        this.clock.meetings.set(key, m);
+        m.arrived.push({
+          abort: () => resolve({ rank: this.rank, status: "aborted", batches: this.#stepsSinceAvg }),
+          done: () => {
+            this.collectives.push(c);
+            const batches = this.#stepsSinceAvg;
+            this.framed.set(c.round, this.#sinceAvg.splice(0, c.steps));
+            this.#stepsSinceAvg = Math.max(0, this.#stepsSinceAvg - c.steps);
+            this.#answer("collective");
+            resolve({ rank: this.rank, status: "done", batches, ack: { rank: this.rank, divergence: 0, preNorm: 1, postNorm: 1 } });
+          },
+        });
+        if (m.arrived.length === m.size) {
+          this.clock.meetings.delete(key);
+          for (const a of m.arrived) a.done();
+        }
+      })
+    );
   }
   evaluate(epoch: number): Promise<EvalOutcome> {
     return this.#control("evaluate", () => ({ epoch, value: 0.5 }));
@@ -409,4 +441,25 @@ export async function simulate<M extends Module>(
     await events?.close();
   }
   return { state: state$, error, handle, ranks, warnings, virtualMs: clock.now };
+}
+
+/**
+ * The ranks' own count of what reached the model: give `observer` to {@link simulate}; after
+ * the run, `count(result)` maps each epoch's batch offsets to the number of averaged frames
+ * (or collective slots with mass) that held them, from each fake rank's log of its frames.
+ */
+export function modelLedger(epochs: number): { observer: RunObserver; count(out: SimResult): Map<number, number>[] } {
+  const averaged: [number, number][] = []; // [round, rank]
+  return {
+    observer: { wantsFrames: true, frames: (round, per) => per.forEach((f, r) => f && averaged.push([round, r])) },
+    count(out) {
+      const folded = Array.from({ length: epochs }, () => new Map<number, number>());
+      for (const [round, r] of averaged) {
+        for (const [epoch, offset] of out.ranks[r].framed.get(round) ?? []) {
+          folded[epoch].set(offset, (folded[epoch].get(offset) ?? 0) + 1);
+        }
+      }
+      return folded;
+    },
+  };
 }

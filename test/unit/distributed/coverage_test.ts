@@ -9,7 +9,7 @@ import { ArrayDataSet, ElCheConfig, SGD, Trainer, Variable } from "../../../src/
 import type { Module } from "../../../src/nn/mod.ts";
 import type { RunEpochMetrics } from "../../../src/distributed/coordinator/metrics.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
-import { type FakeRankScript, simulate, type SimResult } from "../../util/fake_ranks.ts";
+import { type FakeRankScript, modelLedger, simulate, type SimResult } from "../../util/fake_ranks.ts";
 
 const SAMPLES = 613, B = 8, EPOCHS = 3, W = 3;
 const BATCHES = Math.floor(SAMPLES / B);
@@ -44,18 +44,9 @@ function scripts(fault: Partial<FakeRankScript>, slowSnapshot = 0): FakeRankScri
 
 /** Run and count, per epoch and batch, how many averaged frames hold it (the ranks' own logs). */
 async function run(mode: Mode, fault: Partial<FakeRankScript>, slowSnapshot = 0) {
-  const averaged: [number, number][] = []; // [round, rank]
-  const out = await simulate(program(mode), scripts(fault, slowSnapshot), {
-    wantsFrames: true,
-    frames: (round, per) => per.forEach((f, r) => f && averaged.push([round, r])),
-  });
-  const folded = Array.from({ length: EPOCHS }, () => new Map<number, number>());
-  for (const [round, r] of averaged) {
-    for (const [epoch, offset] of out.ranks[r].framed.get(round) ?? []) {
-      folded[epoch].set(offset, (folded[epoch].get(offset) ?? 0) + 1);
-    }
-  }
-  return { out, folded };
+  const ledger = modelLedger(EPOCHS);
+  const out = await simulate(program(mode), scripts(fault, slowSnapshot), ledger.observer);
+  return { out, folded: ledger.count(out) };
 }
 
 /** Every batch of every epoch in the model exactly once (partitions: each share's partial tail batch dropped). */
