@@ -68,7 +68,7 @@ export class RankClient {
   onStandbyDown?: (err: RankLostError) => void;
   /** performance.now() of the last message from the rank. */
   lastSeen = performance.now();
-  /** Set when the rank said it compiles pipelines (blocked, silent); cleared by its next message. */
+  /** Set when the rank said it compiles pipelines (blocked, silent); cleared by its next message or reply. */
   compiling = false;
   /** The relay this rank's reduce frames go through (spec §1.1; a remote rank behind one), else none. */
   relay?: FrameRelay;
@@ -193,6 +193,10 @@ export class RankClient {
       const out = await Promise.race([fn(this.api), failed]);
       received(this);
       this.lastSeen = performance.now();
+      // A rank that answers is not blocked in a compile: judge its silence from here by the
+      // heartbeat again. (Left set, a rank lost right after answering was waited for up to the
+      // compile ceiling, which is also the reduce's stall ceiling: the run stopped instead.)
+      this.compiling = false;
       return out;
     } catch (e) {
       if (e instanceof RankLostError) {

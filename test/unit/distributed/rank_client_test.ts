@@ -85,3 +85,16 @@ Deno.test("RankClient.spare: a standby slot takes calls but is no member; its fa
   assert(!b.admit(), "a slot that went down is never admitted");
   await assertRejects(() => b.call("load", (x) => x.load({} as never)), RankLostError, "its link closed");
 });
+
+Deno.test("RankClient: a reply after a compile notice ends the compile allowance; silence is judged by the heartbeat again", async () => {
+  const api = { snapshot: () => Promise.resolve({}) } as unknown as RankApi;
+  const client = new RankClient(1, api);
+  client.sink().compiling(1);
+  assert(client.compiling, "the notice sets it");
+  const t = client.lastSeen;
+  assertEquals(client.overdueMs(t + 10_000, 2_000, 300_000), 0, "compiling: 10 s of silence is allowed");
+  await client.call("snapshot", (a) => a.snapshot(1, false));
+  assert(!client.compiling, "the reply clears it");
+  const seen = client.lastSeen;
+  assertEquals(client.overdueMs(seen + 10_000, 2_000, 300_000), 10_000, "silent 10 s after its reply: overdue");
+});
