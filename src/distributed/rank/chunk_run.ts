@@ -20,7 +20,8 @@ import { PREFETCH_BATCHES } from "./rank_data.ts";
 /**
  * A fault-injection point for tests (test/fixtures/programs/tiny.ts, fault "exit-after-chunk"):
  * a function stored on `globalThis` under this key runs in the first task after a chunk's
- * report was handed back, so the reply is on its way before it runs.
+ * report was handed back (RankRuntime.train, after the controls queued during the chunk
+ * were served), so the reply is on its way before it runs.
  */
 export const AFTER_CHUNK = Symbol.for("flodl-webgpu.chunk.afterChunk");
 
@@ -224,8 +225,6 @@ export class ChunkRun {
     this.report.scalars = drainScalars();
     this.report.epochMs = performance.now() - this.#t0;
     this.report.shareCompleteMs = this.report.epochMs;
-    const hook = (globalThis as Record<symbol, unknown>)[AFTER_CHUNK] as (() => void) | undefined;
-    if (hook) setTimeout(hook, 0);
     return this.report;
   }
 }

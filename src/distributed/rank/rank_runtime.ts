@@ -16,7 +16,7 @@ import type { Tensor } from "../../tensor/mod.ts";
 import { describeError } from "../protocol/errors.ts";
 import { adoptConsensus, frameToFlat, packFrame, writeFlat } from "./frames.ts";
 import type { ChunkReport } from "../protocol/messages.ts";
-import { ChunkRun, type RankView } from "./chunk_run.ts";
+import { AFTER_CHUNK, ChunkRun, type RankView } from "./chunk_run.ts";
 import { permutation } from "./permutation.ts";
 import { buildDataPlane, planeReporter } from "./rank_data.ts";
 import type { DataCounters, DataPlane } from "../../data/mod.ts";
@@ -360,7 +360,9 @@ export class RankRuntime<M extends Module> implements RankApi {
   onStop?: () => void;
 
   train(plan: ChunkPlan): Promise<ChunkReport> {
-    return this.#classified(this.#train(plan));
+    const done = this.#classified(this.#train(plan));
+    const hook = (globalThis as Record<symbol, unknown>)[AFTER_CHUNK] as (() => void) | undefined;
+    return hook ? done.then((report) => (setTimeout(hook, 0), report)) : done;
   }
 
   async #train(plan: ChunkPlan): Promise<ChunkReport> {
