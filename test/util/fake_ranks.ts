@@ -316,7 +316,7 @@ export class FakeRank implements RankApi {
   }
 
   /** Answer after `controlMs`, between batches as the real runtime does; never, when scripted to hang. */
-  #control<T>(what: string, fn: () => T): Promise<T> {
+  #control<T>(what: string, fn: () => T | Promise<T>): Promise<T> {
     if (this.#stopped) return Promise.reject(new Error(`fake rank ${this.rank}: stopped`));
     return new Promise<T>((resolve, reject) => {
       if (this.script.hangOn === what) return;
