@@ -226,6 +226,21 @@ fn softplus_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workg
   dx[i] = select(sigmoid(t), 1.0, t > p.threshold) * dy[i];
 }
 
+// LogSigmoid, log(1 / (1 + e^-x)) = -softplus(-x) in its stable form
+// min(x, 0) - log1p(e^-|x|): no overflow for large |x|, no log(0) far in the negative tail.
+@compute @workgroup_size(WG)
+fn log_sigmoid_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let v = x[i];
+  y[i] = keep_nan(v, min(v, 0.0) - log1p_pos(exp(-abs(v))));
+}
+// d/dx = sigmoid(-x), which keeps its relative accuracy where it is tiny (x large).
+@compute @workgroup_size(WG)
+fn log_sigmoid_backward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  dx[i] = sigmoid(-x[i]) * dy[i];
+}
+
 // clamp to [lo, hi]; the gradient passes where lo <= x <= hi (PyTorch).
 @compute @workgroup_size(WG)
 fn clamp_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {

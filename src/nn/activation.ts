@@ -3,7 +3,7 @@ import { Parameter, type Variable } from "../autograd/mod.ts";
 import { Device } from "../gpu/mod.ts";
 import * as T from "../tensor/mod.ts";
 import { Module } from "./module.ts";
-import { elu, hardsigmoid, hardswish, logSoftmax, mish, prelu, selu, softmax } from "./functional.ts";
+import { elu, hardsigmoid, hardswish, logSigmoid, logSoftmax, mish, prelu, selu, softmax } from "./functional.ts";
 
 export class ReLU extends Module {
   forward(x: Variable): Variable {
@@ -81,6 +81,25 @@ export class ELU extends Module {
   }
   override extraRepr(): string {
     return `alpha=${this.alpha}`;
+  }
+}
+/**
+ * log σ(x) = −softplus(−x), stable for large |x| (PyTorch's nn.LogSigmoid): the usual
+ * head of a binary log-likelihood or of word2vec's negative sampling.
+ * @example
+ * ```ts
+ * import { Device } from "../gpu/mod.ts";
+ * import { Variable } from "../autograd/mod.ts";
+ * import { fromArray } from "../tensor/mod.ts";
+ * import { LogSigmoid } from "./activation.ts";
+ * await Device.request();
+ * const y = new LogSigmoid().forward(new Variable(fromArray([0])));
+ * if (Math.abs((await y.data.toArray())[0] + Math.LN2) > 1e-6) throw new Error("log σ(0) is -ln 2");
+ * ```
+ */
+export class LogSigmoid extends Module {
+  forward(x: Variable): Variable {
+    return logSigmoid(x);
   }
 }
 /** Self-normalizing ELU with the fixed alpha and scale of Klambauer et al. (PyTorch's nn.SELU). */

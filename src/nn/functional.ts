@@ -28,6 +28,14 @@ export function hardswish(x: Variable): Variable {
 export function hardsigmoid(x: Variable): Variable {
   return apply(T.hardsigmoidOp, [x], {});
 }
+/**
+ * log σ(x) = −softplus(−x), stable for large |x| (torch.nn.functional.logsigmoid); the
+ * gradient is σ(−x).
+ * @throws {TypeError} When x is not f32.
+ */
+export function logSigmoid(x: Variable): Variable {
+  return apply(T.logSigmoidOp, [x], {});
+}
 /** PReLU with a learned `weight` [C] on dim 1, or [1] shared (torch.nn.functional.prelu). */
 export function prelu(x: Variable, weight: Variable): Variable {
   return apply(T.preluOp, [x, weight], undefined);

@@ -32,6 +32,7 @@ export {
   Hardswish,
   Identity,
   LeakyReLU,
+  LogSigmoid,
   LogSoftmax,
   Mish,
   PReLU,

@@ -69,6 +69,8 @@ export const UNARY_REF: Record<string, UnaryRef> = {
     f: (x, beta, th) => (beta * x > th ? x : Math.log1p(Math.exp(beta * x)) / beta),
     df: (x, beta, th) => (beta * x > th ? 1 : sig(beta * x)),
   },
+  // log σ(x) = -softplus(-x), written with log1p so the f64 value is exact in both tails.
+  logSigmoid: { f: (x) => Math.min(x, 0) - Math.log1p(Math.exp(-Math.abs(x))), df: (x) => sig(-x) },
   clamp: { f: (x, lo, hi) => Math.min(Math.max(x, lo), hi), df: (x, lo, hi) => (x >= lo && x <= hi ? 1 : 0) },
   powScalar: { f: (x, e) => x ** e, df: (x, e) => (e === 0 ? 0 : e * x ** (e - 1)) },
   elu: { f: (x, a) => (x > 0 ? x : a * Math.expm1(x)), df: (x, a) => (x > 0 ? 1 : a * Math.exp(x)) },

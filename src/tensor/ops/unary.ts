@@ -136,6 +136,8 @@ export const geluTanhOp = defineUnary({ name: "geluTanh", kernel: "gelu_tanh", s
 export const siluOp = defineUnary({ name: "silu", saves: "input" });
 /** (1/β)·ln(1 + e^(βx)), linear past the threshold. */
 export const softplusOp = defineUnary({ name: "softplus", saves: "input", scalars: ["beta", "threshold"] });
+/** log σ(x) = −softplus(−x), stable for large |x|. */
+export const logSigmoidOp = defineUnary({ name: "logSigmoid", kernel: "log_sigmoid", saves: "input" });
 /** min(max(x, lo), hi) */
 export const clampOp = defineUnary({ name: "clamp", saves: "input", scalars: ["lo", "hi"] });
 /** x^exponent for a scalar exponent. */
@@ -247,6 +249,24 @@ export const silu = (x: Tensor): Tensor => fwd(siluOp, x);
 /** Softplus with PyTorch's `beta` (1) and `threshold` (20). */
 export const softplus = (x: Tensor, beta = 1, threshold = 20): Tensor =>
   fwd(softplusOp, x, { beta, threshold });
+/**
+ * Elementwise log σ(x) = −softplus(−x) (torch.nn.functional.logsigmoid), computed as
+ * min(x, 0) − log1p(e^−|x|): finite for every finite x (−x itself far in the negative tail).
+ * The gradient is σ(−x).
+ * @param x An f32 tensor of any shape.
+ * @returns log σ(x), same shape.
+ * @throws {TypeError} When x is not f32.
+ * @example
+ * ```ts
+ * import { Device } from "../../gpu/mod.ts";
+ * import { fromArray } from "../creation.ts";
+ * import { logSigmoid } from "./unary.ts";
+ * await Device.request();
+ * const y = await logSigmoid(fromArray([-200, 0, 200])).toArray(); // [-200, -0.6931, 0]
+ * if (y[0] !== -200 || Math.abs(y[1] + Math.LN2) > 1e-6 || y[2] !== 0) throw new Error(`${y}`);
+ * ```
+ */
+export const logSigmoid = (x: Tensor): Tensor => fwd(logSigmoidOp, x);
 /** Clamp into `[min, max]` (either bound may be ±Infinity). */
 export function clamp(x: Tensor, min = -Infinity, max = Infinity): Tensor {
   if (min > max) throw new RangeError(`clamp: min ${min} is greater than max ${max}`);
