@@ -7,7 +7,7 @@
 // - nll_forward: one thread per row.
 // - class_mean_forward: one workgroup sums the row losses and divides by the number of
 //   rows whose target is not ignore_index, storing that count at stats[den_at].
-// Elementwise losses read a prediction `a` and a target `b` of one shape, write the
+// Elementwise losses (mse, l1, smooth_l1, bce, bce_logits, kl_div, focal) read a prediction `a` and a target `b` of one shape, write the
 // per-element loss to `el`, and total_forward sums it (times `scale`: 1 or 1/n).
 //
 // Backward kernels are elementwise. The upstream gradient of an element is dy[i]
@@ -18,6 +18,7 @@ override WG: u32 = 256;
 struct Params {  // mirrored in src/tensor/ops/loss.ts
   n: u32, classes: u32, ignore_index: i32, smoothing: f32,
   mode: u32, scale: f32, den_at: u32, beta: f32, pw_n: u32,
+  log_target: u32, alpha: f32, gamma: f32,
 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<f32>;
@@ -314,4 +315,78 @@ fn bce_logits_backward_a(@builtin(global_invocation_id) gid: vec3u, @builtin(num
   let x = a[i];
   let t = b[i];
   dx[i] = ((1.0 - t) * sigmoid(x) - pw[i % p.pw_n] * t * sigmoid(-x)) * upstream(i);
+}
+
+// ---- KL divergence: a = input (log-probabilities), b = target --------------------------
+
+// As torch.nn.functional.kl_div: target · (log target − input), with 0 where target = 0
+// (xlogy), or with log_target: e^target · (target − input). Reductions scale the sum by 1
+// ("sum"), 1/n ("mean", every element, as PyTorch) or 1/N ("batchmean", input's dim 0).
+@compute @workgroup_size(WG)
+fn kl_div_forward(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(gid, nw);
+  if (i >= p.n) { return; }
+  let x = a[i];
+  let t = b[i];
+  let plain = select(t * (log(t) - x), 0.0, t == 0.0);
+  el[i] = select(plain, exp(t) * (t - x), p.log_target != 0u);
+}
+@compute @workgroup_size(WG)
+fn kl_div_backward_a(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(gid, nw);
+  if (i >= p.n) { return; }
+  let t = b[i];
+  dx[i] = -select(t, exp(t), p.log_target != 0u) * upstream(i);
+}
+// NOTE: d/dtarget is log t + 1 − input, NaN at t = 0 as PyTorch's (xlogy's 0/0); with
+// log_target it is e^t (t − input + 1).
+@compute @workgroup_size(WG)
+fn kl_div_backward_b(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(gid, nw);
+  if (i >= p.n) { return; }
+  let x = a[i];
+  let t = b[i];
+  let plain = select(log(t) + 1.0 - x, nan(), t == 0.0);
+  dx[i] = select(plain, exp(t) * (t - x + 1.0), p.log_target != 0u) * upstream(i);
+}
+
+// ---- sigmoid focal loss: a = logits, b = targets in [0, 1] -----------------------------
+
+// torchvision.ops.sigmoid_focal_loss: ce · (1 − p_t)^gamma · alpha_t, with ce the BCE of
+// the logits, p_t = σ(x) t + σ(−x)(1 − t) and alpha_t = alpha t + (1 − alpha)(1 − t)
+// (1 when alpha < 0). 1 − p_t is computed as σ(x)(1 − t) + σ(−x) t: no cancellation when
+// the prediction is confident, where the loss lives.
+fn focal_pow(m: f32, e: f32) -> f32 {
+  if (e == 0.0) { return 1.0; }
+  if (m <= 0.0) { return 0.0; }
+  return pow(m, e);
+}
+fn focal_alpha(t: f32) -> f32 {
+  return select(1.0, p.alpha * t + (1.0 - p.alpha) * (1.0 - t), p.alpha >= 0.0);
+}
+@compute @workgroup_size(WG)
+fn focal_forward(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(gid, nw);
+  if (i >= p.n) { return; }
+  let x = a[i];
+  let t = b[i];
+  let ce = (1.0 - t) * x + log1p(exp(-abs(x))) + max(-x, 0.0);
+  let m = sigmoid(x) * (1.0 - t) + sigmoid(-x) * t;
+  el[i] = focal_alpha(t) * ce * focal_pow(m, p.gamma);
+}
+// d/dx = alpha_t [(σ(x) − t) m^gamma + ce · gamma m^(gamma − 1) · σ(x) σ(−x) (1 − 2t)].
+@compute @workgroup_size(WG)
+fn focal_backward_a(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(gid, nw);
+  if (i >= p.n) { return; }
+  let x = a[i];
+  let t = b[i];
+  let s = sigmoid(x);
+  let r = sigmoid(-x);
+  let ce = (1.0 - t) * x + log1p(exp(-abs(x))) + max(-x, 0.0);
+  let m = s * (1.0 - t) + r * t;
+  let dce = (1.0 - t) * s - t * r;
+  let dm = s * r * (1.0 - 2.0 * t);
+  let g = dce * focal_pow(m, p.gamma) + ce * p.gamma * focal_pow(m, p.gamma - 1.0) * dm;
+  dx[i] = focal_alpha(t) * g * upstream(i);
 }

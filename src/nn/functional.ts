@@ -91,3 +91,24 @@ export function bceWithLogitsLoss(logits: Variable, target: Variable | Tensor, o
   const pw = posWeight instanceof T.Tensor ? posWeight : T.fromArray([posWeight], [1], { device: logits.data.device });
   return apply(T.bceWithLogitsLossOp, [logits, v(target), new Variable(pw)], rest);
 }
+/**
+ * KL divergence of `target` from log-probabilities `input`, as torch.nn.functional.kl_div;
+ * `reduction` "mean" (default, over every element as PyTorch), "batchmean" (per sample),
+ * "sum" or "none", and `logTarget`. Both inputs get gradients when they want one.
+ * @throws {TypeError} For non-f32 inputs. @throws {RangeError} When shapes differ or the reduction is unknown.
+ */
+export function klDiv(input: Variable, target: Variable | Tensor, options: T.KlDivOptions = {}): Variable {
+  return apply(T.klDivOp, [input, v(target)], options);
+}
+/**
+ * Focal loss on logits, as torchvision.ops.sigmoid_focal_loss: `alpha` 0.25, `gamma` 2,
+ * `reduction` "none" by default. The targets get no gradient.
+ * @throws {TypeError} For non-f32 inputs. @throws {RangeError} When shapes differ or an option is out of range.
+ */
+export function sigmoidFocalLoss(
+  inputs: Variable,
+  targets: Variable | Tensor,
+  options: T.SigmoidFocalLossOptions = {},
+): Variable {
+  return apply(T.sigmoidFocalLossOp, [inputs, v(targets)], options);
+}

@@ -58,10 +58,12 @@ export {
   bceLoss,
   bceWithLogitsLoss,
   crossEntropy,
+  klDiv,
   l1Loss,
   logSoftmax,
   mseLoss,
   nllLoss,
+  sigmoidFocalLoss,
   smoothL1Loss,
   softmax,
 } from "./functional.ts";

@@ -12,6 +12,8 @@ export * from "./ops/gather.ts";
 export * from "./ops/softmax.ts";
 export * from "./ops/loss.ts";
 export * from "./ops/loss_elementwise.ts";
+export * from "./ops/kl_div.ts";
+export * from "./ops/focal_loss.ts";
 export * from "./ops/norm.ts";
 export * from "./ops/batch_norm.ts";
 export * from "./ops/rms_norm.ts";

@@ -148,3 +148,65 @@ export function elementwiseLossRef(
   }
   return { y: reduce(v, reduction, n), da, db };
 }
+
+/**
+ * KL divergence as torch.nn.functional.kl_div over flat arrays: each term t·(log t − x)
+ * (0 at t = 0) or, with logTarget, e^t·(t − x); reduced by 1 ("sum"), 1/n ("mean") or
+ * 1/batch ("batchmean"). `dy` has one value per element for "none", one otherwise. The
+ * target's gradient is NaN where t = 0 (PyTorch's).
+ */
+export function klDivRef(
+  x: ArrayLike<number>,
+  t: ArrayLike<number>,
+  opts: { reduction: Reduction | "batchmean"; logTarget?: boolean; batch: number },
+  dy: ArrayLike<number>,
+): { y: Float64Array; dx: Float64Array; dt: Float64Array } {
+  const n = x.length;
+  const el = new Float64Array(n), dx = new Float64Array(n), dt = new Float64Array(n);
+  const scale = opts.reduction === "mean" ? 1 / n : opts.reduction === "batchmean" ? 1 / opts.batch : 1;
+  for (let i = 0; i < n; i++) {
+    const g = opts.reduction === "none" ? dy[i] : dy[0] * scale;
+    if (opts.logTarget) {
+      const e = Math.exp(t[i]);
+      el[i] = e * (t[i] - x[i]);
+      dx[i] = -e * g;
+      dt[i] = e * (t[i] - x[i] + 1) * g;
+    } else {
+      el[i] = t[i] === 0 ? 0 : t[i] * (Math.log(t[i]) - x[i]);
+      dx[i] = -t[i] * g;
+      dt[i] = t[i] === 0 ? NaN : (Math.log(t[i]) + 1 - x[i]) * g;
+    }
+  }
+  if (opts.reduction === "none") return { y: el, dx, dt };
+  return { y: Float64Array.of(el.reduce((s, v) => s + v, 0) * scale), dx, dt };
+}
+
+/**
+ * torchvision.ops.sigmoid_focal_loss over flat arrays, written as torchvision writes it:
+ * ce = BCE-with-logits, p_t = p t + (1 − p)(1 − t), loss = ce (1 − p_t)^gamma, times
+ * alpha t + (1 − alpha)(1 − t) when alpha >= 0. dx by the chain rule through p and ce.
+ */
+export function focalRef(
+  x: ArrayLike<number>,
+  t: ArrayLike<number>,
+  opts: { alpha: number; gamma: number; reduction: Reduction },
+  dy: ArrayLike<number>,
+): { y: Float64Array; dx: Float64Array } {
+  const n = x.length, { alpha, gamma } = opts;
+  const el = new Float64Array(n), dx = new Float64Array(n);
+  const scale = opts.reduction === "mean" ? 1 / n : 1;
+  for (let i = 0; i < n; i++) {
+    const p = 1 / (1 + Math.exp(-x[i]));
+    const ce = Math.max(x[i], 0) - x[i] * t[i] + Math.log1p(Math.exp(-Math.abs(x[i])));
+    const pt = p * t[i] + (1 - p) * (1 - t[i]);
+    const at = alpha >= 0 ? alpha * t[i] + (1 - alpha) * (1 - t[i]) : 1;
+    const m = 1 - pt;
+    el[i] = at * ce * m ** gamma;
+    const dm = -p * (1 - p) * (2 * t[i] - 1);
+    const dmg = gamma === 0 ? 0 : gamma * m ** (gamma - 1) * dm;
+    const g = opts.reduction === "none" ? dy[i] : dy[0] * scale;
+    dx[i] = at * ((p - t[i]) * m ** gamma + ce * dmg) * g;
+  }
+  if (opts.reduction === "none") return { y: el, dx };
+  return { y: Float64Array.of(el.reduce((s, v) => s + v, 0) * scale), dx };
+}

@@ -21,6 +21,9 @@ export const LOSS_PARAMS = layout("loss", "Params", {
   den_at: "u32",
   beta: "f32",
   pw_n: "u32",
+  log_target: "u32",
+  alpha: "f32",
+  gamma: "f32",
 });
 /** Storage bindings of shaders/loss.wgsl; a launch leaves out the params it does not read. */
 export const LOSS = kernel(LOSS_PARAMS, {
@@ -33,7 +36,7 @@ export const LOSS = kernel(LOSS_PARAMS, {
   dy: [7, "read"],
   dx: [8, "read_write"],
   pw: [9, "read"],
-}, { n: 0, classes: 0, ignore_index: 0, smoothing: 0, mode: 0, scale: 1, den_at: 0, beta: 0, pw_n: 1 });
+}, { n: 0, classes: 0, ignore_index: 0, smoothing: 0, mode: 0, scale: 1, den_at: 0, beta: 0, pw_n: 1, log_target: 0, alpha: 0, gamma: 0 });
 
 /** How a loss combines its per-element values, as PyTorch's `reduction`. */
 export type LossReduction = "mean" | "sum" | "none";

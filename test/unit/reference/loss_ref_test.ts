@@ -1,4 +1,4 @@
-import { crossEntropyRef, elementwiseLossRef, nllRef, type Reduction } from "../../reference/loss.ts";
+import { crossEntropyRef, elementwiseLossRef, focalRef, klDivRef, nllRef, type Reduction } from "../../reference/loss.ts";
 import { assertRelClose } from "../../util/assert.ts";
 import { mulberry32, randint, randn, uniform } from "../../util/random.ts";
 
@@ -57,6 +57,39 @@ Deno.test("elementwise loss references: both gradients match central differences
       const db = numGrad((v) => elementwiseLossRef(name, a, v, reduction, dy, k).y, b, dy);
       assertRelClose(got.da, da, 1e-5, `${name} ${reduction} da`);
       assertRelClose(got.db, db, 1e-5, `${name} ${reduction} db`);
+    }
+  }
+});
+
+Deno.test("klDiv reference gradients (input and target) match central differences, each reduction and logTarget", () => {
+  const rng = mulberry32(28);
+  const batch = 3, n = 12;
+  for (const reduction of ["mean", "sum", "batchmean", "none"] as const) {
+    for (const logTarget of [false, true]) {
+      const x = Float64Array.from(randn(n, rng));
+      const t = logTarget ? Float64Array.from(randn(n, rng)) : Float64Array.from(uniform(n, rng, 0.05, 1));
+      const dy = Float64Array.from(randn(reduction === "none" ? n : 1, rng));
+      const opts = { reduction, logTarget, batch };
+      const got = klDivRef(x, t, opts, dy);
+      const tag = `klDiv ${reduction} logTarget ${logTarget}`;
+      assertRelClose(got.dx, numGrad((v) => klDivRef(v, t, opts, dy).y, x, dy), 1e-6, `${tag} dx`);
+      assertRelClose(got.dt, numGrad((v) => klDivRef(x, v, opts, dy).y, t, dy), 1e-6, `${tag} dt`);
+    }
+  }
+});
+
+Deno.test("sigmoid focal loss reference gradient matches central differences (alpha, gamma, soft targets)", () => {
+  const rng = mulberry32(29);
+  const n = 11;
+  for (const [alpha, gamma] of [[0.25, 2], [-1, 0], [0.6, 1.5], [0.25, 1]]) {
+    for (const reduction of ["none", "mean", "sum"] as const) {
+      const x = Float64Array.from(randn(n, rng, 3));
+      const t = Float64Array.from(uniform(n, rng), (u, i) => (i % 3 === 2 ? u : Math.round(u)));
+      const dy = Float64Array.from(randn(reduction === "none" ? n : 1, rng));
+      const opts = { alpha, gamma, reduction };
+      const got = focalRef(x, t, opts, dy);
+      const fd = numGrad((v) => focalRef(v, t, opts, dy).y, x, dy);
+      assertRelClose(got.dx, fd, 1e-6, `focal alpha ${alpha} gamma ${gamma} ${reduction} dx`);
     }
   }
 });
