@@ -10,8 +10,8 @@
  *   (cpu-sync/cadence/async, nccl-sync/cadence), 2-4 ranks, 1-2 of them lost after a random
  *   chunk reply, frame, adoption or collective, or with a refused frame; virtual clock, ms each.
  * --real N: the tiny program (test/fixtures/programs/tiny.ts) on 3 worker ranks, rank 1 lost
- *   right after the reply of the chunk holding a random step, or mid-step (not in step 1,
- *   whose compiles make a silent rank wait out the stall ceiling); each rank logs the
+ *   right after the reply of the chunk holding a random step, or mid-step (not in the first
+ *   steps, whose compiles make a silent rank wait out the stall ceiling); each rank logs the
  *   samples it trains, and the survivors' logs must hold every sample once (seconds each).
  */
 import { ArrayDataSet, ElCheConfig, SGD, setProgramArgs, Trainer, Variable } from "../src/index.ts";
@@ -99,8 +99,8 @@ if (realRuns) {
   for (let seed = 1; seed <= realRuns; seed++) {
     const rng = mulberry32(7000 + seed);
     const mode = modes[seed % 3];
-    // Not mid-step 1: a rank silent while it compiles its first pipelines is lost only after the stall ceiling (300 s).
-    const fault = rng() < 0.7 ? "exit-after-chunk" : "exit", faultAt = (fault === "exit" ? 2 : 1) + Math.floor(rng() * 11);
+    // Not mid-step in the first steps: a rank silent while it compiles pipelines is lost only after the stall ceiling (300 s).
+    const fault = rng() < 0.7 ? "exit-after-chunk" : "exit", faultAt = (fault === "exit" ? 6 : 1) + Math.floor(rng() * 11);
     const dir = await Deno.makeTempDir({ prefix: "flodl-coverage-soak-" });
     const o: Outcome = { kind: "real", seed, mode, faults: `rank 1 ${fault} at step ${faultAt}`, lost: 0, twice: 0 };
     try {
