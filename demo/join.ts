@@ -110,12 +110,12 @@ export async function joinFromPage(token: string, entry: URL, state: JoinState, 
   // Steps arrive many per second: the page redraws a few times a second.
   const ticker = setInterval(update, 250);
   try {
-    const why = await rank.done;
-    state.reason = why;
-    state.state = /refused at join/.test(why) ? "refused" : "stopped";
+    state.reason = await rank.done;
+    state.state = "stopped";
   } catch (e) {
-    state.state = "error";
+    // A rank the coordinator turned away never served: `done` rejects with the coordinator's reason.
     state.reason = (e as Error).message;
+    state.state = /refused it at join/.test(state.reason) ? "refused" : "error";
   } finally {
     clearInterval(ticker);
     update();

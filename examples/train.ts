@@ -53,7 +53,16 @@ function parse(): TrainArgs {
 const args = parse();
 if (args.join) {
   // A remote rank: the token carries the coordinator's program arguments; serve until the run ends.
-  joinRun(args.join, { entry: PROGRAM, log: (line) => console.log(line) }).done.then(
+  // A bad token is one line and exit 2 (bad input); a rank that never served (refused at
+  // join, no answer, no server) one line and exit 1.
+  let done: Promise<string>;
+  try {
+    done = joinRun(args.join, { entry: PROGRAM, log: (line) => console.log(line) }).done;
+  } catch (e) {
+    console.error(`npm start --join: ${(e as Error).message}`);
+    Deno.exit(2);
+  }
+  done.then(
     () => exitNow(0),
     (e) => {
       console.error(`npm start --join: ${(e as Error).message}`);

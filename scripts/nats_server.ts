@@ -1,9 +1,21 @@
 /**
  * Run a private nats-server for a test, a bench or a `--serve` run: free loopback ports
- * (TCP and a plain WebSocket listener), a temp config with the run's authorization block,
+ * (TCP and a plain WebSocket listener), a config with the run's authorization block,
  * started and awaited until it accepts, stopped by its own pid (never a broad kill), and
  * restartable on the same ports. Deno only (it spawns a process): src/ stays browser-safe,
  * so this lives in scripts/ and tests, benches and the CLI import it from here.
+ *
+ * The server is this process's child in both senses (issue 22):
+ * - Its config, which holds the run's passwords, is never a file: it goes to the server's
+ *   stdin (`-c /dev/stdin`, read once at start), so no exit path, SIGKILL included, can
+ *   leave a credential file behind, and none is ever readable by another user.
+ * - It dies with this process: it is started through util-linux's `setpriv --pdeathsig
+ *   KILL`, so the kernel kills it when its parent dies, however (SIGTERM, SIGINT, SIGKILL,
+ *   a crash): a killed coordinator leaves no server holding its ports. Nothing to reap at
+ *   the next start. NOTE: Linux sends the signal when the *thread* that spawned the child
+ *   ends; Deno spawns on the calling JavaScript thread, so start servers from the main
+ *   thread (one started in a Web Worker stops when the worker ends). Where `setpriv` is
+ *   missing (not Linux) the server is started plain and outlives a killed parent.
  *
  * ```sh
  * deno run -A scripts/nats_server.ts            # a server on free ports until Ctrl-C (no auth)
@@ -22,6 +34,12 @@ export interface NatsServerOptions {
   host?: string;
   /** Also open nats-server's HTTP monitoring port (`/varz`, `/connz`: bytes and messages in and out) on `host`. */
   monitor?: boolean;
+  /**
+   * Kill the server when this process dies (default true; see the module note). False only
+   * for a test that kills its coordinator and watches ranks on a server still up: it must
+   * then stop the server itself, by its pid.
+   */
+  diesWithParent?: boolean;
 }
 
 /** A running server. */
@@ -34,17 +52,27 @@ export interface NatsServer {
   readonly monitorUrl: string | undefined;
   /** The process id of the current server process. */
   readonly pid: number;
-  /** Stop the process (SIGTERM, SIGKILL after 5 s) and wait for it; the config stays for `start`. */
+  /** Stop the process (SIGTERM, SIGKILL after 5 s) and wait for it; the config stays (in memory) for `start`. */
   kill(): Promise<void>;
   /** Start it again on the same ports and config (after `kill`). */
   start(): Promise<void>;
-  /** Stop it and remove the temp config. */
+  /** Stop it (as `kill`). */
   stop(): Promise<void>;
   /** The server's stderr so far (for error messages). */
   log(): string;
 }
 
 const DEFAULT_BINARY = "/usr/sbin/nats-server";
+/** util-linux's setpriv (Debian: essential), which sets the child's parent-death signal before it runs the server. */
+const SETPRIV = "/usr/bin/setpriv";
+
+function isFile(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+}
 const LOG_CAP = 64 * 1024;
 /** How long a start may take before it is an error (a loaded 2-core machine included). */
 const START_TIMEOUT_MS = 20_000;
@@ -78,8 +106,6 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
   }
   const port = freePort(host), wsPort = freePort(host);
   const httpPort = opts.monitor ? freePort(host) : undefined;
-  const dir = await Deno.makeTempDir({ prefix: "flodl-nats-" });
-  const conf = `${dir}/nats.conf`;
   const text = [
     `listen: "${host}:${port}"`,
     `max_payload: ${maxPayload}`,
@@ -93,7 +119,12 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
     httpPort === undefined ? "" : `http: "${host}:${httpPort}"`,
     opts.authorization ?? "",
   ].join("\n");
-  await Deno.writeTextFile(conf, text, { mode: 0o600 });
+  if (!isFile(binary)) {
+    throw new Error(`nats-server: cannot run ${binary} (no such file); install it: apt-get install -y nats-server`);
+  }
+  const tied = (opts.diesWithParent ?? true) && isFile(SETPRIV);
+  const command = tied ? SETPRIV : binary;
+  const args = [...(tied ? ["--pdeathsig", "KILL", binary] : []), "-c", "/dev/stdin"];
 
   let log = "";
   let child: Deno.ChildProcess | undefined;
@@ -102,7 +133,7 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
   const start = async () => {
     if (child) throw new Error(`nats-server: already running (pid ${child.pid})`);
     try {
-      child = new Deno.Command(binary, { args: ["-c", conf], stdin: "null", stdout: "null", stderr: "piped" }).spawn();
+      child = new Deno.Command(command, { args, stdin: "piped", stdout: "null", stderr: "piped" }).spawn();
     } catch (e) {
       throw new Error(
         `nats-server: cannot run ${binary} (${(e as Error).message}); install it: apt-get install -y nats-server`,
@@ -110,6 +141,10 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
       );
     }
     const proc = child;
+    // The config through a pipe: the server reads it to the end once, at start.
+    const w = proc.stdin.getWriter();
+    await w.write(new TextEncoder().encode(text)).catch(() => {});
+    await w.close().catch(() => {});
     drained = (async () => {
       for await (const s of proc.stderr.pipeThrough(new TextDecoderStream())) log = (log + s).slice(-LOG_CAP);
     })();
@@ -120,7 +155,7 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
       if (exited || Date.now() > until) {
         await kill();
         throw new Error(
-          `nats-server (${binary} -c ${conf}) did not accept on ${host}:${port} and ws ${wsPort}:\n${log}`,
+          `nats-server (${[command, ...args].join(" ")}) did not accept on ${host}:${port} and ws ${wsPort}:\n${log}`,
         );
       }
       await new Promise((r) => setTimeout(r, 25));
@@ -154,10 +189,7 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
     },
     kill,
     start,
-    async stop() {
-      await kill();
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
-    },
+    stop: kill,
     log: () => log,
   };
 }

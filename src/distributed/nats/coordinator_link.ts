@@ -12,6 +12,7 @@ import { maxPayloadOf } from "./connect.ts";
 import { deriveRankKey } from "./credentials.ts";
 import { RankLinkError } from "./errors.ts";
 import { type FromRank, fromWireError, type ToRank } from "./messages.ts";
+import { sealRefusal } from "./refusal.ts";
 import { checkRunId, fromRankSubject, toRankSubject } from "./subjects.ts";
 import { importLinkKey, WireReceiver, WireSender } from "./wire.ts";
 
@@ -24,13 +25,25 @@ export interface CoordinatorLinkOptions {
   runKey: string;
   /** Beacon period in ms (default 1000): ranks stop when beacons stay away for their `beaconLossMs`. */
   beaconMs?: number;
+  /**
+   * Rank slot k's NATS password at index k (`creds.ranks.map((r) => r.pass)`). A hello that
+   * does not verify (the rank's token carries another key) is answered with a refusal
+   * signed with the slot's password (refusal.ts), the one secret both sides still share,
+   * so the rank stops and says why. Without it the rank is not told (it stops when its
+   * hellos stay unanswered for its `beaconLossMs`).
+   */
+  passwords?: readonly string[];
 }
 
 /** Listeners of one rank link, given when it opens so no early event is missed. */
 export interface RankLinkListeners {
   /** Each event the rank emits, in order with the results of its calls. */
   onEvent?: (event: unknown) => void;
-  /** A message refused (forged, replayed, tampered, wrong run or sender) and dropped. */
+  /**
+   * A message refused (forged, replayed, tampered, wrong run or sender) and dropped. Before
+   * the rank joined, only the first is reported: a rank with a wrong key resends its hello
+   * until told, and each would be the same refusal.
+   */
   onRefused?: (error: RankLinkError) => void;
   /** How the slot is named in messages (default `rank <k>`; a relay's: `relay (slot <k>)`). */
   who?: string;
@@ -53,6 +66,11 @@ export interface RankLink {
   readonly bytes: { sent: number; received: number };
   /** Tell the rank to stop (bye) and take the link down. */
   close(reason?: string): Promise<void>;
+  /**
+   * Turn the rank away at join (its hello failed the run's checks): a bye marked refused,
+   * so the rank's `joinRun` fails with `reason` instead of ending as a finished run.
+   */
+  refuse(reason: string): Promise<void>;
   /**
    * Whether the rank's connection is still at the server: false when the link is down or
    * nothing subscribes to the rank's subject any more (a closed tab, a killed process: the
@@ -93,6 +111,8 @@ class Link implements RankLink {
   readonly #down = deferred<RankLinkError>();
   #isDown?: RankLinkError;
   #joined = false;
+  /** A refusal before join was reported (once per slot). */
+  #refusedAtJoin = false;
   #next = 1;
   #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   #chain: Promise<void> = Promise.resolve();
@@ -106,6 +126,8 @@ class Link implements RankLink {
     private readonly listeners: RankLinkListeners,
     private readonly unsubscribe: () => void,
     private readonly probe: () => Promise<unknown>,
+    /** Send the rank a refusal notice signed with its password (refusal.ts); undefined without the password. */
+    private readonly notify?: (reason: string) => Promise<void>,
   ) {
     this.ready.catch(() => {}); // a link that never joined is reported through `down`
   }
@@ -129,12 +151,34 @@ class Link implements RankLink {
     this.#chain = this.#chain.then(async () => {
       if (this.#isDown) return;
       const r = await this.receiver.accept(chunk);
-      if (r.kind === "refused") this.listeners.onRefused?.(r.error);
+      if (r.kind === "refused" && !this.#joined) await this.#refuseAtJoin(r.why);
+      else if (r.kind === "refused") this.listeners.onRefused?.(r.error);
       else if (r.kind === "lost") this.goDown(r.error);
       else if (r.kind === "message") this.#dispatch(decodeValue(r.bytes) as FromRank);
     }).catch((e) =>
       this.goDown(new RankLinkError(this.rank, "down", `${this.who}: unreadable message: ${e}`, { cause: e }))
     );
+  }
+
+  /**
+   * A chunk from the slot that did not verify before it joined: only slot k's user may
+   * publish on its subject (the server's permissions), so this is the process holding
+   * slot k's token, with another key. Each such hello is answered with a refusal; the
+   * first is reported.
+   */
+  async #refuseAtJoin(why: string): Promise<void> {
+    const hint = why.startsWith("HMAC")
+      ? `: the join token's key is not slot ${this.rank}'s key in this run (a token of another run, or altered)`
+      : "";
+    const reason = `its hello does not verify (${why})${hint}`;
+    if (!this.#refusedAtJoin) {
+      this.#refusedAtJoin = true;
+      const told = this.notify ? "told the rank" : "the rank is not told (no passwords given to openCoordinator)";
+      this.listeners.onRefused?.(
+        new RankLinkError(this.rank, "refused", `${this.who}: refused at join: ${reason}; ${told}, later refused hellos of this slot are not reported`),
+      );
+    }
+    await this.notify?.(reason).catch(() => {});
   }
 
   #dispatch(m: FromRank): void {
@@ -211,6 +255,12 @@ class Link implements RankLink {
     if (this.#joined) await this.send({ k: "bye", reason }).catch(() => {});
     this.goDown(new RankLinkError(this.rank, "down", `${this.who}: link closed by the coordinator (${reason})`));
   }
+
+  async refuse(reason: string): Promise<void> {
+    if (this.#isDown) return;
+    if (this.#joined) await this.send({ k: "bye", reason, refused: true }).catch(() => {});
+    this.goDown(new RankLinkError(this.rank, "rejected", `${this.who}: refused at join by the coordinator (${reason})`));
+  }
 }
 
 /**
@@ -272,9 +322,13 @@ export async function openCoordinator(opts: CoordinatorLinkOptions): Promise<Nat
       const key = await importLinkKey(await deriveRankKey(runKey, rank));
       const sender = new WireSender((s, d) => nc.publish(s, d), toRankSubject(run, rank), run, "c", key, maxPayload);
       const receiver = new WireReceiver(fromRankSubject(run, rank), run, `r${rank}`, key, rank, true);
+      const pass = opts.passwords?.[rank];
+      const notify = pass === undefined ? undefined : async (reason: string) => {
+        if (!nc.isClosed()) nc.publish(toRankSubject(run, rank), await sealRefusal(pass, run, rank, reason));
+      };
       const link = new Link(rank, sender, receiver, listeners, () => {
         if (!nc.isClosed()) sub.unsubscribe();
-      }, () => nc.request(toRankSubject(run, rank), new Uint8Array(0), { timeout: PROBE_MS }));
+      }, () => nc.request(toRankSubject(run, rank), new Uint8Array(0), { timeout: PROBE_MS }), notify);
       const sub = nc.subscribe(fromRankSubject(run, rank), { callback: (_err, msg) => link.receive(msg.data.slice()) });
       links.set(rank, link);
       await nc.flush(); // the subscription is live at the server before the token goes out

@@ -132,31 +132,6 @@ export function serverAuthorization(creds: RunCredentials): string {
   return `authorization {\n  users = [\n${lines.join("\n")}\n  ]\n}\n`;
 }
 
-/** A rank's join token: its credentials and the server URL, as one URL-safe string. */
-export function encodeJoinToken(url: string, creds: RankCredentials): string {
-  return toBase64(new TextEncoder().encode(JSON.stringify({ url, ...creds })))
-    .replaceAll("+", "-").replaceAll("/", "_").replaceAll("=", "");
-}
-
-/**
- * Read a join token made by {@link encodeJoinToken}.
- * @throws {TypeError} When the token is not one (names the missing field).
- */
-export function decodeJoinToken(token: string): { url: string } & RankCredentials {
-  let v: Record<string, unknown>;
-  try {
-    const b64 = token.replaceAll("-", "+").replaceAll("_", "/");
-    v = JSON.parse(new TextDecoder().decode(fromBase64(b64 + "=".repeat((4 - b64.length % 4) % 4))));
-  } catch (e) {
-    throw new TypeError(`decodeJoinToken: not a join token (${(e as Error).message})`);
-  }
-  for (const k of ["url", "run", "user", "pass", "key"]) {
-    if (typeof v[k] !== "string") throw new TypeError(`decodeJoinToken: the token has no "${k}"`);
-  }
-  if (!Number.isInteger(v.rank)) throw new TypeError(`decodeJoinToken: the token has no integer "rank"`);
-  return v as unknown as { url: string } & RankCredentials;
-}
-
 /**
  * Make slot `slot` the relay of `members` (spec §1.1: it sums their reduce frames): call it
  * before `serverAuthorization`, which then lets the slot subscribe to their relay subjects.
@@ -181,17 +156,4 @@ export function relayCredentials(creds: RunCredentials, slot: number): RelayCred
   const own = creds.ranks[slot];
   if (!own?.relayFor) throw new RangeError(`relayCredentials: slot ${slot} is not a relay (assignRelay first)`);
   return { ...own, members: own.relayFor.map((k) => ({ rank: k, key: creds.ranks[k].key })) };
-}
-
-/**
- * Read a relay's token ({@link encodeJoinToken} of {@link relayCredentials}).
- * @throws {TypeError} When the token is not a relay's (names the missing field).
- */
-export function decodeRelayToken(token: string): { url: string } & RelayCredentials {
-  const t = decodeJoinToken(token) as { url: string } & RelayCredentials;
-  const members = (t as Partial<RelayCredentials>).members;
-  if (!Array.isArray(members) || members.length < 1 || !members.every((m) => Number.isInteger(m?.rank) && typeof m?.key === "string")) {
-    throw new TypeError(`decodeRelayToken: the token has no "members" (a rank's join token, not a relay's?)`);
-  }
-  return t;
 }

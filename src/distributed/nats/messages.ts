@@ -14,7 +14,8 @@ export interface WireError {
 export type ToRank =
   | { k: "call"; id: number; name: string; args: unknown[] }
   | { k: "beacon" }
-  | { k: "bye"; reason: string };
+  /** `refused`: the rank is turned away at join (its hello failed the run's checks), not the run's end. */
+  | { k: "bye"; reason: string; refused?: boolean };
 
 /** Rank → coordinator. */
 export type FromRank =

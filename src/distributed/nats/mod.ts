@@ -9,14 +9,12 @@ export type { NatsConnection } from "./connect.ts";
 export {
   assignRelay,
   createRunCredentials,
-  decodeJoinToken,
-  decodeRelayToken,
   deriveRankKey,
-  encodeJoinToken,
   relayCredentials,
   serverAuthorization,
 } from "./credentials.ts";
 export type { NatsUser, RankCredentials, RelayCredentials, RunCredentials } from "./credentials.ts";
+export { decodeJoinToken, decodeRelayToken, encodeJoinToken } from "./join_token.ts";
 export { openCoordinator } from "./coordinator_link.ts";
 export type { CoordinatorLinkOptions, NatsCoordinator, RankLink, RankLinkListeners } from "./coordinator_link.ts";
 export { RankLinkError } from "./errors.ts";

@@ -3,7 +3,9 @@
  * emits events, and watches the coordinator's beacon. The rank stops (its `onDown` runs,
  * then the connection closes) when the coordinator says bye, its beacons stay away for
  * `beaconLossMs`, or the connection is lost: a rank never trains on for a coordinator
- * that is gone.
+ * that is gone. A rank the coordinator turns away at join (its hello does not verify:
+ * a refusal notice signed with the slot's password, refusal.ts; or a bye marked refused:
+ * its hello failed the run's checks) stops with fault `rejected`, naming why.
  */
 import { decodeValue, encodeValue } from "./codec.ts";
 import type { NatsConnection } from "./connect.ts";
@@ -11,6 +13,7 @@ import { maxPayloadOf } from "./connect.ts";
 import type { RankCredentials } from "./credentials.ts";
 import { RankLinkError } from "./errors.ts";
 import { type FromRank, type ToRank, toWireError } from "./messages.ts";
+import { isRefusal, openRefusal } from "./refusal.ts";
 import { checkRunId, fromRankSubject, toRankSubject } from "./subjects.ts";
 import { importLinkKey, WireReceiver, WireSender } from "./wire.ts";
 
@@ -21,8 +24,11 @@ export type RankHandler = Record<string, (...args: any[]) => unknown>;
 export interface RankServeOptions {
   /** An open connection as this rank's user; the rank owns it from here on. */
   connection: NatsConnection;
-  /** This rank's run id, slot and key (its join token). */
-  creds: Pick<RankCredentials, "run" | "rank" | "key">;
+  /**
+   * This rank's run id, slot and key (its join token), and its NATS password: a refusal
+   * at join is signed with it (refusal.ts); without it such a refusal is not heard.
+   */
+  creds: Pick<RankCredentials, "run" | "rank" | "key"> & { pass?: string };
   /** The methods served (the rank runtime's API). */
   handler: RankHandler;
   /** Sent with the hello (host, adapter, program): the coordinator's `ready` resolves with it. */
@@ -43,6 +49,11 @@ export interface RankServeOptions {
 export interface RankServer {
   /** Send an event to the coordinator (ordered with results; dropped once down). */
   emit(event: unknown): void;
+  /**
+   * Resolves (never rejects) true once the coordinator answered the hello (it accepted the
+   * rank), false when the link went down first (refused at join, no answer, connection lost).
+   */
+  readonly joined: Promise<boolean>;
   /** Resolves (never rejects) with why the link went down, after `onDown` ran and the connection closed. */
   readonly down: Promise<RankLinkError>;
   /** Say bye and stop (as if the coordinator were gone, with this reason). */
@@ -102,11 +113,14 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
   let lastHeard = Date.now();
   let resolveDown!: (e: RankLinkError) => void;
   const down = new Promise<RankLinkError>((r) => resolveDown = r);
+  let resolveJoined!: (yes: boolean) => void;
+  const joined = new Promise<boolean>((r) => resolveJoined = r);
   const send = (m: FromRank) => sender.send(encodeValue(m));
 
   const goDown = async (error: RankLinkError) => {
     if (isDown) return;
     isDown = error;
+    resolveJoined(false); // no-op once joined
     clearInterval(hello);
     clearInterval(watchdog);
     try {
@@ -135,10 +149,22 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
   const dispatch = (m: ToRank) => {
     heard = true;
     lastHeard = Date.now();
+    if (m.k === "bye" && m.refused) {
+      goDown(new RankLinkError(rank, "rejected", `${who}: the coordinator refused it at join: ${m.reason}`));
+      return;
+    }
+    resolveJoined(true);
     if (m.k === "call") answer(m.id, m.name, m.args);
     else if (m.k === "bye") {
       goDown(new RankLinkError(rank, "down", `${who}: the coordinator ended the run (${m.reason})`));
     }
+  };
+  /** A refusal notice (refusal.ts): heard before join only, and only if the slot's password signed it. */
+  const refusal = async (bytes: Uint8Array) => {
+    const pass = opts.creds.pass;
+    const reason = heard || pass === undefined ? undefined : await openRefusal(pass, run, rank, bytes);
+    if (reason !== undefined) goDown(new RankLinkError(rank, "rejected", `${who}: the coordinator refused it at join: ${reason}`));
+    else opts.onRefused?.(new RankLinkError(rank, "refused", `${who}: dropped a refusal notice that does not verify with its password or came after join`));
   };
 
   let chain: Promise<void> = Promise.resolve();
@@ -150,6 +176,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
       const chunk = msg.data.slice();
       chain = chain.then(async () => {
         if (isDown) return;
+        if (isRefusal(chunk)) return await refusal(chunk);
         const r = await receiver.accept(chunk);
         if (r.kind === "refused") opts.onRefused?.(r.error);
         else if (r.kind === "lost") goDown(r.error);
@@ -218,6 +245,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     emit(event) {
       if (!isDown) send({ k: "event", event }).catch(() => {});
     },
+    joined,
     down,
     async close(reason = "the rank stopped") {
       if (isDown) return;

@@ -126,7 +126,8 @@ export class WireSender {
 export type Received =
   | { kind: "partial" }
   | { kind: "message"; bytes: Uint8Array<ArrayBuffer> }
-  | { kind: "refused"; error: RankLinkError }
+  /** `why`: what failed, without who and where (the coordinator tells a refused rank). */
+  | { kind: "refused"; error: RankLinkError; why: string }
   | { kind: "lost"; error: RankLinkError };
 
 /**
@@ -159,6 +160,7 @@ export class WireReceiver {
     return {
       kind: "refused",
       error: new RankLinkError(this.rank, "refused", `rank ${this.rank}: refused ${who} on ${this.subject}: ${why}`),
+      why,
     };
   }
 

@@ -92,7 +92,12 @@ export interface RemoteRank {
   readonly rank: number;
   readonly run: string;
   readonly url: string;
-  /** Resolves with why the rank stopped (the run ended, the coordinator refused or vanished); rejects if it never served. */
+  /**
+   * Resolves with why the rank stopped once it served (the run ended, the coordinator
+   * vanished). Rejects with one line saying why when it never served: the coordinator
+   * refused it at join (a token whose key does not verify, a hello that fails the run's
+   * checks), its hellos stayed unanswered, or connecting failed.
+   */
   readonly done: Promise<string>;
 }
 
@@ -228,8 +233,11 @@ async function serve(
     },
     down: () => {},
   };
+  // "joined" only once the coordinator answered the hello: a refused rank never says it.
+  if (!(await server.joined)) throw new Error((await server.down).message);
   log(`rank ${rank}: joined run ${t.run} at ${t.url} (${host || "this host"}, ${hello.adapter}); waiting for work`);
-  const why = (await server.down).message;
-  log(`rank ${rank}: stopped: ${why}`);
-  return why;
+  const down = await server.down;
+  if (down.fault === "rejected") throw new Error(down.message);
+  log(`rank ${rank}: stopped: ${down.message}`);
+  return down.message;
 }

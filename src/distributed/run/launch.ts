@@ -279,7 +279,7 @@ function spareJoin<M extends Module>(
     const hello = await remote.spareJoined(t, want);
     const h = await client.call("init", (api) => api.init(setup(t.rank)));
     if (key(h.layout) !== key(layout)) {
-      await t.link.close(`its model layout differs from rank 0's`);
+      await t.link.refuse(`its model layout differs from rank 0's`);
       throw new Error(`rank ${t.rank} built a model with other parameters than rank 0 (${h.layout.paramCount} vs ${layout.paramCount} values)`);
     }
     named(`${hello.host || "remote"}: ${h.adapter}`);

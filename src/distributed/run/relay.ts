@@ -195,8 +195,10 @@ export async function serveRelay(connection: NatsConnection, t: RelayCredentials
     who,
     onRefused: (e) => log(e.message),
   });
+  if (!(await server.joined)) throw new Error((await server.down).message);
   log(`${who}: joined run ${t.run} for ranks ${hello.members.join(", ")} (${hello.host || "this host"}); summing their frames`);
-  const why = (await server.down).message;
-  log(`${who}: stopped: ${why}`);
-  return why;
+  const down = await server.down;
+  if (down.fault === "rejected") throw new Error(down.message);
+  log(`${who}: stopped: ${down.message}`);
+  return down.message;
 }

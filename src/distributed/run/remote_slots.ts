@@ -2,8 +2,9 @@
  * The coordinator's side of `.remoteRanks(...)`: connect to NATS as the run's coordinator,
  * open one link per remote slot (before its token is handed out), wait for each rank's
  * hello and check it against the run (protocol/remote_hello.ts). A rank refused at join is
- * told why (its link says bye with the reason) and the run does not start: the error names
- * the rank and the item that differs.
+ * told why (a bye marked refused, with the reason: its `joinRun` fails) and the run does not
+ * start: the error names the rank and the item that differs. A rank whose hello does not
+ * verify (a wrong key) is told by a notice signed with its password (nats/refusal.ts).
  */
 import { NatsTransport } from "../coordinator/transport_nats.ts";
 import {
@@ -89,7 +90,12 @@ export async function openRemoteSlots(
   const nc = await connectLink(spec.url, creds.coordinator.user, creds.coordinator.pass, "coordinator", coordinatorInbox(creds.run));
   let coordinator: NatsCoordinator;
   try {
-    coordinator = await openCoordinator({ connection: nc, run: creds.run, runKey: creds.runKey });
+    coordinator = await openCoordinator({
+      connection: nc,
+      run: creds.run,
+      runKey: creds.runKey,
+      passwords: creds.ranks.map((r) => r.pass),
+    });
   } catch (e) {
     await nc.close().catch(() => {});
     throw e;
@@ -125,7 +131,7 @@ export async function openRemoteSlots(
     const hello = await t.link.ready;
     const why = checkRemoteHello(t.rank, hello, want);
     if (why) {
-      await t.link.close(why);
+      await t.link.refuse(why);
       throw new Error(why);
     }
     spec.onJoined?.(t.rank, hello as RemoteHello);
@@ -152,7 +158,7 @@ export async function openRemoteSlots(
           waiting.delete(`relay slot ${r.link.rank}`);
           if (hello?.relay !== r.link.rank || JSON.stringify(hello.members) !== JSON.stringify(r.ranks)) {
             const why = `relay slot ${r.link.rank}: refused at join: its hello ${JSON.stringify(hello)} is not this slot's relay for ranks ${r.ranks.join(", ")}`;
-            await r.link.close(why);
+            await r.link.refuse(why);
             throw new Error(why);
           }
         }));

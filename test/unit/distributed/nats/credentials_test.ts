@@ -1,10 +1,8 @@
-/** Run credentials: distinct users and keys per slot, the server block, join tokens. */
+/** Run credentials: distinct users and keys per slot, the server block (join tokens: join_token_test.ts). */
 import { assert, assertEquals } from "../../../util/assert.ts";
 import {
   createRunCredentials,
-  decodeJoinToken,
   deriveRankKey,
-  encodeJoinToken,
   serverAuthorization,
 } from "../../../../src/distributed/nats/credentials.ts";
 
@@ -49,19 +47,4 @@ Deno.test("createRunCredentials: a bad slot count or run id is refused with its 
     `RangeError: NATS link: run id must be 4-64 of [a-z0-9], got "Run.1"`,
     "run",
   );
-});
-
-Deno.test("encodeJoinToken/decodeJoinToken: a rank's token round-trips; a broken one names what is missing", async () => {
-  const c = await createRunCredentials(2);
-  const token = encodeJoinToken("ws://127.0.0.1:4222", c.ranks[1]);
-  assert(/^[A-Za-z0-9_-]+$/.test(token), `URL-safe: ${token}`);
-  assertEquals(decodeJoinToken(token), { url: "ws://127.0.0.1:4222", ...c.ranks[1] }, "decoded");
-  const broken = encodeJoinToken("ws://x", { ...c.ranks[1], key: undefined as unknown as string });
-  let got = "";
-  try {
-    decodeJoinToken(broken);
-  } catch (e) {
-    got = (e as Error).message;
-  }
-  assertEquals(got, `decodeJoinToken: the token has no "key"`, "error");
 });
