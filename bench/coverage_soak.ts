@@ -14,9 +14,8 @@
  *   steps, whose compiles make a silent rank wait out the stall ceiling); each rank logs the
  *   samples it trains, and the survivors' logs must hold every sample once (seconds each).
  */
-import { ArrayDataSet, ElCheConfig, SGD, setProgramArgs, Trainer, Variable } from "../src/index.ts";
-import type { Module } from "../src/nn/mod.ts";
-import { type FakeRankScript, modelLedger, simulate } from "../test/util/fake_ranks.ts";
+import { ElCheConfig, setProgramArgs } from "../src/index.ts";
+import { fakeProgram, type FakeRankScript, modelLedger, simulate } from "../test/util/fake_ranks.ts";
 import { mulberry32 } from "../test/util/random.ts";
 
 const flag = (name: string, fallback: number) => {
@@ -62,9 +61,7 @@ for (let seed = 1; seed <= fakeRuns; seed++) {
     }
     return s;
   });
-  const ds = new ArrayDataSet([{ data: new Float32Array(samples), shape: [samples, 1] }]);
-  const b = Trainer.builder(() => ({}) as unknown as Module, (p) => new SGD(p, { lr: 0.1 }), () => undefined as unknown as Variable)
-    .dataset(ds).elche(ElCheConfig[mode]()).batchSize(B).numEpochs(epochs);
+  const b = fakeProgram(samples).elche(ElCheConfig[mode]()).batchSize(B).numEpochs(epochs);
   const ledger = modelLedger(epochs);
   const o: Outcome = { kind: "fake", seed, mode, faults: faults.join("; "), lost: 0, twice: 0 };
   try {
@@ -135,7 +132,8 @@ if (realRuns) {
 
 const stamp = new Date().toISOString().replace(/[:.]/g, "-");
 await Deno.mkdir("bench/results", { recursive: true });
-await Deno.writeTextFile(`bench/results/coverage-soak-${stamp}.json`, JSON.stringify(out, null, 1));
+// One run a line: thousands of runs stay readable in a diff.
+await Deno.writeTextFile(`bench/results/coverage-soak-${stamp}.json`, `[\n${out.map((o) => JSON.stringify(o)).join(",\n")}\n]\n`);
 const bad = out.filter((o) => o.lost || o.twice || o.error);
 console.log(`${out.length} runs: ${bad.length} with samples lost, repeated or an error; bench/results/coverage-soak-${stamp}.json`);
 if (bad.length) Deno.exit(1);

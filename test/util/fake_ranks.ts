@@ -34,6 +34,17 @@ import { resolveConfig, type ResolvedRunConfig } from "../../src/distributed/run
 import type { RankPlace, RunEvents } from "../../src/distributed/coordinator/observer.ts";
 import type { DdpBuilder } from "../../src/distributed/run/builder.ts";
 import type { Module } from "../../src/nn/mod.ts";
+import { ArrayDataSet, SGD, Trainer, type Variable } from "../../src/index.ts";
+
+/** A program over `samples` one-value rows whose model and loss fake ranks never call: the run's shape alone. */
+export function fakeProgram(samples: number): DdpBuilder<Module> {
+  const ds = new ArrayDataSet([{ data: new Float32Array(samples), shape: [samples, 1] }]);
+  return Trainer.builder(
+    () => ({}) as unknown as Module,
+    (params) => new SGD(params, { lr: 0.1 }),
+    () => undefined as unknown as Variable,
+  ).dataset(ds);
+}
 
 /** One parameter tensor of 4 values: enough for frames, averages and acks. */
 export const FAKE_LAYOUT: LayoutTable = {

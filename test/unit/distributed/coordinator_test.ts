@@ -3,21 +3,13 @@
  * GPU, deterministic interleavings. Every scenario must end (a hang is reported as soon as
  * no event is left) and train every sample exactly once per epoch.
  */
-import { ArrayDataSet, ElCheConfig, EvalCadence, permutation, SGD, Trainer, Variable } from "../../../src/index.ts";
-import type { Module } from "../../../src/nn/mod.ts";
+import { ArrayDataSet, ElCheConfig, EvalCadence, permutation } from "../../../src/index.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
-import { type FakeRankScript, simulate } from "../../util/fake_ranks.ts";
+import { fakeProgram, type FakeRankScript, simulate } from "../../util/fake_ranks.ts";
 import { RankClient, STEP_WINDOW } from "../../../src/distributed/coordinator/rank_client.ts";
 import { mulberry32 } from "../../util/random.ts";
 
-function program(samples: number) {
-  const ds = new ArrayDataSet([{ data: new Float32Array(samples), shape: [samples, 1] }]);
-  return Trainer.builder(
-    () => ({}) as unknown as Module,
-    (params) => new SGD(params, { lr: 0.1 }),
-    () => undefined as unknown as Variable,
-  ).dataset(ds);
-}
+const program = fakeProgram;
 
 /** Counts per epoch and sample from completed chunks. */
 function ledger(epochs: number, samples: number, seed = 42) {

@@ -5,11 +5,10 @@
  * the count comes from the ranks' own side: each rank logs the batches every frame it gave
  * holds, and a batch is in the model when the reduce averaged that frame.
  */
-import { ArrayDataSet, ElCheConfig, SGD, Trainer, Variable } from "../../../src/index.ts";
-import type { Module } from "../../../src/nn/mod.ts";
+import { ElCheConfig } from "../../../src/index.ts";
 import type { RunEpochMetrics } from "../../../src/distributed/coordinator/metrics.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
-import { type FakeRankScript, modelLedger, simulate, type SimResult } from "../../util/fake_ranks.ts";
+import { fakeProgram, type FakeRankScript, modelLedger, simulate, type SimResult } from "../../util/fake_ranks.ts";
 
 const SAMPLES = 613, B = 8, EPOCHS = 3, W = 3;
 const BATCHES = Math.floor(SAMPLES / B);
@@ -24,12 +23,7 @@ const MODES = {
 type Mode = keyof typeof MODES;
 
 function program(mode: Mode) {
-  const ds = new ArrayDataSet([{ data: new Float32Array(SAMPLES), shape: [SAMPLES, 1] }]);
-  return Trainer.builder(
-    () => ({}) as unknown as Module,
-    (params) => new SGD(params, { lr: 0.1 }),
-    () => undefined as unknown as Variable,
-  ).dataset(ds).elche(MODES[mode]()).batchSize(B).numEpochs(EPOCHS);
+  return fakeProgram(SAMPLES).elche(MODES[mode]()).batchSize(B).numEpochs(EPOCHS);
 }
 
 /** Ranks of unequal speed; `fault` scripts rank 1. */

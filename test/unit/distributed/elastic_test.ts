@@ -4,11 +4,10 @@
  * during a reduce, in the epoch a member dies, after one left) and is admitted only at the
  * next epoch boundary, with the consensus; every epoch trains each sample exactly once.
  */
-import { ArrayDataSet, ElCheConfig, permutation, SGD, Trainer, Variable } from "../../../src/index.ts";
-import type { Module } from "../../../src/nn/mod.ts";
+import { ElCheConfig, permutation } from "../../../src/index.ts";
 import type { RankPlace } from "../../../src/distributed/coordinator/observer.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
-import { type FakeRankScript, type SimControl, simulate } from "../../util/fake_ranks.ts";
+import { fakeProgram, type FakeRankScript, type SimControl, simulate } from "../../util/fake_ranks.ts";
 import { mulberry32 } from "../../util/random.ts";
 
 const SEED = 42;
@@ -66,12 +65,7 @@ class Watch {
 }
 
 function program(samples: number, mode: Mode, B: number, epochs: number, w: Watch) {
-  const ds = new ArrayDataSet([{ data: new Float32Array(samples), shape: [samples, 1] }]);
-  return Trainer.builder(
-    () => ({}) as unknown as Module,
-    (params) => new SGD(params, { lr: 0.1 }),
-    () => undefined as unknown as Variable,
-  ).dataset(ds).elche(MODES[mode]()).batchSize(B).numEpochs(epochs).metricsFn((m) => void w.closed.push(m.epoch));
+  return fakeProgram(samples).elche(MODES[mode]()).batchSize(B).numEpochs(epochs).metricsFn((m) => void w.closed.push(m.epoch));
 }
 
 /** Checks every scenario shares: admitted at the first boundary after the request, with the consensus, trains after. */
