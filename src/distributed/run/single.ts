@@ -80,7 +80,12 @@ async function trainSingle<M extends Module>(
   const P = state.spec.dataset!.len() * cfg.augment;
   const full = Math.floor(P / cfg.batchSize) * cfg.batchSize;
   const resume = persistence.resume;
-  let globalStep = resume?.globalStep ?? 0;
+  // One rank never averages, so every step it takes is a step since the last averaging:
+  // the rank asks its scheduler for lr(startStep + steps so far), and each epoch's plan
+  // carries the step the run started from (spec §6; advancing it as well counted each
+  // epoch's steps twice). `globalStep` is what a checkpoint records.
+  const startStep = resume?.globalStep ?? 0;
+  let globalStep = startStep;
   const save = async (epoch: number, reason: SaveReason) => {
     const writer = persistence.writer;
     if (!writer) return;
@@ -122,7 +127,7 @@ async function trainSingle<M extends Module>(
     const report = await runtime.train({
       epoch,
       ranges,
-      globalStep,
+      globalStep: startStep,
       version: 0,
       epochFn: state.spec.epochFn !== undefined,
     });
