@@ -177,6 +177,7 @@ async function serve(
   for (const b of probe.buffers()) b.dispose();
 
   const runtime = state.createRuntime(device);
+  let admitted = false;
   let beat: ReturnType<typeof setInterval> | undefined;
   const connection = await connectLink(t.url, t.user, t.pass, `rank ${rank}`);
   /** Behind a relay (the coordinator's init says which): frames go there, signed with this rank's key. */
@@ -186,6 +187,9 @@ async function serve(
   const api: RankApi = {
     async init(setup, s) {
       if (setup.rank !== rank) throw new RangeError(`rank ${rank}: the coordinator's init says rank ${setup.rank}`);
+      // The coordinator sends init only to a rank whose hello passed the run's checks.
+      if (!admitted) log(`rank ${rank}: joined run ${t.run} at ${t.url} (${host || "this host"}, ${hello.adapter}); waiting for work`);
+      admitted = true;
       clearInterval(beat);
       beat = setInterval(() => s.heartbeat(rank), HEARTBEAT_MS);
       if (setup.relay !== undefined) {
@@ -233,9 +237,10 @@ async function serve(
     },
     down: () => {},
   };
-  // "joined" only once the coordinator answered the hello: a refused rank never says it.
+  // "joined" only once the coordinator admitted the rank (its first call, init): a rank
+  // refused by the key or by the run's checks of its hello never says it.
   if (!(await server.joined)) throw new Error((await server.down).message);
-  log(`rank ${rank}: joined run ${t.run} at ${t.url} (${host || "this host"}, ${hello.adapter}); waiting for work`);
+  if (!admitted) log(`rank ${rank}: reached run ${t.run} at ${t.url}; waiting for the coordinator to check its hello`);
   const down = await server.down;
   if (down.fault === "rejected") throw new Error(down.message);
   log(`rank ${rank}: stopped: ${down.message}`);
