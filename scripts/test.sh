@@ -8,9 +8,15 @@
 # --parallel` (2 jobs here) took 18m56s against 22-24 min serially (2026-12-03), but
 # memory_deno_test's RSS bound failed beside the other processes (231 MiB over 2,500 steps;
 # < 96 MiB alone), so the Deno files run one at a time.
+#
+# `sh scripts/test.sh quick` (npm run test:quick) is the tier to run after each change:
+# type-check, lint, the unit tests, and one GPU smoke test per runtime that trains worker
+# ranks (Deno: every mode's scheduler probe; Chromium: the nccl-* modes). About 1.5 min here.
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/env.sh
+tier="${1:-all}"
+case "$tier" in all | quick) ;; *) echo "scripts/test.sh: unknown tier \"$tier\" (expected all or quick)" >&2; exit 2 ;; esac
 
 echo "== type-check (tsc: src and the browser side; deno check: the Deno side)"
 tsc -p tsconfig.json
@@ -23,6 +29,14 @@ adapter=$(deno eval 'const a = await navigator.gpu?.requestAdapter(); console.lo
 if [ "$adapter" = "none" ]; then
   echo "No WebGPU adapter for Deno: GPU tests will fail. Without a GPU install Mesa's lavapipe:" >&2
   echo "  apt-get install -y mesa-vulkan-drivers" >&2
+fi
+
+if [ "$tier" = "quick" ]; then
+  echo "== deno test (unit; GPU smoke on: $adapter)"
+  deno test -A --no-check --v8-flags=--expose-gc test/unit/ test/gpu/distributed/scheduler_deno_test.ts
+  echo "== playwright (Chromium GPU smoke)"
+  playwright test test/browser/gpu.spec.ts -g "gpu/distributed/nccl_test"
+  exit 0
 fi
 
 # Type-checked above; --no-check also spares each rank worker its own check.
