@@ -87,6 +87,8 @@ export interface FakeRankScript {
    */
   joinAt?: number;
   spare?: boolean;
+  /** Before its first batch the rank says it compiles `what`, and that batch takes `ms` longer. */
+  compileFirst?: { what: string; ms: number };
 }
 
 /** What a test may do to a simulated run while it goes (elastic joins, deaths at chosen moments). */
@@ -100,6 +102,8 @@ export interface SimControl {
   requestJoin(rank: number, place?: RankPlace): void;
   /** Ranks waiting for the next boundary. */
   pendingJoins(): number[];
+  /** What the coordinator would print now about what it waits for. */
+  waitReport(): string;
 }
 
 interface Event {
@@ -206,7 +210,12 @@ export class FakeRank implements RankApi {
           this.#drain();
           return;
         }
-        const d = this.script.batchMs(this.#done);
+        let d = this.script.batchMs(this.#done);
+        const compile = this.#done === 0 && k === 0 ? this.script.compileFirst : undefined;
+        if (compile) {
+          this.#sink.compiling(this.rank, compile.what);
+          d += compile.ms;
+        }
         const [start] = plan.ranges[0]; // the coordinator sends one range a chunk
         this.clock.at(d, () => {
           if (this.#stopped) return;
@@ -411,7 +420,7 @@ export async function simulate<M extends Module>(
     const requestJoin = (r: number, place?: RankPlace) =>
       coordinator.requestJoin(r, place ?? { host: `fake-host-${r}`, adapter: "fake", transport: "remote" });
     scripts.forEach((s, r) => s.joinAt !== undefined && clock.at(s.joinAt, () => requestJoin(r)));
-    options.onStart?.({ clock, ranks, requestJoin, pendingJoins: () => coordinator.pendingJoins });
+    options.onStart?.({ clock, ranks, requestJoin, pendingJoins: () => coordinator.pendingJoins, waitReport: () => coordinator.waitReport() });
     return await coordinator.run();
   })();
   const handle = new DdpHandle(W, ranks.map(() => "fake"), result, () => coordinator?.shutdown());

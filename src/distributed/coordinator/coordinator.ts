@@ -496,10 +496,18 @@ export class Coordinator<M extends Module> {
         : f
         ? `training epoch ${f.chunk.epoch + 1} samples ${f.chunk.offset}+${f.chunk.size} for ${((now - f.since) / 1000).toFixed(0)} s`
         : "idle";
-      return `rank ${c.rank} ${state}, ${this.#n[c.rank]}/${Math.max(1, counts[c.rank])} batches of the window`;
+      const compiling = c.alive && c.compiling && c.compilingWhat
+        ? `compiling GPU pipelines for ${((now - c.compilingWhat.since) / 1000).toFixed(0)} s (now ${c.compilingWhat.what}), `
+        : "";
+      return `rank ${c.rank} ${compiling}${state}, ${this.#n[c.rank]}/${Math.max(1, counts[c.rank])} batches of the window`;
     });
-    return `coordinator: nothing happened for ${(waitedMs / 1000).toFixed(0)} s (epoch ${this.#frontier + 1}/` +
-      `${this.#cfg.numEpochs}, reduce due: ${this.#shouldReduce() ? "yes" : "no"}): ${ranks.join("; ")}`;
+    // A rank compiling is busy, not stuck: say so first (a compile blocks its thread for
+    // seconds on a software adapter, and its first steps compile many).
+    const compiling = this.#ranks.filter((c) => c.alive && c.compiling).map((c) => c.rank);
+    const head = compiling.length
+      ? `coordinator: waiting ${(waitedMs / 1000).toFixed(0)} s for rank${compiling.length > 1 ? "s" : ""} ${compiling.join(", ")} to compile GPU pipelines`
+      : `coordinator: nothing happened for ${(waitedMs / 1000).toFixed(0)} s`;
+    return `${head} (epoch ${this.#frontier + 1}/${this.#cfg.numEpochs}, reduce due: ${this.#shouldReduce() ? "yes" : "no"}): ${ranks.join("; ")}`;
   }
 
   /** A rank was lost (worker died, device lost, silent): continue on the survivors (spec §8.4). */

@@ -70,6 +70,8 @@ export class RankClient {
   lastSeen = performance.now();
   /** Set when the rank said it compiles pipelines (blocked, silent); cleared by its next message or reply. */
   compiling = false;
+  /** While {@link compiling}: the pipeline it named (at most 120 characters: a remote rank's words), and since when. */
+  compilingWhat?: { what: string; since: number };
   /** The relay this rank's reduce frames go through (spec §1.1; a remote rank behind one), else none. */
   relay?: FrameRelay;
   /** Batch events, forwarded by the coordinator. */
@@ -118,6 +120,11 @@ export class RankClient {
     received(this);
     this.lastSeen = performance.now();
     this.compiling = e.kind === "compiling";
+    if (e.kind !== "compiling") this.compilingWhat = undefined;
+    else {
+      const what = typeof e.what === "string" ? e.what.slice(0, 120) : this.compilingWhat?.what ?? "GPU pipelines";
+      this.compilingWhat = { what, since: this.compilingWhat?.since ?? this.lastSeen };
+    }
     if (e.kind === "batch") {
       this.#steps.push(e.batch.ms);
       if (this.#steps.length > STEP_WINDOW) this.#steps.shift();
@@ -130,7 +137,7 @@ export class RankClient {
     return {
       batch: (batch) => this.#event({ kind: "batch", batch }),
       heartbeat: () => this.#event({ kind: "heartbeat" }),
-      compiling: () => this.#event({ kind: "compiling" }),
+      compiling: (_rank, what) => this.#event({ kind: "compiling", what }),
     };
   }
 
@@ -197,6 +204,7 @@ export class RankClient {
       // heartbeat again. (Left set, a rank lost right after answering was waited for up to the
       // compile ceiling, which is also the reduce's stall ceiling: the run stopped instead.)
       this.compiling = false;
+      this.compilingWhat = undefined;
       return out;
     } catch (e) {
       if (e instanceof RankLostError) {

@@ -257,9 +257,9 @@ export interface CoordinatorSink {
   /**
    * The rank is about to compile GPU pipelines, which blocks its thread (heartbeats too) for
    * up to seconds on a software adapter: its silence until the next message is not a death
-   * (up to the stall ceiling).
+   * (up to the stall ceiling). `what` names the pipeline (`shader/entry`, with overrides).
    */
-  compiling(rank: number): void;
+  compiling(rank: number, what?: string): void;
 }
 
 /** Coordinator → rank calls. Every promise may reject with the rank's own error. */

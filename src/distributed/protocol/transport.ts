@@ -48,7 +48,7 @@ export type RankEvent =
   | { kind: "batch"; batch: BatchEvent }
   | { kind: "heartbeat" }
   /** The rank is about to compile GPU pipelines and may be silent for a while (up to the stall ceiling). */
-  | { kind: "compiling" };
+  | { kind: "compiling"; what?: string };
 
 /** Where a transport delivers what it receives unasked. */
 export interface RankListener {
@@ -113,7 +113,7 @@ export function sinkOf(listener: () => RankListener | undefined): CoordinatorSin
   return {
     batch: (batch) => listener()?.event({ kind: "batch", batch }),
     heartbeat: () => listener()?.event({ kind: "heartbeat" }),
-    compiling: () => listener()?.event({ kind: "compiling" }),
+    compiling: (_rank, what) => listener()?.event({ kind: "compiling", what }),
   };
 }
 

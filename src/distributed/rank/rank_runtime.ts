@@ -128,7 +128,7 @@ export class RankRuntime<M extends Module> implements RankApi {
       Device.setDefault(this.#device);
     }
     // A compile blocks this thread and its heartbeats: say so first (the message leaves now).
-    this.#device.onCompile = () => void Promise.resolve(sink.compiling(setup.rank)).catch(() => {});
+    this.#device.onCompile = (key) => void Promise.resolve(sink.compiling(setup.rank, key)).catch(() => {});
     this.#model = await this.#spec.modelFactory(this.#device);
     this.#params = this.#model.parameters();
     this.#optim = await this.#spec.optimFactory(this.#params);

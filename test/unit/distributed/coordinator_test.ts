@@ -168,6 +168,25 @@ Deno.test("RankClient.overdueMs: silence past heartbeatTimeoutSecs is a death, u
   assertEquals(overdue(16_000), 16_000, "a heartbeat ends the compile grace");
 });
 
+Deno.test("coordinator: while a rank compiles, the wait report names it and the pipeline, not \"nothing happened\"", async () => {
+  const reports: [number, string][] = [];
+  const scripts: FakeRankScript[] = [
+    { batchMs: () => 10 },
+    { batchMs: () => 10, compileFirst: { what: "matmul/gemm_tiled{TM:4}", ms: 90_000 } },
+  ];
+  const out = await simulate(program(64).batchSize(8).numEpochs(1).elche(ElCheConfig.cpuCadence()), scripts, {}, {
+    onStart: (ctl) => {
+      for (const t of [65_000, 90_015]) ctl.clock.at(t, () => reports.push([t, ctl.waitReport()]));
+    },
+  });
+  assert(!out.error, `the run ends: ${out.error}`);
+  assertEquals(reports.map(([t]) => t), [65_000, 90_015], "both reports taken (its first batch ends at 90 010 ms)");
+  const [[, during], [, after]] = reports;
+  assert(during.startsWith("coordinator: waiting 65 s for rank 1 to compile GPU pipelines"), during);
+  assert(during.includes("rank 1 compiling GPU pipelines for 65 s (now matmul/gemm_tiled{TM:4})") && !during.includes("nothing happened"), during);
+  assert(!after.includes("compil"), `once the rank steps, it no longer compiles: ${after}`);
+});
+
 Deno.test("RankClient.overdueMs: a rank whose steps are long may be silent STEP_GRACE x its slowest recent step, up to the stall ceiling", () => {
   const c = new RankClient(0, {} as never);
   const sink = c.sink();
