@@ -354,6 +354,13 @@ export class Device {
    */
   onCompile?: (key: string) => void;
 
+  /**
+   * Every pipeline this device compiled, in order, with the ms `createComputePipeline` took
+   * (Deno's blocks for the whole compile; a browser may finish it later, so there the ms is
+   * a lower bound). Cold-start measurements read it (bench/cold_start.ts).
+   */
+  readonly compiles: { key: string; ms: number }[] = [];
+
   /** The compiled pipeline for `shader/entry/overrides`, compiled once per device. */
   pipeline(shader: string, entry: string, overrides?: Record<string, number>): GPUComputePipeline {
     return this.#pipeline(pipelineKey(shader, entry, overrides), shader, entry, overrides);
@@ -363,6 +370,7 @@ export class Device {
     let p = this.#pipelines.get(key);
     if (!p) {
       this.onCompile?.(key);
+      const t0 = performance.now();
       // One module per shader file: each override variant reuses its parse and validation.
       let module = this.#modules.get(shader);
       if (!module) {
@@ -374,6 +382,7 @@ export class Device {
         layout: "auto",
         compute: { module, entryPoint: entry, constants: overrides },
       });
+      this.compiles.push({ key, ms: performance.now() - t0 });
       this.#pipelines.set(key, p);
     }
     return p;
