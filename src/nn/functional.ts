@@ -112,3 +112,12 @@ export function sigmoidFocalLoss(
 ): Variable {
   return apply(T.sigmoidFocalLossOp, [inputs, v(targets)], options);
 }
+
+/**
+ * 1-D convolution as torch.nn.functional.conv1d: x [N, Cin, L] (or [Cin, L]), weight
+ * [Cout, Cin/groups, K], optional bias [Cout]; `stride`, `padding`, `dilation`, `groups`.
+ * @throws {TypeError} On a wrong rank or dtype. @throws {RangeError} See `ops.conv1dShape`.
+ */
+export function conv1d(x: Variable, weight: Variable, bias?: Variable | null, options: T.Conv1dOptions = {}): Variable {
+  return apply(T.conv1dOp, bias ? [x, weight, bias] : [x, weight], options);
+}

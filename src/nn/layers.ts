@@ -1,6 +1,6 @@
 /**
  * The layers of flodl's nn (PyTorch names, layouts and default initialisation):
- * Linear, Conv2d, ConvTranspose2d, pooling, BatchNorm1d/2d, LayerNorm, Dropout,
+ * Linear, Conv1d, Conv2d, ConvTranspose2d, pooling, BatchNorm1d/2d, LayerNorm, Dropout,
  * Flatten, Embedding.
  */
 import { apply, Parameter, Variable } from "../autograd/mod.ts";
@@ -112,6 +112,54 @@ export class Conv2d extends Module {
   }
   forward(x: Variable): Variable {
     return apply(T.conv2dOp, this.bias ? [x, this.weight, this.bias] : [x, this.weight], this.options);
+  }
+}
+
+/** Options of {@link Conv1d}. */
+export interface Conv1dLayerOptions extends LayerOptions, T.Conv1dOptions {
+  bias?: boolean;
+}
+
+/**
+ * 1-D convolution, NCL, weight [out, in/groups, k] (PyTorch's nn.Conv1d, its default init:
+ * kaiming-uniform weight, bias U(±1/√fanIn), fanIn = in/groups·k).
+ */
+export class Conv1d extends Module {
+  readonly weight: Parameter;
+  readonly bias?: Parameter;
+  readonly kernelSize: number;
+  readonly options: T.Conv1dOptions;
+  constructor(readonly inChannels: number, readonly outChannels: number, kernelSize: T.Size1d, options: Conv1dLayerOptions = {}) {
+    super();
+    const groups = options.groups ?? 1;
+    checkPositiveInt("Conv1d", "inChannels", inChannels);
+    checkPositiveInt("Conv1d", "outChannels", outChannels);
+    checkPositiveInt("Conv1d", "groups", groups);
+    if (inChannels % groups) {
+      throw new RangeError(`Conv1d: inChannels must be divisible by groups ${groups}, got ${inChannels}`);
+    }
+    if (outChannels % groups) {
+      throw new RangeError(`Conv1d: outChannels must be divisible by groups ${groups}, got ${outChannels}`);
+    }
+    this.kernelSize = T.size1d(kernelSize, 1, "Conv1d", "kernelSize", 1);
+    const device = options.device ?? Device.default;
+    this.weight = new Parameter(T.zeros([outChannels, inChannels / groups, this.kernelSize], { device }), "weight");
+    if (options.bias !== false) this.bias = new Parameter(T.zeros([outChannels], { device }), "bias");
+    initDefault(this.weight, this.bias, options.seed);
+    this.options = {
+      stride: T.size1d(options.stride, 1, "Conv1d", "stride", 1),
+      padding: T.size1d(options.padding, 0, "Conv1d", "padding", 0),
+      dilation: T.size1d(options.dilation, 1, "Conv1d", "dilation", 1),
+      groups,
+    };
+  }
+  forward(x: Variable): Variable {
+    return apply(T.conv1dOp, this.bias ? [x, this.weight, this.bias] : [x, this.weight], this.options);
+  }
+  override extraRepr(): string {
+    const o = this.options;
+    return `${this.inChannels}, ${this.outChannels}, kernel_size=${this.kernelSize}, stride=${o.stride}, ` +
+      `padding=${o.padding}, dilation=${o.dilation}, groups=${o.groups}, bias=${!!this.bias}`;
   }
 }
 

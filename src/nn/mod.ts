@@ -15,6 +15,7 @@ export {
   AvgPool2d,
   BatchNorm1d,
   BatchNorm2d,
+  Conv1d,
   Conv2d,
   ConvTranspose2d,
   Dropout,
@@ -24,7 +25,7 @@ export {
   Linear,
   MaxPool2d,
 } from "./layers.ts";
-export type { BatchNormLayerOptions, Conv2dLayerOptions, ConvTranspose2dLayerOptions, LayerOptions } from "./layers.ts";
+export type { BatchNormLayerOptions, Conv1dLayerOptions, Conv2dLayerOptions, ConvTranspose2dLayerOptions, LayerOptions } from "./layers.ts";
 export {
   ELU,
   GELU,

@@ -23,6 +23,7 @@ export * from "./ops/bf16.ts";
 export { conv2dShape, convTranspose2dShape, nchwShape, size2d } from "./ops/conv_shape.ts";
 export type { Conv2dOptions, ConvTranspose2dOptions, Size2d } from "./ops/conv_shape.ts";
 export * from "./ops/conv.ts";
+export * from "./ops/conv1d.ts";
 export * from "./ops/pool.ts";
 export * from "./ops/matmul.ts";
 export * from "./ops/attention.ts";
