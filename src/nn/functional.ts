@@ -121,3 +121,11 @@ export function sigmoidFocalLoss(
 export function conv1d(x: Variable, weight: Variable, bias?: Variable | null, options: T.Conv1dOptions = {}): Variable {
   return apply(T.conv1dOp, bias ? [x, weight, bias] : [x, weight], options);
 }
+/** 1-D max pooling as torch.nn.functional.max_pool1d (x [N, C, L] or [C, L]; stride defaults to kernelSize). */
+export function maxPool1d(x: Variable, options: T.MaxPool1dOptions): Variable {
+  return apply(T.maxPool1dOp, [x], options);
+}
+/** 1-D average pooling as torch.nn.functional.avg_pool1d (countIncludePad true by default). */
+export function avgPool1d(x: Variable, options: T.AvgPool1dOptions): Variable {
+  return apply(T.avgPool1dOp, [x], options);
+}

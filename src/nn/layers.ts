@@ -199,6 +199,32 @@ export class ConvTranspose2d extends Module {
   }
 }
 
+/** Max pooling over 1-D windows of [N, C, L] or [C, L] (PyTorch's nn.MaxPool1d; stride defaults to kernelSize). */
+export class MaxPool1d extends Module {
+  readonly options: T.MaxPool1dOptions;
+  constructor(kernelSize: T.Size1d, options: Omit<T.MaxPool1dOptions, "kernelSize"> = {}) {
+    super();
+    this.options = { ...options, kernelSize };
+    T.pool1dShape([1, 1 << 20], this.options, "MaxPool1d"); // the options' own checks, now
+  }
+  forward(x: Variable): Variable {
+    return apply(T.maxPool1dOp, [x], this.options);
+  }
+}
+
+/** Average pooling over 1-D windows (PyTorch's nn.AvgPool1d; countIncludePad true, ceilMode false by default). */
+export class AvgPool1d extends Module {
+  readonly options: T.AvgPool1dOptions;
+  constructor(kernelSize: T.Size1d, options: Omit<T.AvgPool1dOptions, "kernelSize"> = {}) {
+    super();
+    this.options = { ...options, kernelSize };
+    T.pool1dShape([1, 1 << 20], this.options, "AvgPool1d");
+  }
+  forward(x: Variable): Variable {
+    return apply(T.avgPool1dOp, [x], this.options);
+  }
+}
+
 /** Max pooling over 2-D windows (PyTorch's nn.MaxPool2d). */
 export class MaxPool2d extends Module {
   readonly options: T.MaxPool2dOptions;

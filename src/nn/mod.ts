@@ -12,6 +12,7 @@ export { checkStateDict, tensorEntry } from "./state_check.ts";
 export type { CheckOptions, StateEntry } from "./state_check.ts";
 export {
   AdaptiveAvgPool2d,
+  AvgPool1d,
   AvgPool2d,
   BatchNorm1d,
   BatchNorm2d,
@@ -23,6 +24,7 @@ export {
   Flatten,
   LayerNorm,
   Linear,
+  MaxPool1d,
   MaxPool2d,
 } from "./layers.ts";
 export type { BatchNormLayerOptions, Conv1dLayerOptions, Conv2dLayerOptions, ConvTranspose2dLayerOptions, LayerOptions } from "./layers.ts";

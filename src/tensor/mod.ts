@@ -25,6 +25,7 @@ export type { Conv2dOptions, ConvTranspose2dOptions, Size2d } from "./ops/conv_s
 export * from "./ops/conv.ts";
 export * from "./ops/conv1d.ts";
 export * from "./ops/pool.ts";
+export * from "./ops/pool1d.ts";
 export * from "./ops/matmul.ts";
 export * from "./ops/attention.ts";
 export * from "./ops/rope.ts";
