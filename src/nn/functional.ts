@@ -129,3 +129,18 @@ export function maxPool1d(x: Variable, options: T.MaxPool1dOptions): Variable {
 export function avgPool1d(x: Variable, options: T.AvgPool1dOptions): Variable {
   return apply(T.avgPool1dOp, [x], options);
 }
+/**
+ * Bags of embedding rows as torch.nn.functional.embedding_bag: weight [V, D], index [B, L] or
+ * 1-D with offsets [B]; `mode` "mean" (default), "sum" or "max"; `paddingIdx` left out. Empty
+ * bags give zeros. The weight gets the gradient.
+ */
+export function embeddingBag(
+  weight: Variable,
+  index: Variable | T.Indices,
+  offsets?: Variable | T.Indices,
+  options: T.EmbeddingBagOptions = {},
+): Variable {
+  const raw = (x: Variable | T.Indices | undefined) => (x instanceof Variable ? x.data : x);
+  const r = T.bagInputs(weight.shape, raw(index)!, raw(offsets), weight.data.device);
+  return apply(T.embeddingBagOp, [weight, v(r.index), v(r.offsets)], options);
+}

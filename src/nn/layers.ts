@@ -393,3 +393,58 @@ export class Embedding extends Module {
     return apply(T.embeddingOp, [this.weight, idx], { paddingIdx: this.paddingIdx });
   }
 }
+
+/** Options of {@link EmbeddingBag}. */
+export interface EmbeddingBagLayerOptions extends LayerOptions {
+  /** "mean" (default), "sum" or "max". */
+  mode?: T.EmbeddingBagMode;
+  /** A row left out of every bag; initialised to zeros and never updated by its gradient. */
+  paddingIdx?: number;
+}
+
+/**
+ * Sums, means or maxima of bags of embedding rows (PyTorch's nn.EmbeddingBag: weight
+ * [num, dim] init N(0, 1) with row paddingIdx zeroed). forward(input [B, L]) or
+ * forward(input [K], offsets [B]) gives [B, dim]; empty bags give zeros, as PyTorch.
+ */
+export class EmbeddingBag extends Module {
+  readonly weight: Parameter;
+  readonly mode: T.EmbeddingBagMode;
+  readonly paddingIdx?: number;
+  constructor(readonly numEmbeddings: number, readonly embeddingDim: number, options: EmbeddingBagLayerOptions = {}) {
+    super();
+    checkPositiveInt("EmbeddingBag", "numEmbeddings", numEmbeddings);
+    checkPositiveInt("EmbeddingBag", "embeddingDim", embeddingDim);
+    this.mode = options.mode ?? "mean";
+    if (!["sum", "mean", "max"].includes(this.mode)) {
+      throw new RangeError(`EmbeddingBag: mode must be "sum", "mean" or "max", got ${JSON.stringify(options.mode)}`);
+    }
+    const { pad } = T.embeddingShape([numEmbeddings, embeddingDim], [0], options.paddingIdx);
+    const device = options.device ?? Device.default;
+    const w = T.randn([numEmbeddings, embeddingDim], { device, seed: options.seed });
+    if (pad >= 0) {
+      const keep = T.fromArray(Float32Array.from({ length: numEmbeddings }, (_, i) => (i === pad ? 0 : 1)), [numEmbeddings, 1], { device });
+      this.weight = new Parameter(T.mul(w, keep), "weight");
+    } else {
+      this.weight = new Parameter(w, "weight");
+    }
+    this.paddingIdx = options.paddingIdx;
+  }
+  /**
+   * Bags of `input` (an i32 tensor or Variable, [B, L], or 1-D with `offsets` [B]; host values
+   * are checked before the upload).
+   * @throws {RangeError} For a bad index or offsets, naming the value and its position.
+   */
+  forward(input: Variable | T.Indices, offsets?: Variable | T.Indices): Variable {
+    const raw = (v: Variable | T.Indices | undefined) => (v instanceof Variable ? v.data : v);
+    const r = T.bagInputs(this.weight.shape, raw(input)!, raw(offsets), this.weight.data.device);
+    return apply(T.embeddingBagOp, [this.weight, new Variable(r.index), new Variable(r.offsets)], {
+      mode: this.mode,
+      paddingIdx: this.paddingIdx,
+    });
+  }
+  override extraRepr(): string {
+    return `${this.numEmbeddings}, ${this.embeddingDim}, mode=${this.mode}` +
+      (this.paddingIdx === undefined ? "" : `, padding_idx=${this.paddingIdx}`);
+  }
+}

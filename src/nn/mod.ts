@@ -21,13 +21,14 @@ export {
   ConvTranspose2d,
   Dropout,
   Embedding,
+  EmbeddingBag,
   Flatten,
   LayerNorm,
   Linear,
   MaxPool1d,
   MaxPool2d,
 } from "./layers.ts";
-export type { BatchNormLayerOptions, Conv1dLayerOptions, Conv2dLayerOptions, ConvTranspose2dLayerOptions, LayerOptions } from "./layers.ts";
+export type { BatchNormLayerOptions, Conv1dLayerOptions, Conv2dLayerOptions, EmbeddingBagLayerOptions, ConvTranspose2dLayerOptions, LayerOptions } from "./layers.ts";
 export {
   ELU,
   GELU,
