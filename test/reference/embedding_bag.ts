@@ -16,7 +16,9 @@ export function embeddingBagRef(
   const y = new Float64Array(B * D), dw = new Float64Array(w.length);
   for (let b = 0; b < B; b++) {
     const rows: number[] = [];
-    for (let t = offsets[b]; t < (b + 1 < B ? offsets[b + 1] : index.length); t++) if (index[t] !== pad) rows.push(index[t]);
+    for (let t = offsets[b]; t < (b + 1 < B ? offsets[b + 1] : index.length); t++) {
+      if (index[t] !== pad) rows.push(index[t]);
+    }
     for (let e = 0; e < D; e++) {
       const g = dy[b * D + e];
       if (rows.length === 0) continue;

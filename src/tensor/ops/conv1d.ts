@@ -37,7 +37,9 @@ export function size1d(value: Size1d | undefined, fallback: number, op: string, 
   if (typeof v !== "number") {
     throw new TypeError(`${op}: ${name} must be a number or a one-element array [n], got ${JSON.stringify(value)}`);
   }
-  if (!Number.isInteger(v) || v < min) throw new RangeError(`${op}: ${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(v) || v < min) {
+    throw new RangeError(`${op}: ${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+  }
   return v;
 }
 
@@ -62,7 +64,9 @@ function plan(x: Shape, w: Shape, b: Shape | undefined, options: Conv1dOptions):
   const { shape: [n, ci, l], unbatched } = nclShape(x, op);
   if (w.length !== 3) throw new TypeError(`${op}: weight must be 3-D [Cout, Cin/groups, K], got ${fmt(w)}`);
   const groups = options.groups ?? 1;
-  if (!Number.isInteger(groups) || groups < 1) throw new RangeError(`${op}: groups must be a positive integer, got ${groups}`);
+  if (!Number.isInteger(groups) || groups < 1) {
+    throw new RangeError(`${op}: groups must be a positive integer, got ${groups}`);
+  }
   const stride = size1d(options.stride, 1, op, "stride", 1);
   const padding = size1d(options.padding, 0, op, "padding", 0);
   const dilation = size1d(options.dilation, 1, op, "dilation", 1);
@@ -75,7 +79,9 @@ function plan(x: Shape, w: Shape, b: Shape | undefined, options: Conv1dOptions):
   }
   if (cig * groups !== ci) {
     throw new RangeError(
-      `${op}: weight ${fmt(w)} with groups ${groups} expects input with ${cig * groups} channels, got input ${fmt(x)} with ${ci}`,
+      `${op}: weight ${fmt(w)} with groups ${groups} expects input with ${cig * groups} channels, got input ${
+        fmt(x)
+      } with ${ci}`,
     );
   }
   if (b && (b.length !== 1 || b[0] !== co)) {

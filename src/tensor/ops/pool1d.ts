@@ -46,7 +46,9 @@ interface Pool1dPlan {
 }
 
 function plan(x: Shape, o: MaxPool1dOptions & { countIncludePad?: boolean }, op: string, max: boolean): Pool1dPlan {
-  if (x.length !== 2 && x.length !== 3) throw new TypeError(`${op}: input must be 2-D [C, L] or 3-D [N, C, L], got ${fmt(x)}`);
+  if (x.length !== 2 && x.length !== 3) {
+    throw new TypeError(`${op}: input must be 2-D [C, L] or 3-D [N, C, L], got ${fmt(x)}`);
+  }
   if (o === null || typeof o !== "object") {
     throw new TypeError(`${op}: options must be an object with kernelSize, got ${JSON.stringify(o)}`);
   }
@@ -56,7 +58,9 @@ function plan(x: Shape, o: MaxPool1dOptions & { countIncludePad?: boolean }, op:
   const padding = size1d(o.padding, 0, op, "padding", 0);
   const dilation = max ? size1d(o.dilation, 1, op, "dilation", 1) : 1;
   if (padding > Math.floor(k / 2)) {
-    throw new RangeError(`${op}: padding must be at most half of kernelSize ${k}, i.e. <= ${Math.floor(k / 2)}, got ${padding}`);
+    throw new RangeError(
+      `${op}: padding must be at most half of kernelSize ${k}, i.e. <= ${Math.floor(k / 2)}, got ${padding}`,
+    );
   }
   if (o.ceilMode !== undefined && typeof o.ceilMode !== "boolean") {
     throw new TypeError(`${op}: ceilMode must be a boolean, got ${JSON.stringify(o.ceilMode)}`);
@@ -96,11 +100,19 @@ function plan(x: Shape, o: MaxPool1dOptions & { countIncludePad?: boolean }, op:
  * pool1dShape([8, 4, 101], { kernelSize: 3, stride: 2 }); // [8, 4, 50]
  * ```
  */
-export function pool1dShape(x: Shape, options: MaxPool1dOptions & { countIncludePad?: boolean }, op = "pool1d"): number[] {
+export function pool1dShape(
+  x: Shape,
+  options: MaxPool1dOptions & { countIncludePad?: boolean },
+  op = "pool1d",
+): number[] {
   return plan(x, options, op, true).out;
 }
 
-function pool1dOp<A extends MaxPool1dOptions | AvgPool1dOptions>(name: string, inner: OpDef<Pool2dOptions>, max: boolean): OpDef<A> {
+function pool1dOp<A extends MaxPool1dOptions | AvgPool1dOptions>(
+  name: string,
+  inner: OpDef<Pool2dOptions>,
+  max: boolean,
+): OpDef<A> {
   return {
     name,
     forward([x], attrs) {

@@ -9,7 +9,8 @@ Deno.test("embeddingBagRef weight gradients match central differences for sum, m
   for (const mode of ["sum", "mean", "max"] as const) {
     for (const pad of [-1, 2]) {
       const w = Float64Array.from(randn(V * D, rng)), dy = randn(offsets.length * D, rng);
-      const loss = () => embeddingBagRef(w, [V, D], index, offsets, mode, pad, dy).y.reduce((s, v, i) => s + v * dy[i], 0);
+      const loss = () =>
+        embeddingBagRef(w, [V, D], index, offsets, mode, pad, dy).y.reduce((s, v, i) => s + v * dy[i], 0);
       const h = 1e-5;
       const num = Float64Array.from(w, (_, i) => {
         const keep = w[i];
@@ -31,7 +32,15 @@ Deno.test("embeddingBagRef agrees with PyTorch's float64 golden values (empty ba
     const offsets = g.offsets ?? Array.from({ length: B }, (_, i) => i * L);
     const pad = (g.options as { paddingIdx?: number }).paddingIdx ?? -1;
     const mode = (g.options as { mode: "sum" | "mean" | "max" }).mode;
-    const r = embeddingBagRef(Float32Array.from(values(g.w)), g.w.shape as [number, number], g.index.data, offsets, mode, pad, Float32Array.from(values(g.dy)));
+    const r = embeddingBagRef(
+      Float32Array.from(values(g.w)),
+      g.w.shape as [number, number],
+      g.index.data,
+      offsets,
+      mode,
+      pad,
+      Float32Array.from(values(g.dy)),
+    );
     assertRelClose(r.y, values(g.y), 1e-8, `${g.name} y`);
     assertRelClose(r.dw, values(g.dw), 1e-8, `${g.name} dw`);
   }

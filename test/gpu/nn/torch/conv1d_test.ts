@@ -5,7 +5,7 @@
  * weight layout and init bound; bad arguments are refused naming the argument and value.
  */
 import { Conv1d, F, fromArray, ops, Variable } from "../../../../src/index.ts";
-import { conv1dRef, conv1dRefShape, type Conv1dRefOptions } from "../../../reference/conv.ts";
+import { conv1dRef, type Conv1dRefOptions, conv1dRefShape } from "../../../reference/conv.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
 import { count, mulberry32, randn } from "../../../util/random.ts";
@@ -75,10 +75,38 @@ gpuTest("conv1d and Conv1d refuse bad arguments, naming the argument and the exp
   assertThrows(() => new Conv1d(2, 2, 0), RangeError, "Conv1d", "kernelSize", ">= 1", "0");
   assertThrows(() => new Conv1d(2, 2, 3, { stride: 0 }), RangeError, "Conv1d", "stride", ">= 1");
   const x = fromArray(new Float32Array(2 * 4 * 7), [2, 4, 7]);
-  assertThrows(() => ops.conv1d(x, fromArray(new Float32Array(12), [2, 2, 3])), RangeError, "conv1d", "expects input with 2 channels", "[2,4,7] with 4");
-  assertThrows(() => ops.conv1d(x, fromArray(new Float32Array(24), [2, 4, 3]), null, { padding: -1 }), RangeError, "padding", ">= 0");
-  assertThrows(() => ops.conv1d(x, fromArray(new Float32Array(32), [2, 4, 4]), null, { dilation: 3 }), RangeError, "spans 10", "7");
-  assertThrows(() => ops.conv1d(fromArray(new Float32Array(7), [7]), fromArray(new Float32Array(3), [1, 1, 3])), TypeError, "conv1d", "[C, L]", "[7]");
+  assertThrows(
+    () => ops.conv1d(x, fromArray(new Float32Array(12), [2, 2, 3])),
+    RangeError,
+    "conv1d",
+    "expects input with 2 channels",
+    "[2,4,7] with 4",
+  );
+  assertThrows(
+    () => ops.conv1d(x, fromArray(new Float32Array(24), [2, 4, 3]), null, { padding: -1 }),
+    RangeError,
+    "padding",
+    ">= 0",
+  );
+  assertThrows(
+    () => ops.conv1d(x, fromArray(new Float32Array(32), [2, 4, 4]), null, { dilation: 3 }),
+    RangeError,
+    "spans 10",
+    "7",
+  );
+  assertThrows(
+    () => ops.conv1d(fromArray(new Float32Array(7), [7]), fromArray(new Float32Array(3), [1, 1, 3])),
+    TypeError,
+    "conv1d",
+    "[C, L]",
+    "[7]",
+  );
   assertThrows(() => ops.conv1d(x, fromArray(new Float32Array(8), [2, 4, 1, 1])), TypeError, "conv1d", "weight", "3-D");
-  assertThrows(() => ops.conv1d(x, fromArray(new Float32Array(24), [2, 4, 3]), fromArray([1, 2, 3], [3])), RangeError, "bias", "[2]", "[3]");
+  assertThrows(
+    () => ops.conv1d(x, fromArray(new Float32Array(24), [2, 4, 3]), fromArray([1, 2, 3], [3])),
+    RangeError,
+    "bias",
+    "[2]",
+    "[3]",
+  );
 });

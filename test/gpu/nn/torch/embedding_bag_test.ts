@@ -22,7 +22,12 @@ for (const mode of ["sum", "mean", "max"] as const) {
       const want = embeddingBagRef(w, [V, D], index, offsets, mode, pad, dy);
       const opts = { mode, paddingIdx: pad < 0 ? undefined : pad };
       const r = ops.bagInputs([V, D], index, offsets, ops.fromArray([0], [1]).device);
-      const { output, grads } = ops.forwardBackward(ops.embeddingBagOp, [fromArray(w, [V, D]), r.index, r.offsets], opts, fromArray(dy, [offsets.length, D]));
+      const { output, grads } = ops.forwardBackward(
+        ops.embeddingBagOp,
+        [fromArray(w, [V, D]), r.index, r.offsets],
+        opts,
+        fromArray(dy, [offsets.length, D]),
+      );
       assertEquals(output.shape, [offsets.length, D], "output shape");
       assertRelClose(await output.toArray(), want.y, 1e-5, "y");
       assertRelClose(await grads[0]!.toArray(), want.dw, 1e-5, "dw");
@@ -57,7 +62,13 @@ gpuTest("EmbeddingBag: mean by default, N(0, 1) init with the padding row zeroed
 
 gpuTest("embeddingBag refuses bad modes, offsets and indices, naming the argument and the value", () => {
   const m = new EmbeddingBag(5, 2, { mode: "sum" });
-  assertThrows(() => new EmbeddingBag(5, 2, { mode: "median" as "sum" }), RangeError, "EmbeddingBag", "mode", '"median"');
+  assertThrows(
+    () => new EmbeddingBag(5, 2, { mode: "median" as "sum" }),
+    RangeError,
+    "EmbeddingBag",
+    "mode",
+    '"median"',
+  );
   assertThrows(() => new EmbeddingBag(5, 2, { paddingIdx: 5 }), RangeError, "paddingIdx", "-5..4", "5");
   assertThrows(() => m.forward([1, 2, 3], [1]), RangeError, "offsets", "start at 0", "got 1 at position 0");
   assertThrows(() => m.forward([1, 2, 3], [0, 2, 1]), RangeError, "offsets", "ascend", "got 1 at position 2");

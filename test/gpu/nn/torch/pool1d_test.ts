@@ -5,7 +5,7 @@
  * PyTorch's defaults (stride = kernelSize, countIncludePad true); refusals name the argument.
  */
 import { AvgPool1d, F, fromArray, MaxPool1d, ops, Variable } from "../../../../src/index.ts";
-import { pool1dRef, pool1dRefShape, type Pool1dRefOptions } from "../../../reference/pool.ts";
+import { pool1dRef, type Pool1dRefOptions, pool1dRefShape } from "../../../reference/pool.ts";
 import { assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
 import { count, mulberry32, randn } from "../../../util/random.ts";
@@ -29,8 +29,18 @@ for (const [xsIn, oIn] of CASES) {
       const want = pool1dRef(kind, x, xs, o, dy);
       const common = { kernelSize: o.kernel, stride: o.stride, padding: o.padding, ceilMode: o.ceilMode };
       const { output, grads } = kind === "max"
-        ? ops.forwardBackward(ops.maxPool1dOp, [fromArray(x, xsIn)], { ...common, dilation: o.dilation }, fromArray(dy, ys))
-        : ops.forwardBackward(ops.avgPool1dOp, [fromArray(x, xsIn)], { ...common, countIncludePad: o.countIncludePad }, fromArray(dy, ys));
+        ? ops.forwardBackward(
+          ops.maxPool1dOp,
+          [fromArray(x, xsIn)],
+          { ...common, dilation: o.dilation },
+          fromArray(dy, ys),
+        )
+        : ops.forwardBackward(
+          ops.avgPool1dOp,
+          [fromArray(x, xsIn)],
+          { ...common, countIncludePad: o.countIncludePad },
+          fromArray(dy, ys),
+        );
       assertEquals(output.shape, ys, "output shape");
       assertEquals(grads[0]!.shape, xsIn, "gradient shape");
       assertRelClose(await output.toArray(), want.y, 1e-5, "y");
@@ -42,7 +52,9 @@ for (const [xsIn, oIn] of CASES) {
 for (const g of golden.pool1d) {
   gpuTest(`F.${g.op}Pool1d matches PyTorch golden values: ${g.name}`, async () => {
     const x = new Variable(fromArray(values(g.x), g.x.shape), true);
-    const y = g.op === "max" ? F.maxPool1d(x, g.options as ops.MaxPool1dOptions) : F.avgPool1d(x, g.options as ops.AvgPool1dOptions);
+    const y = g.op === "max"
+      ? F.maxPool1d(x, g.options as ops.MaxPool1dOptions)
+      : F.avgPool1d(x, g.options as ops.AvgPool1dOptions);
     y.backward(fromArray(values(g.dy), g.dy.shape));
     assertEquals(y.shape, g.y.shape, `${g.name} shape`);
     assertRelClose(await y.data.toArray(), values(g.y), 1e-5, `${g.name} y`);
@@ -56,7 +68,12 @@ gpuTest("MaxPool1d and AvgPool1d have PyTorch's defaults: stride = kernelSize, c
   assertEquals(m.shape, [1, 1, 3], "max shape");
   assertRelClose(await m.data.toArray(), [5, 4, 3], 0, "max values");
   const a = new AvgPool1d(3, { padding: 1 }).forward(x);
-  assertRelClose(await a.data.toArray(), [(0 + 1 + 5) / 3, (2 + 4 + 3) / 3, (0 + 7 + 0) / 3], 1e-6, "avg counts the padded zero");
+  assertRelClose(
+    await a.data.toArray(),
+    [(0 + 1 + 5) / 3, (2 + 4 + 3) / 3, (0 + 7 + 0) / 3],
+    1e-6,
+    "avg counts the padded zero",
+  );
 });
 
 gpuTest("1-D pooling refuses bad arguments, naming the argument and the expected value", () => {
@@ -64,7 +81,19 @@ gpuTest("1-D pooling refuses bad arguments, naming the argument and the expected
   assertThrows(() => new MaxPool1d(0), RangeError, "MaxPool1d", "kernelSize", ">= 1", "0");
   assertThrows(() => new AvgPool1d(3, { padding: 2 }), RangeError, "AvgPool1d", "padding", "<= 1", "2");
   assertThrows(() => new MaxPool1d(2, { stride: 1.5 }), RangeError, "stride", "integer");
-  assertThrows(() => ops.maxPool1d(x, { kernelSize: 9 }), RangeError, "maxPool1d", "output length 0", "[2,7]", "kernelSize 9");
+  assertThrows(
+    () => ops.maxPool1d(x, { kernelSize: 9 }),
+    RangeError,
+    "maxPool1d",
+    "output length 0",
+    "[2,7]",
+    "kernelSize 9",
+  );
   assertThrows(() => ops.avgPool1d(fromArray([1], [1]), { kernelSize: 1 }), TypeError, "avgPool1d", "[C, L]", "[1]");
-  assertThrows(() => ops.avgPool1d(x, { kernelSize: 2, ceilMode: 1 as unknown as boolean }), TypeError, "ceilMode", "boolean");
+  assertThrows(
+    () => ops.avgPool1d(x, { kernelSize: 2, ceilMode: 1 as unknown as boolean }),
+    TypeError,
+    "ceilMode",
+    "boolean",
+  );
 });
