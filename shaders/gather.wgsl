@@ -15,6 +15,7 @@ struct Params {  // mirrored in src/tensor/ops/gather.ts
   n: u32, size: u32, k: u32, inner: u32, pad: i32, dim: u32, block: u32, stride: u32,
   x0: u32, x1: u32, x2: u32, x3: u32, x4: u32, x5: u32,
   i0: u32, i1: u32, i2: u32, i3: u32, i4: u32, i5: u32,
+  mode: u32, bags: u32,
 }
 @group(0) @binding(0) var<uniform> p: Params;
 // NOTE: forward data moves as u32 bits, so any 4-byte dtype is copied exactly.
@@ -26,6 +27,8 @@ struct Params {  // mirrored in src/tensor/ops/gather.ts
 @group(0) @binding(6) var<storage, read_write> keys: array<u32>;
 @group(0) @binding(7) var<storage, read_write> pos: array<u32>;
 @group(0) @binding(8) var<storage, read_write> bounds: array<u32>;
+@group(0) @binding(9) var<storage, read> offs: array<i32>;
+@group(0) @binding(10) var<storage, read_write> arg: array<i32>;
 
 // #include "lib/grid.wgsl"
 
@@ -198,4 +201,69 @@ fn one_hot_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgro
   let i = index(g, nw); if (i >= p.n) { return; }
   let c = i % p.size;
   y[i] = select(0u, bitcast<u32>(1.0), idx[i / p.size] == i32(c));
+}
+
+// embedding_bag: bag b holds positions [offs[b], offs[b + 1]) of idx (the last bag ends at
+// k); each reduces rows of x = weight [size, inner] by p.mode: 0 sum, 1 mean, 2 max.
+// Out-of-range indices and row `pad` are left out (mean divides by the rows kept); a bag
+// with none gives 0 in every mode, as PyTorch. arg holds max's chosen position (or -1).
+fn bag_bounds(b: u32) -> vec2u {
+  let start = u32(clamp(offs[b], 0, i32(p.k)));
+  var end = p.k;
+  if (b + 1u < p.bags) { end = u32(clamp(offs[b + 1u], i32(start), i32(p.k))); }
+  return vec2u(start, end);
+}
+fn bag_keeps(s: i32) -> bool { return in_range(s, p.size) && s != p.pad; }
+
+// y[b, e] = reduce over the bag's kept rows s of x[s, e]. NOTE: strict `>` keeps the first maximum.
+@compute @workgroup_size(WG)
+fn embedding_bag_forward(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let e = i % p.inner;
+  let r = bag_bounds(i / p.inner);
+  var acc = 0.0;
+  var cnt = 0u;
+  var at = -1;
+  for (var t = r.x; t < r.y; t++) {
+    let s = idx[t];
+    if (!bag_keeps(s)) { continue; }
+    let v = bitcast<f32>(x[u32(s) * p.inner + e]);
+    cnt++;
+    if (p.mode == 2u) {
+      if (at < 0 || v > acc) { acc = v; at = i32(t); }
+    } else {
+      acc += v;
+    }
+  }
+  if (p.mode == 1u && cnt > 0u) { acc = acc / f32(cnt); }
+  y[i] = bitcast<u32>(acc);
+  arg[i] = at;
+}
+
+// dx[t, e] = what position t's row receives from its bag's dy[b, e]: dy (sum), dy / kept
+// rows (mean), dy where max chose t (max); then index_select_backward sums them per row.
+// The bag of t is the last b with offs[b] <= t (offsets ascend; empty bags hold none).
+@compute @workgroup_size(WG)
+fn embedding_bag_backward_spread(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = index(g, nw); if (i >= p.n) { return; }
+  let e = i % p.inner;
+  let t = i / p.inner;
+  var lo = 0u;
+  var hi = p.bags;  // find the last b in [0, bags) with offs[b] <= t
+  while (lo < hi) {
+    let mid = (lo + hi) / 2u;
+    if (offs[mid] <= i32(t)) { lo = mid + 1u; } else { hi = mid; }
+  }
+  if (lo == 0u || !bag_keeps(idx[t])) { dx[i] = 0.0; return; }
+  let b = lo - 1u;
+  var grad = dy[b * p.inner + e];
+  if (p.mode == 1u) {
+    let r = bag_bounds(b);
+    var cnt = 0u;
+    for (var u = r.x; u < r.y; u++) { if (bag_keeps(idx[u])) { cnt++; } }
+    grad = grad / f32(cnt);
+  } else if (p.mode == 2u && arg[b * p.inner + e] != i32(t)) {
+    grad = 0.0;
+  }
+  dx[i] = grad;
 }

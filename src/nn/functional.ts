@@ -112,3 +112,35 @@ export function sigmoidFocalLoss(
 ): Variable {
   return apply(T.sigmoidFocalLossOp, [inputs, v(targets)], options);
 }
+
+/**
+ * 1-D convolution as torch.nn.functional.conv1d: x [N, Cin, L] (or [Cin, L]), weight
+ * [Cout, Cin/groups, K], optional bias [Cout]; `stride`, `padding`, `dilation`, `groups`.
+ * @throws {TypeError} On a wrong rank or dtype. @throws {RangeError} See `ops.conv1dShape`.
+ */
+export function conv1d(x: Variable, weight: Variable, bias?: Variable | null, options: T.Conv1dOptions = {}): Variable {
+  return apply(T.conv1dOp, bias ? [x, weight, bias] : [x, weight], options);
+}
+/** 1-D max pooling as torch.nn.functional.max_pool1d (x [N, C, L] or [C, L]; stride defaults to kernelSize). */
+export function maxPool1d(x: Variable, options: T.MaxPool1dOptions): Variable {
+  return apply(T.maxPool1dOp, [x], options);
+}
+/** 1-D average pooling as torch.nn.functional.avg_pool1d (countIncludePad true by default). */
+export function avgPool1d(x: Variable, options: T.AvgPool1dOptions): Variable {
+  return apply(T.avgPool1dOp, [x], options);
+}
+/**
+ * Bags of embedding rows as torch.nn.functional.embedding_bag: weight [V, D], index [B, L] or
+ * 1-D with offsets [B]; `mode` "mean" (default), "sum" or "max"; `paddingIdx` left out. Empty
+ * bags give zeros. The weight gets the gradient.
+ */
+export function embeddingBag(
+  weight: Variable,
+  index: Variable | T.Indices,
+  offsets?: Variable | T.Indices,
+  options: T.EmbeddingBagOptions = {},
+): Variable {
+  const raw = (x: Variable | T.Indices | undefined) => (x instanceof Variable ? x.data : x);
+  const r = T.bagInputs(weight.shape, raw(index)!, raw(offsets), weight.data.device);
+  return apply(T.embeddingBagOp, [weight, v(r.index), v(r.offsets)], options);
+}

@@ -1,6 +1,6 @@
 /**
  * The layers of flodl's nn (PyTorch names, layouts and default initialisation):
- * Linear, Conv2d, ConvTranspose2d, pooling, BatchNorm1d/2d, LayerNorm, Dropout,
+ * Linear, Conv1d, Conv2d, ConvTranspose2d, pooling, BatchNorm1d/2d, LayerNorm, Dropout,
  * Flatten, Embedding.
  */
 import { apply, Parameter, Variable } from "../autograd/mod.ts";
@@ -115,6 +115,54 @@ export class Conv2d extends Module {
   }
 }
 
+/** Options of {@link Conv1d}. */
+export interface Conv1dLayerOptions extends LayerOptions, T.Conv1dOptions {
+  bias?: boolean;
+}
+
+/**
+ * 1-D convolution, NCL, weight [out, in/groups, k] (PyTorch's nn.Conv1d, its default init:
+ * kaiming-uniform weight, bias U(±1/√fanIn), fanIn = in/groups·k).
+ */
+export class Conv1d extends Module {
+  readonly weight: Parameter;
+  readonly bias?: Parameter;
+  readonly kernelSize: number;
+  readonly options: T.Conv1dOptions;
+  constructor(readonly inChannels: number, readonly outChannels: number, kernelSize: T.Size1d, options: Conv1dLayerOptions = {}) {
+    super();
+    const groups = options.groups ?? 1;
+    checkPositiveInt("Conv1d", "inChannels", inChannels);
+    checkPositiveInt("Conv1d", "outChannels", outChannels);
+    checkPositiveInt("Conv1d", "groups", groups);
+    if (inChannels % groups) {
+      throw new RangeError(`Conv1d: inChannels must be divisible by groups ${groups}, got ${inChannels}`);
+    }
+    if (outChannels % groups) {
+      throw new RangeError(`Conv1d: outChannels must be divisible by groups ${groups}, got ${outChannels}`);
+    }
+    this.kernelSize = T.size1d(kernelSize, 1, "Conv1d", "kernelSize", 1);
+    const device = options.device ?? Device.default;
+    this.weight = new Parameter(T.zeros([outChannels, inChannels / groups, this.kernelSize], { device }), "weight");
+    if (options.bias !== false) this.bias = new Parameter(T.zeros([outChannels], { device }), "bias");
+    initDefault(this.weight, this.bias, options.seed);
+    this.options = {
+      stride: T.size1d(options.stride, 1, "Conv1d", "stride", 1),
+      padding: T.size1d(options.padding, 0, "Conv1d", "padding", 0),
+      dilation: T.size1d(options.dilation, 1, "Conv1d", "dilation", 1),
+      groups,
+    };
+  }
+  forward(x: Variable): Variable {
+    return apply(T.conv1dOp, this.bias ? [x, this.weight, this.bias] : [x, this.weight], this.options);
+  }
+  override extraRepr(): string {
+    const o = this.options;
+    return `${this.inChannels}, ${this.outChannels}, kernel_size=${this.kernelSize}, stride=${o.stride}, ` +
+      `padding=${o.padding}, dilation=${o.dilation}, groups=${o.groups}, bias=${!!this.bias}`;
+  }
+}
+
 /** Options of {@link ConvTranspose2d}. */
 export interface ConvTranspose2dLayerOptions extends LayerOptions, T.ConvTranspose2dOptions {
   bias?: boolean;
@@ -148,6 +196,32 @@ export class ConvTranspose2d extends Module {
   }
   forward(x: Variable): Variable {
     return apply(T.convTranspose2dOp, this.bias ? [x, this.weight, this.bias] : [x, this.weight], this.options);
+  }
+}
+
+/** Max pooling over 1-D windows of [N, C, L] or [C, L] (PyTorch's nn.MaxPool1d; stride defaults to kernelSize). */
+export class MaxPool1d extends Module {
+  readonly options: T.MaxPool1dOptions;
+  constructor(kernelSize: T.Size1d, options: Omit<T.MaxPool1dOptions, "kernelSize"> = {}) {
+    super();
+    this.options = { ...options, kernelSize };
+    T.pool1dShape([1, 1 << 20], this.options, "MaxPool1d"); // the options' own checks, now
+  }
+  forward(x: Variable): Variable {
+    return apply(T.maxPool1dOp, [x], this.options);
+  }
+}
+
+/** Average pooling over 1-D windows (PyTorch's nn.AvgPool1d; countIncludePad true, ceilMode false by default). */
+export class AvgPool1d extends Module {
+  readonly options: T.AvgPool1dOptions;
+  constructor(kernelSize: T.Size1d, options: Omit<T.AvgPool1dOptions, "kernelSize"> = {}) {
+    super();
+    this.options = { ...options, kernelSize };
+    T.pool1dShape([1, 1 << 20], this.options, "AvgPool1d");
+  }
+  forward(x: Variable): Variable {
+    return apply(T.avgPool1dOp, [x], this.options);
   }
 }
 
@@ -317,5 +391,60 @@ export class Embedding extends Module {
       ? index
       : new Variable(T.toIndexTensor(index, T.embeddingRule(this.numEmbeddings), this.weight.data.device));
     return apply(T.embeddingOp, [this.weight, idx], { paddingIdx: this.paddingIdx });
+  }
+}
+
+/** Options of {@link EmbeddingBag}. */
+export interface EmbeddingBagLayerOptions extends LayerOptions {
+  /** "mean" (default), "sum" or "max". */
+  mode?: T.EmbeddingBagMode;
+  /** A row left out of every bag; initialised to zeros and never updated by its gradient. */
+  paddingIdx?: number;
+}
+
+/**
+ * Sums, means or maxima of bags of embedding rows (PyTorch's nn.EmbeddingBag: weight
+ * [num, dim] init N(0, 1) with row paddingIdx zeroed). forward(input [B, L]) or
+ * forward(input [K], offsets [B]) gives [B, dim]; empty bags give zeros, as PyTorch.
+ */
+export class EmbeddingBag extends Module {
+  readonly weight: Parameter;
+  readonly mode: T.EmbeddingBagMode;
+  readonly paddingIdx?: number;
+  constructor(readonly numEmbeddings: number, readonly embeddingDim: number, options: EmbeddingBagLayerOptions = {}) {
+    super();
+    checkPositiveInt("EmbeddingBag", "numEmbeddings", numEmbeddings);
+    checkPositiveInt("EmbeddingBag", "embeddingDim", embeddingDim);
+    this.mode = options.mode ?? "mean";
+    if (!["sum", "mean", "max"].includes(this.mode)) {
+      throw new RangeError(`EmbeddingBag: mode must be "sum", "mean" or "max", got ${JSON.stringify(options.mode)}`);
+    }
+    const { pad } = T.embeddingShape([numEmbeddings, embeddingDim], [0], options.paddingIdx);
+    const device = options.device ?? Device.default;
+    const w = T.randn([numEmbeddings, embeddingDim], { device, seed: options.seed });
+    if (pad >= 0) {
+      const keep = T.fromArray(Float32Array.from({ length: numEmbeddings }, (_, i) => (i === pad ? 0 : 1)), [numEmbeddings, 1], { device });
+      this.weight = new Parameter(T.mul(w, keep), "weight");
+    } else {
+      this.weight = new Parameter(w, "weight");
+    }
+    this.paddingIdx = options.paddingIdx;
+  }
+  /**
+   * Bags of `input` (an i32 tensor or Variable, [B, L], or 1-D with `offsets` [B]; host values
+   * are checked before the upload).
+   * @throws {RangeError} For a bad index or offsets, naming the value and its position.
+   */
+  forward(input: Variable | T.Indices, offsets?: Variable | T.Indices): Variable {
+    const raw = (v: Variable | T.Indices | undefined) => (v instanceof Variable ? v.data : v);
+    const r = T.bagInputs(this.weight.shape, raw(input)!, raw(offsets), this.weight.data.device);
+    return apply(T.embeddingBagOp, [this.weight, new Variable(r.index), new Variable(r.offsets)], {
+      mode: this.mode,
+      paddingIdx: this.paddingIdx,
+    });
+  }
+  override extraRepr(): string {
+    return `${this.numEmbeddings}, ${this.embeddingDim}, mode=${this.mode}` +
+      (this.paddingIdx === undefined ? "" : `, padding_idx=${this.paddingIdx}`);
   }
 }

@@ -12,19 +12,23 @@ export { checkStateDict, tensorEntry } from "./state_check.ts";
 export type { CheckOptions, StateEntry } from "./state_check.ts";
 export {
   AdaptiveAvgPool2d,
+  AvgPool1d,
   AvgPool2d,
   BatchNorm1d,
   BatchNorm2d,
+  Conv1d,
   Conv2d,
   ConvTranspose2d,
   Dropout,
   Embedding,
+  EmbeddingBag,
   Flatten,
   LayerNorm,
   Linear,
+  MaxPool1d,
   MaxPool2d,
 } from "./layers.ts";
-export type { BatchNormLayerOptions, Conv2dLayerOptions, ConvTranspose2dLayerOptions, LayerOptions } from "./layers.ts";
+export type { BatchNormLayerOptions, Conv1dLayerOptions, Conv2dLayerOptions, EmbeddingBagLayerOptions, ConvTranspose2dLayerOptions, LayerOptions } from "./layers.ts";
 export {
   ELU,
   GELU,

@@ -143,3 +143,60 @@ export function convTranspose2dRef(
   }
   return { y, dx, dw, db };
 }
+
+/** conv1d's options, every value given explicitly. */
+export interface Conv1dRefOptions {
+  stride: number;
+  padding: number;
+  dilation: number;
+  groups: number;
+}
+
+/** Output shape of conv1d for x [N, Cin, L] and w [Cout, Cin/g, K]. */
+export function conv1dRefShape(xs: number[], ws: number[], o: Conv1dRefOptions): number[] {
+  return [xs[0], ws[0], Math.floor((xs[2] + 2 * o.padding - o.dilation * (ws[2] - 1) - 1) / o.stride) + 1];
+}
+
+/**
+ * y[n,o,t] = b[o] + Σ_{j,k} x[n, g·Cin/G + j, t·s − p + k·d] · w[o,j,k] (out-of-range taps read
+ * zero), written in one dimension (not through conv2dRef), and the gradients of L = Σ y·dy.
+ */
+export function conv1dRef(
+  x: ArrayLike<number>,
+  xs: number[],
+  w: ArrayLike<number>,
+  ws: number[],
+  b: ArrayLike<number> | null,
+  o: Conv1dRefOptions,
+  dy: ArrayLike<number>,
+): ConvRefResult {
+  const [N, C, L] = xs;
+  const [O, J, K] = ws;
+  const LO = conv1dRefShape(xs, ws, o)[2];
+  const perGroupOut = O / o.groups;
+  const y = new Float64Array(N * O * LO);
+  const dx = new Float64Array(x.length), dw = new Float64Array(w.length), db = new Float64Array(O);
+  for (let n = 0; n < N; n++) {
+    for (let oc = 0; oc < O; oc++) {
+      const c0 = Math.floor(oc / perGroupOut) * J;
+      for (let t = 0; t < LO; t++) {
+        const yi = (n * O + oc) * LO + t;
+        const g = dy[yi];
+        let acc = b ? b[oc] : 0;
+        db[oc] += g;
+        for (let j = 0; j < J; j++) {
+          for (let k = 0; k < K; k++) {
+            const i = t * o.stride - o.padding + k * o.dilation;
+            if (i < 0 || i >= L) continue;
+            const xi = (n * C + c0 + j) * L + i, wi = (oc * J + j) * K + k;
+            acc += x[xi] * w[wi];
+            dx[xi] += g * w[wi];
+            dw[wi] += g * x[xi];
+          }
+        }
+        y[yi] = acc;
+      }
+    }
+  }
+  return { y, dx, dw, db };
+}

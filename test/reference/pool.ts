@@ -137,3 +137,59 @@ export function adaptiveAvgPool2dRef(
   }
   return { y, dx };
 }
+
+/** Options of the 1-D references, every value given explicitly. */
+export interface Pool1dRefOptions {
+  kernel: number;
+  stride: number;
+  padding: number;
+  dilation: number;
+  ceilMode: boolean;
+  countIncludePad: boolean;
+}
+
+/** Output shape of 1-D pooling over [N, C, L]. */
+export function pool1dRefShape(xs: number[], o: Pool1dRefOptions): number[] {
+  return [xs[0], xs[1], outSize(xs[2], o.kernel, o.stride, o.padding, o.dilation, o.ceilMode)];
+}
+
+/**
+ * Max and average pooling over [N, C, L], written in one dimension (not through the 2-D
+ * references): the first maximum of a window wins and gets its gradient; an average divides
+ * by the window clipped to the padded input (count_include_pad) or to the input.
+ */
+export function pool1dRef(
+  kind: "max" | "avg",
+  x: ArrayLike<number>,
+  xs: number[],
+  o: Pool1dRefOptions,
+  dy: ArrayLike<number>,
+): PoolRefResult {
+  const [N, C, L] = xs;
+  const LO = pool1dRefShape(xs, o)[2];
+  const y = new Float64Array(N * C * LO), dx = new Float64Array(x.length), idx = new Int32Array(y.length);
+  for (let pl = 0; pl < N * C; pl++) {
+    for (let t = 0; t < LO; t++) {
+      const yi = pl * LO + t, start = t * o.stride - o.padding;
+      if (kind === "max") {
+        let best = -Infinity, at = -1;
+        for (let k = 0; k < o.kernel; k++) {
+          const i = start + k * o.dilation;
+          if (i >= 0 && i < L && (at < 0 || x[pl * L + i] > best)) [best, at] = [x[pl * L + i], i];
+        }
+        y[yi] = best;
+        idx[yi] = at;
+        dx[pl * L + at] += dy[yi];
+      } else {
+        const end = Math.min(start + o.kernel, L + o.padding);
+        const lo = Math.max(start, 0), hi = Math.min(end, L);
+        const div = o.countIncludePad ? end - start : hi - lo;
+        let acc = 0;
+        for (let i = lo; i < hi; i++) acc += x[pl * L + i];
+        y[yi] = acc / div;
+        for (let i = lo; i < hi; i++) dx[pl * L + i] += dy[yi] / div;
+      }
+    }
+  }
+  return kind === "max" ? { y, dx, idx } : { y, dx };
+}

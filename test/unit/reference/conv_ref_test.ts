@@ -1,5 +1,7 @@
 import convGolden from "../../fixtures/conv_golden.json" with { type: "json" };
 import {
+  conv1dRef,
+  conv1dRefShape,
   conv2dRef,
   conv2dRefShape,
   type ConvRefOptions,
@@ -11,17 +13,26 @@ import {
 import { assertEquals, assertRelClose } from "../../util/assert.ts";
 import { count, mulberry32, randn } from "../../util/random.ts";
 
-type Ref = typeof conv2dRef;
+/** A reference with options of type O (conv2dRef's, conv1dRef's). */
+type Ref<O> = (
+  x: ArrayLike<number>,
+  xs: number[],
+  w: ArrayLike<number>,
+  ws: number[],
+  b: ArrayLike<number> | null,
+  o: O,
+  dy: ArrayLike<number>,
+) => ConvRefResult;
 
 /** Central differences of L = Σ y·dy with respect to every element of x, w and b. */
-function numericGrads(
-  ref: Ref,
+function numericGrads<O>(
+  ref: Ref<O>,
   x: Float64Array,
   xs: number[],
   w: Float64Array,
   ws: number[],
   b: Float64Array,
-  o: ConvRefOptions,
+  o: O,
   dy: ArrayLike<number>,
 ) {
   const loss = () => ref(x, xs, w, ws, b, o, dy).y.reduce((s, v, i) => s + v * dy[i], 0);
@@ -39,7 +50,7 @@ function numericGrads(
   return { dx: grad(x), dw: grad(w), db: grad(b) };
 }
 
-function check(label: string, ref: Ref, shapeOf: typeof conv2dRefShape, xs: number[], ws: number[], o: ConvRefOptions) {
+function check<O>(label: string, ref: Ref<O>, shapeOf: (xs: number[], ws: number[], o: O) => number[], xs: number[], ws: number[], o: O) {
   const rng = mulberry32(label.length * 7919);
   const x = Float64Array.from(randn(count(xs), rng)), w = Float64Array.from(randn(count(ws), rng));
   const ys = shapeOf(xs, ws, o);
@@ -61,6 +72,11 @@ Deno.test("conv2dRef gradients match central differences (groups, stride, paddin
 Deno.test("convTranspose2dRef gradients match central differences (groups, outputPadding)", () => {
   const o: ConvRefOptions = { stride: [2, 3], padding: [1, 0], dilation: [1, 2], groups: 2, outputPadding: [1, 2] };
   check("convTranspose2d", convTranspose2dRef, convTranspose2dRefShape, [2, 4, 4, 3], [4, 3, 3, 2], o);
+});
+
+Deno.test("conv1dRef gradients match central differences (groups, stride, padding, dilation, odd length)", () => {
+  check("conv1d", conv1dRef, conv1dRefShape, [2, 4, 13], [6, 2, 3], { stride: 2, padding: 2, dilation: 3, groups: 2 });
+  check("conv1d depthwise", conv1dRef, conv1dRefShape, [1, 3, 8], [3, 1, 4], { stride: 3, padding: 1, dilation: 1, groups: 3 });
 });
 
 interface Golden {

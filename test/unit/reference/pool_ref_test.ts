@@ -5,6 +5,9 @@ import {
   maxPool2dRef,
   type Pair,
   type PoolRefOptions,
+  pool1dRef,
+  pool1dRefShape,
+  type Pool1dRefOptions,
   type PoolRefResult,
   poolRefShape,
 } from "../../reference/pool.ts";
@@ -109,5 +112,23 @@ Deno.test("pool references agree with PyTorch's float64 golden values", () => {
     }
     assertRelClose(r.y, c.y.data, 1e-8, `${c.name} y`);
     assertRelClose(r.dx, c.dx.data, 1e-8, `${c.name} dx`);
+  }
+});
+
+Deno.test("pool1dRef max and avg gradients match central differences (padding, dilation, ceilMode, odd length)", () => {
+  const rng = mulberry32(2805);
+  const cases: Pool1dRefOptions[] = [
+    { kernel: 3, stride: 2, padding: 1, dilation: 2, ceilMode: true, countIncludePad: true },
+    { kernel: 4, stride: 3, padding: 2, dilation: 1, ceilMode: true, countIncludePad: false },
+    { kernel: 2, stride: 2, padding: 0, dilation: 1, ceilMode: false, countIncludePad: true },
+  ];
+  for (const o of cases) {
+    for (const kind of ["max", "avg"] as const) {
+      const xs = [2, 3, 13];
+      const x = Float64Array.from(randn(count(xs), rng));
+      const dy = randn(count(pool1dRefShape(xs, o)), rng);
+      const got = pool1dRef(kind, x, xs, o, dy);
+      assertRelClose(got.dx, numericDx((v) => pool1dRef(kind, v, xs, o, dy), x, dy), 1e-6, `${kind} ${JSON.stringify(o)} dx`);
+    }
   }
 });
