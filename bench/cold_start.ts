@@ -7,7 +7,7 @@
  *
  *   deno run -A --no-check bench/cold_start.ts [--models mlp,gpt-nano] [--ranks 1,2]
  */
-import { MODELS, type ModelName } from "../examples/models.ts";
+import { MODELS, type ModelName } from "../src/zoo/mod.ts";
 import type { ColdStart } from "./cold_start_one.ts";
 
 function flag(name: string, fallback: string): string {

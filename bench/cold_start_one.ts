@@ -8,7 +8,7 @@
  */
 import { Device, observe, setProgramArgs } from "../src/index.ts";
 import { exitNow } from "../examples/exit.ts";
-import { MODELS, type ModelName } from "../examples/models.ts";
+import { MODELS, type ModelName } from "../src/zoo/mod.ts";
 
 /** What one cold start measured; every time is ms since the process started. */
 export interface ColdStart {

@@ -35,7 +35,7 @@ import {
   Variable,
   writePack,
 } from "../src/index.ts";
-import { buildModel } from "../examples/models.ts";
+import { buildModel } from "../src/zoo/mod.ts";
 import { flag } from "./flags.ts";
 
 

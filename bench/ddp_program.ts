@@ -5,7 +5,7 @@
  * `programArgs()`: { subset, baseUrl? }.
  */
 import { Adam, crossEntropy, loadMnist, programArgs, type Tensor, Trainer, Variable } from "../src/index.ts";
-import { mlp } from "../examples/models.ts";
+import { mlp } from "../src/zoo/mod.ts";
 
 const args = programArgs() as { subset?: number; baseUrl?: string };
 const train = await loadMnist({ split: "train", limit: args.subset, baseUrl: args.baseUrl });

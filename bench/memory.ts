@@ -42,8 +42,8 @@ import type { RunEpochMetrics } from "../src/index.ts";
 import { collectGarbage, loadCollector } from "../src/gpu/collect.ts";
 import { messageCollections } from "../src/distributed/coordinator/rank_client.ts";
 import { exitNow } from "../examples/exit.ts";
-import { charRnn, mlp } from "../examples/models.ts";
-import { meanLoss, nextCharLoss, spreadSubset } from "../examples/recipes.ts";
+import { charRnn, mlp } from "../src/zoo/mod.ts";
+import { meanLoss, nextCharLoss, spreadSubset } from "../src/zoo/mod.ts";
 import { arg, flag } from "./flags.ts";
 import { flatVerdict } from "./memory_trend.ts";
 
@@ -221,7 +221,7 @@ async function trainer(): Promise<void> {
 }
 
 /**
- * `engine --model char-rnn`: spec §11.1's char-rnn (examples/models.ts: Embedding 128, two
+ * `engine --model char-rnn`: spec §11.1's char-rnn (src/zoo/models.ts: Embedding 128, two
  * LSTM layers of 256, Dropout 0.2, Linear) with RMSprop 2e-3 and next-character CE, the plain
  * engine loop (loss read one step behind), on `--subset` Brown Corpus training sequences of
  * `--seq` characters (spread over the split), batch `--batch`, `--epochs` epochs, the

@@ -16,7 +16,7 @@ import {
   Trainer,
   Variable,
 } from "../src/index.ts";
-import { accuracy, mlp } from "../examples/models.ts";
+import { accuracy, mlp } from "../src/zoo/mod.ts";
 
 const args = programArgs() as { subset?: number; testSubset?: number };
 const train = await loadMnist({ split: "train", limit: args.subset, normalize: true });

@@ -1,6 +1,6 @@
 /**
  * Our engine as a contender, through its public API only: `matmul` for W1, and for W2 the
- * MNIST MLP of examples/models.ts (Flatten → Linear(784,256) → ReLU → Linear(256,10)) with
+ * MNIST MLP of src/zoo/models.ts (Flatten → Linear(784,256) → ReLU → Linear(256,10)) with
  * `crossEntropy` and `Adam`, one submit per step (`device.endStep()`), as
  * examples/mnist_mlp.ts trains it.
  *
@@ -9,7 +9,7 @@
  */
 import process from "node:process";
 import { Adam, crossEntropy, Device, fromArray, type Module, ops, type Tensor, Variable } from "../src/index.ts";
-import { mlp } from "../examples/models.ts";
+import { mlp } from "../src/zoo/mod.ts";
 import { checkMatmul, timeMatmul, W2, w1Data, w2Data, type W1Result, type W2Mode, type W2Result, w2Result } from "./workloads.ts";
 
 /** Our device for the whole sitting (the first device requested becomes `Device.default`). */
@@ -66,7 +66,7 @@ export function buildMlp(device: Device): Mlp {
   const params = new Map(model.namedParameters());
   const set = (name: string, values: ArrayLike<number>) => {
     const p = params.get(name);
-    if (!p) throw new Error(`bench: examples/models.ts mlp has no parameter "${name}", it has ${[...params.keys()]}`);
+    if (!p) throw new Error(`bench: src/zoo/models.ts mlp has no parameter "${name}", it has ${[...params.keys()]}`);
     p.set(values);
   };
   set("1.weight", transpose(d.w1, D, H));

@@ -9,7 +9,7 @@
  * PyTorch's), both from our weights seeded with CHAR_RNN_SEED (TF.js loads them: Keras'
  * orthogonal init took minutes in Chromium), so their first losses agree up to dropout.
  *
- * gpt-nano: spec §11.1's model (examples/gpt_nano.ts): token + learned position embedding,
+ * gpt-nano: spec §11.1's model (src/zoo/gpt_nano.ts): token + learned position embedding,
  * 4 pre-norm blocks (LayerNorm, 4-head causal self-attention d = 128, LayerNorm, 128-512-128
  * feed-forward with exact GELU), final LayerNorm, linear head to 85; Adam 3e-4 (β 0.9/0.999,
  * eps 1e-8). Differences from the recipe, the same for every contender: dropout 0 (jax-js
@@ -35,9 +35,9 @@ import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-webgpu";
 import { defaultDevice, init, jit, nn, numpy as np, tree, valueAndGrad } from "@jax-js/jax";
 import { Adam, type Device, fromArray, manualSeed, type Module, RMSprop, Variable } from "../src/index.ts";
-import { charRnn } from "../examples/models.ts";
-import { GptNano } from "../examples/gpt_nano.ts";
-import { nextCharLoss } from "../examples/recipes.ts";
+import { charRnn } from "../src/zoo/mod.ts";
+import { GptNano } from "../src/zoo/mod.ts";
+import { nextCharLoss } from "../src/zoo/mod.ts";
 
 export const SEQ_MODELS = ["char-rnn", "gpt-nano"] as const;
 export type SeqModel = (typeof SEQ_MODELS)[number];
@@ -134,7 +134,7 @@ export const CHAR_RNN_SEED = 11;
 
 /**
  * Our model and optimizer for `s` (fresh weights; char-rnn's seeded with CHAR_RNN_SEED). The
- * optimizer is `foreach` (one launch for every parameter), as examples/recipes.ts builds it.
+ * optimizer is `foreach` (one launch for every parameter), as src/zoo/recipes.ts builds it.
  */
 export function oursModel(device: Device, s: SeqShape): { model: Module; opt: Adam | RMSprop } {
   if (s.model === "char-rnn") {

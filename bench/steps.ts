@@ -1,5 +1,5 @@
 /**
- * Training steps of examples/models.ts models (the MNIST MLP and LeNet), batch 64 of seeded
+ * Training steps of src/zoo/models.ts models (the MNIST MLP and LeNet), batch 64 of seeded
  * random MNIST-shaped data, cross entropy, Adam (foreach), one submit per step: samples/s
  * with the loss read at the end (the GPU kept fed) and with the loss awaited every step
  * (step ms = the wall of one step including Deno's readback wait). Rounds interleave the
@@ -12,7 +12,7 @@
  */
 import process from "node:process";
 import { Adam, crossEntropy, Device, fromArray, ops, rand, Variable } from "../src/index.ts";
-import { lenet, mlp } from "../examples/models.ts";
+import { lenet, mlp } from "../src/zoo/mod.ts";
 import { labelsI32, median, uniformF32 } from "./workloads.ts";
 
 const arg = (name: string, dflt: string) => {

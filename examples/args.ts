@@ -2,8 +2,8 @@
  * Command-line flags of `npm start` (examples/train.ts): parsed and validated with
  * errors that name the flag, the expected values and the value given.
  */
-import { CHAR_MODELS, MODELS, type ModelName } from "./models.ts";
-import { RECIPES } from "./recipes.ts";
+import { CHAR_MODELS, MODELS, type ModelName } from "../src/zoo/mod.ts";
+import { RECIPES } from "../src/zoo/mod.ts";
 
 export const MODES = ["cpu-sync", "cpu-cadence", "cpu-async", "nccl-sync", "nccl-cadence"] as const;
 export type Mode = (typeof MODES)[number];

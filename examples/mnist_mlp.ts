@@ -9,7 +9,7 @@
  * bench/README.md "Accuracy").
  */
 import { Adam, Device, loadMnist, manualSeed, permutation } from "../src/index.ts";
-import { accuracy, mlp, trainEpoch } from "./models.ts";
+import { accuracy, mlp, trainEpoch } from "../src/zoo/mod.ts";
 
 function flag(name: string, fallback: number): number {
   const i = Deno.args.indexOf(`--${name}`);

@@ -13,8 +13,8 @@
  */
 import { type Device, EvalCadence, programArgs, Trainer } from "../src/index.ts";
 import { programSettings } from "./args.ts";
-import { buildModel } from "./models.ts";
-import { loadTaskData, RECIPES } from "./recipes.ts";
+import { buildModel } from "../src/zoo/mod.ts";
+import { loadTaskData, RECIPES } from "../src/zoo/mod.ts";
 
 export const settings = programSettings(programArgs());
 export const recipe = RECIPES[settings.model];

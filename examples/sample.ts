@@ -1,5 +1,5 @@
 /**
- * Text from a character model (char-rnn, gpt-nano of examples/models.ts): the demo page's
+ * Text from a character model (char-rnn, gpt-nano of the model zoo, src/zoo/): the demo page's
  * live samples and `npm start`'s end-of-run sample use this.
  */
 import { type CharVocab, fromArray, type Module, noGrad, Variable } from "../src/index.ts";

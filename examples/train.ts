@@ -32,9 +32,9 @@ import {
 } from "../src/index.ts";
 import { HELP, parseTrainArgs, settingsOf, type TrainArgs } from "./args.ts";
 import { exitNow } from "./exit.ts";
-import { buildModel } from "./models.ts";
+import { buildModel } from "../src/zoo/mod.ts";
 import { Progress } from "./progress.ts";
-import type { Metric } from "./recipes.ts";
+import type { Metric } from "../src/zoo/mod.ts";
 import { sampleText } from "./sample.ts";
 import { startNatsServer } from "../scripts/nats_server.ts";
 

@@ -1,12 +1,12 @@
 /**
  * The program one ddp-bench run trains (bench/ddp-bench/one.ts sets its arguments, then
  * imports it; rank workers re-import it with the same `programArgs()`, DESIGN.md "Rank-side
- * closures"): a model of spec §11.1 with its recipe (examples/recipes.ts), its data subset,
+ * closures"): a model of spec §11.1 with its recipe (src/zoo/recipes.ts), its data subset,
  * a per-epoch eval and, for gpt-nano, the warmup + cosine schedule over the run's steps.
  */
 import { type Device, EvalCadence, programArgs, Trainer } from "../../src/index.ts";
-import { buildModel, MODELS, type ModelName } from "../../examples/models.ts";
-import { loadTaskData, RECIPES } from "../../examples/recipes.ts";
+import { buildModel, MODELS, type ModelName } from "../../src/zoo/mod.ts";
+import { loadTaskData, RECIPES } from "../../src/zoo/mod.ts";
 
 /** What one.ts passes (JSON through `setProgramArgs`). */
 export interface ProgramArgs {

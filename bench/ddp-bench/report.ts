@@ -4,8 +4,8 @@
  * numbers (spec §11.2) beside ours and the difference, the PyTorch reference of the
  * character models, and per-epoch loss and eval curves as inline SVG in one HTML page.
  */
-import { CHAR_MODELS, type ModelName } from "../../examples/models.ts";
-import { RECIPES } from "../../examples/recipes.ts";
+import { CHAR_MODELS, type ModelName } from "../../src/zoo/mod.ts";
+import { RECIPES } from "../../src/zoo/mod.ts";
 import { runLabel, type RunResult } from "./result.ts";
 
 /** flodl's columns of §11.2. */

@@ -4,7 +4,7 @@
  * trainer's history and the coordinator's batch and reduce events.
  */
 import type { EvalRecord, RunEpochMetrics } from "../../src/index.ts";
-import type { ModelName } from "../../examples/models.ts";
+import type { ModelName } from "../../src/zoo/mod.ts";
 
 /** solo = one rank, the trainer's single-device path; the others with 2+ ranks. */
 export type Mode = "solo" | "cpu-sync" | "cpu-cadence" | "cpu-async";

@@ -19,8 +19,8 @@
  *   --tag <name>        results file name: bench/results/<date>-ddp-bench[-<tag>].{json,md,html}
  */
 import { exitNow } from "../../examples/exit.ts";
-import { CHAR_MODELS, MODELS, type ModelName } from "../../examples/models.ts";
-import { loadTaskData } from "../../examples/recipes.ts";
+import { CHAR_MODELS, MODELS, type ModelName } from "../../src/zoo/mod.ts";
+import { loadTaskData } from "../../src/zoo/mod.ts";
 import type { RunConfig } from "./one.ts";
 import { type BenchReport, renderHtml, renderMarkdown, type TorchResult } from "./report.ts";
 import { type Mode, MODES, runLabel, type RunResult } from "./result.ts";

@@ -21,7 +21,7 @@ import {
   type Tensor,
   Variable,
 } from "../../src/index.ts";
-import { accuracy } from "../../examples/models.ts";
+import { accuracy } from "../../src/zoo/mod.ts";
 import { DEFAULT_SIZES } from "../settings.ts";
 
 /** Where the page's server puts the MNIST IDX files (vite.config.ts serves and builds them). */

@@ -10,8 +10,8 @@
  * Runs in the page and in every rank worker (re-entered): no DOM access here.
  */
 import { Adam, EvalCadence, loadBrown, programArgs, Trainer } from "../../src/index.ts";
-import { buildModel } from "../../examples/models.ts";
-import { meanLoss, nextCharLoss, spreadSubset } from "../../examples/recipes.ts";
+import { buildModel } from "../../src/zoo/mod.ts";
+import { meanLoss, nextCharLoss, spreadSubset } from "../../src/zoo/mod.ts";
 import type { TextData } from "./common.ts";
 
 /** Where the page's server puts the Brown Corpus (vite.config.ts serves /brown/). */

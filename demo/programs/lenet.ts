@@ -6,7 +6,7 @@
  * builder is created here, at top level, with the rank-side pieces attached.
  */
 import { Trainer } from "../../src/index.ts";
-import { lenet } from "../../examples/models.ts";
+import { lenet } from "../../src/zoo/mod.ts";
 import { adam, attach, classify, loadData } from "./common.ts";
 
 /** Builds the model on a device (the page rebuilds it to try the trained weights). */

@@ -6,7 +6,7 @@
  * `window.__mnist` = { done, accuracy, error, samplesPerSec }.
  */
 import { Adam, Device, ElCheConfig, loadMnist, manualSeed, permutation, setProgramArgs } from "../../src/index.ts";
-import { accuracy, mlp, trainEpoch } from "../../examples/models.ts";
+import { accuracy, mlp, trainEpoch } from "../../src/zoo/mod.ts";
 
 const q = new URLSearchParams(location.search);
 const mode = q.get("mode") ?? "engine";

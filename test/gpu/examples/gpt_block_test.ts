@@ -6,7 +6,7 @@
  * test/gpu/nn/fused_test.ts check op by op.
  */
 import { fromArray, manualSeed, Variable } from "../../../src/index.ts";
-import { GptBlock } from "../../../examples/gpt_nano.ts";
+import { GptBlock } from "../../../src/zoo/mod.ts";
 import { assertRelClose } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 import { mulberry32, randn } from "../../util/random.ts";

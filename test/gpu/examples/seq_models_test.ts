@@ -1,13 +1,13 @@
 /**
- * The ddp-bench models added for issue 11 (examples/models.ts: conv-ae, char-rnn, gpt-nano):
+ * The ddp-bench models added for issue 11 (src/zoo/models.ts: conv-ae, char-rnn, gpt-nano):
  * each builds, runs one forward and backward on a tiny batch through its recipe's loss
- * (examples/recipes.ts), with the expected output shape, a loss equal to the f64 loss of its
+ * (src/zoo/recipes.ts), with the expected output shape, a loss equal to the f64 loss of its
  * own outputs and a finite, nonzero gradient for every parameter; gpt-nano is causal; and
  * sampleText (examples/sample.ts) draws from the model's distribution.
  */
 import { CharVocab, fromArray, type Module, noGrad, Variable } from "../../../src/index.ts";
-import { buildModel } from "../../../examples/models.ts";
-import { RECIPES } from "../../../examples/recipes.ts";
+import { buildModel } from "../../../src/zoo/mod.ts";
+import { RECIPES } from "../../../src/zoo/mod.ts";
 import { draw, sampleText } from "../../../examples/sample.ts";
 import { assert, assertEquals, assertRelClose } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";

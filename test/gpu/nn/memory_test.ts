@@ -4,7 +4,7 @@
  * creates no new buffers after warm-up; every step records with few submits.
  */
 import { Adam, crossEntropy, fromArray, Variable } from "../../../src/index.ts";
-import { mlp } from "../../../examples/models.ts";
+import { mlp } from "../../../src/zoo/mod.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 import { mulberry32, randint, uniform } from "../../util/random.ts";

@@ -2,9 +2,9 @@
  * The six models of flodl's ddp-bench (spec §11.1), shared by `npm start`, the demo
  * page, bench/ddp-bench, the examples and the tests: on MNIST logistic regression, the
  * 784-256-10 MLP, LeNet and the convolutional autoencoder; on characters (the Brown Corpus)
- * char-rnn (LSTM) and gpt-nano (causal transformer, examples/gpt_nano.ts). One builder
+ * char-rnn (LSTM) and gpt-nano (causal transformer, gpt_nano.ts). One builder
  * function per model; what each trains on, its loss, eval and optimizer are in
- * examples/recipes.ts.
+ * recipes.ts.
  */
 import {
   BatchNorm2d,
@@ -27,7 +27,7 @@ import {
   type BatchDataSet,
   toDevice,
   Dropout,
-} from "../src/index.ts";
+} from "../index.ts";
 import { GptNano } from "./gpt_nano.ts";
 
 /** Model names the CLI and the demo accept. */
@@ -100,7 +100,7 @@ export function charRnn(device: Device, vocabSize: number): Module {
   );
 }
 
-/** gpt-nano (examples/gpt_nano.ts) over `vocabSize` characters, sequences up to 128. */
+/** gpt-nano (gpt_nano.ts) over `vocabSize` characters, sequences up to 128. */
 export function gptNano(device: Device, vocabSize: number): Module {
   return new GptNano(vocabSize, device);
 }

@@ -22,7 +22,7 @@ import {
   toDevice,
   Variable,
   WarmupScheduler,
-} from "../src/index.ts";
+} from "../index.ts";
 import { accuracy, CHAR_MODELS, type ModelName } from "./models.ts";
 
 /** What the eval reports: test accuracy (higher is better), reconstruction MSE or validation CE (lower is better). */

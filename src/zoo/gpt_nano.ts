@@ -19,7 +19,7 @@ import {
   PositionalEmbedding,
   Sequential,
   type Variable,
-} from "../src/index.ts";
+} from "../index.ts";
 
 /** Sizes of a gpt-nano; the defaults are flodl's. */
 export interface GptNanoOptions {
