@@ -2,7 +2,7 @@ import { defineConfig, type Plugin } from "vite";
 import { createReadStream, readdirSync, readFileSync, statSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { resolve } from "node:path";
-import { trainerProgramChunks } from "./src/vite_plugin.ts";
+import { flodl, ISOLATION_HEADERS } from "./src/vite_plugin.ts";
 
 const root = decodeURIComponent(new URL(".", import.meta.url).pathname).replace(/\/$/, "");
 
@@ -101,36 +101,15 @@ function brownFiles(): Plugin {
   };
 }
 
-/**
- * Cross-origin isolation: SharedArrayBuffer, which the nccl-* modes' collective needs
- * (src/distributed/protocol/slab.ts), exists only on isolated pages. Every asset here is
- * same-origin (MNIST, the corpus, uPlot, wasm), so require-corp blocks nothing. A host
- * serving the production build must send the same two headers (the build writes them to
- * `_headers`, see isolationHeaders).
- */
-export const ISOLATION_HEADERS = {
-  "Cross-Origin-Opener-Policy": "same-origin",
-  "Cross-Origin-Embedder-Policy": "require-corp",
-};
-
-/** The production build: a `_headers` file with the isolation headers (the format of Netlify, Cloudflare Pages and others). */
-function isolationHeaders(): Plugin {
-  return {
-    name: "flodl-isolation-headers",
-    generateBundle() {
-      if (this.environment?.name && this.environment.name !== "client") return;
-      const lines = Object.entries(ISOLATION_HEADERS).map(([k, v]) => `  ${k}: ${v}`);
-      this.emitFile({ type: "asset", fileName: "_headers", source: ["/*", ...lines, ""].join("\n") });
-    },
-  };
-}
+/** The isolation headers, for the configs that set their own server (bench/vite.config.ts). */
+export { ISOLATION_HEADERS };
 
 export default defineConfig({
-  server: { port: 5173, strictPort: true, host: "127.0.0.1", fs: { allow: [root] }, headers: ISOLATION_HEADERS },
-  preview: { port: 4173, strictPort: true, host: "127.0.0.1", headers: ISOLATION_HEADERS },
-  worker: { format: "es" },
+  server: { port: 5173, strictPort: true, host: "127.0.0.1", fs: { allow: [root] } },
+  preview: { port: 4173, strictPort: true, host: "127.0.0.1" },
+  // The sources import these by bare name (the package bundles them).
   optimizeDeps: { include: ["uplot", "comlink", "wgpu-matrix"] },
-  plugins: [trainerProgramChunks(), mnistFiles(), brownFiles(), isolationHeaders()],
+  plugins: [flodl(), mnistFiles(), brownFiles()],
   build: {
     target: "es2022",
     modulePreload: { polyfill: false },

@@ -20,7 +20,7 @@ case "$tier" in all | quick) ;; *) echo "scripts/test.sh: unknown tier \"$tier\"
 
 echo "== type-check (tsc: src and the browser side; deno check: the Deno side)"
 tsc -p tsconfig.json
-deno check -q src/index.ts workers/rank.ts examples/ test/unit/ test/gpu/ test/util/ test/reference/ test/fixtures/ bench/*.ts bench/ddp-bench/*.ts scripts/*.ts
+deno check -q src/index.ts src/zoo/mod.ts workers/rank.ts examples/ test/unit/ test/gpu/ test/util/ test/reference/ test/fixtures/ test/consumer/*.ts bench/*.ts bench/ddp-bench/*.ts scripts/*.ts
 
 echo "== lint (deno lint)"
 deno lint -q
@@ -40,7 +40,7 @@ if [ "$tier" = "quick" ]; then
 fi
 
 # Type-checked above; --no-check also spares each rank worker its own check.
-deno_tests() { deno test -A --no-check --v8-flags=--expose-gc --doc src/ test/unit/ test/gpu/; }
+deno_tests() { deno test -A --no-check --v8-flags=--expose-gc --doc src/ test/unit/ test/gpu/ test/consumer/; }
 browser_tests() { playwright test; }
 
 if [ "${TEST_PARALLEL:-}" != "1" ]; then

@@ -6,10 +6,39 @@
  * DESIGN.md "Beyond one machine" says, and never a silent gap.
  */
 import { wsconnect } from "@nats-io/nats-core";
-import type { NatsConnection } from "@nats-io/nats-core";
 
-/** A NATS connection, as the links use it (re-exported so callers need not import nats-core). */
-export type { NatsConnection };
+/** A message as the links read it. */
+export interface NatsMsg {
+  readonly data: Uint8Array;
+}
+
+/** A change of a connection's state: `disconnect`, `staleConnection`, `error` (with the server's error)… */
+export interface NatsStatus {
+  readonly type: string;
+  readonly error?: Error;
+}
+
+/**
+ * What the links use of a NATS connection, declared here rather than imported from
+ * nats-core: the package bundles nats-core, so its published types must not name it. The
+ * connection `wsconnect` returns is one of these.
+ */
+export interface NatsConnection {
+  /** The server's INFO (`max_payload`: the largest message it takes). */
+  readonly info?: { readonly max_payload: number };
+  publish(subject: string, payload?: Uint8Array): void;
+  subscribe(subject: string, opts: { callback: (err: Error | null, msg: NatsMsg) => void }): { unsubscribe(): void };
+  request(subject: string, payload: Uint8Array, opts: { timeout: number }): Promise<NatsMsg>;
+  flush(): Promise<void>;
+  drain(): Promise<void>;
+  close(): Promise<void>;
+  /** Resolves when the connection closes, with the error that closed it if any. */
+  closed(): Promise<void | Error>;
+  isClosed(): boolean;
+  status(): AsyncIterable<NatsStatus>;
+  /** Bytes through the connection so far (bench/nats_link.ts measures the wire with it). */
+  stats(): { readonly inBytes: number; readonly outBytes: number };
+}
 
 /**
  * Connect to a NATS server over WebSocket with a run's user and password.
@@ -18,7 +47,13 @@ export type { NatsConnection };
  * @param inboxPrefix Reply subjects' prefix (the coordinator's: `coordinatorInbox(run)`).
  * @throws {Error} Naming `who`, the user and the URL when the server refuses or is unreachable.
  */
-export async function connectLink(url: string, user: string, pass: string, who: string, inboxPrefix?: string): Promise<NatsConnection> {
+export async function connectLink(
+  url: string,
+  user: string,
+  pass: string,
+  who: string,
+  inboxPrefix?: string,
+): Promise<NatsConnection> {
   try {
     return await wsconnect({
       servers: url,

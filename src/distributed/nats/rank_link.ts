@@ -196,7 +196,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     for await (const s of nc.status()) {
       if (s.type === "error") {
         opts.onRefused?.(
-          new RankLinkError(rank, "refused", `${who}: the NATS server refused: ${s.error.message}`, {
+          new RankLinkError(rank, "refused", `${who}: the NATS server refused: ${s.error?.message}`, {
             cause: s.error,
           }),
         );

@@ -346,7 +346,7 @@ Deno.test("relay subjects: only the relay of rank k may read rank k's frames (th
   try {
     const errors: string[] = [];
     (async () => {
-      for await (const s of r2.status()) if (s.type === "error") errors.push(s.error.message);
+      for await (const s of r2.status()) if (s.type === "error") errors.push(String(s.error?.message));
     })();
     const spied: number[] = [], relayed: number[] = [];
     // NOTE: nats.js calls a refused subscription's callback once with the error and no message.

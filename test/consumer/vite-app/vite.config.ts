@@ -1,0 +1,3 @@
+import { flodl } from "flodl-webgpu/vite";
+
+export default { plugins: [flodl()] };
