@@ -3,12 +3,15 @@
  * vite-app, made by test/consumer/project.ts): its only configuration is the plugin line the
  * README gives, its program is imported the plain way (`import { builder } from
  * "./program.ts"`), and it trains on 2 worker ranks in Chromium from the dev server, then
- * from `vite build` + `vite preview`.
+ * from `vite build` + `vite preview`. Then the plain way: a page and a program module that
+ * import `node_modules/flodl-webgpu/lib/index.js` by path, from a static file server with
+ * no bundler and no special headers (test/consumer/browser-module).
  */
 import { expect, type Page, test } from "@playwright/test";
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { createReadStream, existsSync, statSync } from "node:fs";
+import { createServer } from "node:http";
+import { extname, join, normalize } from "node:path";
 import { PORT } from "../../playwright.config.ts";
 import { consumerProject, pinned, removeProject, run } from "../consumer/project.ts";
 
@@ -56,17 +59,16 @@ function stop(vite: ChildProcess): Promise<void> {
 }
 
 /** Open the app, wait for its run to end, check both ranks trained and the loss fell. */
-async function trains(page: Page): Promise<void> {
+async function trains(page: Page, path = "/"): Promise<void> {
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("response", (r) => {
     if (r.status() >= 400 && !r.url().endsWith("/favicon.ico")) errors.push(`HTTP ${r.status()} ${r.url()}`);
   });
-  await page.goto(`http://127.0.0.1:${APP_PORT}/`);
+  await page.goto(`http://127.0.0.1:${APP_PORT}${path}`);
   const status = page.locator("#status");
   await expect(status).toHaveAttribute("data-state", /^(done|failed)$/, { timeout: 300_000 });
   expect(await status.textContent()).toBe("Trained 4 tensors");
-  expect(await page.evaluate(() => crossOriginIsolated), "the plugin's isolation headers").toBe(true);
   const epochs = ((await page.locator("#log").textContent()) ?? "").trim().split("\n").map((l) => JSON.parse(l)) as {
     epoch: number;
     loss: number;
@@ -84,6 +86,7 @@ test("a Vite app that installed the package trains on 2 ranks from the dev serve
   const vite = await serve([]);
   try {
     await trains(page);
+    expect(await page.evaluate(() => crossOriginIsolated), "the plugin's isolation headers").toBe(true);
   } finally {
     await stop(vite);
   }
@@ -99,5 +102,26 @@ test("the same app trains from vite build + vite preview", async ({ page }) => {
     await trains(page);
   } finally {
     await stop(vite);
+  }
+});
+
+const TYPES: Record<string, string> = { ".html": "text/html", ".js": "text/javascript", ".json": "application/json" };
+
+test("a plain page imports the package's modules by path and trains on 2 ranks", async ({ page }) => {
+  const site = consumerProject("browser-module");
+  // Any static server: files as they are, no headers beyond the content type.
+  const server = createServer((req, res) => {
+    const file = join(site, normalize(decodeURIComponent(new URL(req.url!, "http://x").pathname)));
+    const path = existsSync(file) && statSync(file).isDirectory() ? join(file, "index.html") : file;
+    if (!path.startsWith(site) || !existsSync(path)) return res.writeHead(404).end();
+    res.writeHead(200, { "Content-Type": TYPES[extname(path)] ?? "application/octet-stream" });
+    createReadStream(path).pipe(res);
+  });
+  await new Promise<void>((r) => server.listen(APP_PORT, "127.0.0.1", r));
+  try {
+    await trains(page);
+  } finally {
+    await new Promise((r) => server.close(r));
+    removeProject(site);
   }
 });
