@@ -117,3 +117,16 @@ Deno.test("strict tsc over a consumer's sources finds the package's types, and t
     removeProject(dir);
   }
 });
+
+Deno.test("the README's Deno program and Vite config are the ones these tests run", () => {
+  const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+  const fixture = (path: string) => readFileSync(join(repoRoot, "test", "consumer", path), "utf8");
+  assert(
+    readme.includes("```ts\n" + fixture("deno-project/main.ts") + "```"),
+    "README lacks deno-project/main.ts verbatim",
+  );
+  assert(
+    readme.includes("```ts\n// vite.config.ts\n" + fixture("vite-app/vite.config.ts") + "```"),
+    "README lacks vite-app/vite.config.ts verbatim",
+  );
+});

@@ -1,3 +1,2 @@
 import { flodl } from "flodl-webgpu/vite";
-
 export default { plugins: [flodl()] };
