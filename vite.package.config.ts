@@ -42,5 +42,7 @@ export default defineConfig({
       entry: Object.fromEntries(Object.entries(PACKAGE_ENTRIES).map(([k, v]) => [k, resolve(root, v)])),
       formats: ["es"],
     },
+    // The chunk the entries share (the engine itself), named for what it is.
+    rolldownOptions: { output: { chunkFileNames: "flodl-[hash].js" } },
   },
 });
