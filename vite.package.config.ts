@@ -23,6 +23,7 @@ const root = decodeURIComponent(new URL(".", import.meta.url).pathname).replace(
 export const PACKAGE_ENTRIES = {
   index: "src/index.ts",
   zoo: "src/zoo/mod.ts",
+  engine: "src/engine.ts",
   vite: "src/vite_plugin.ts",
 };
 

@@ -19,11 +19,12 @@
  * removed from its environment (the machine sets them for other tools; they would pin
  * OpenBLAS to a smaller kernel), and reports the BLAS library its process mapped.
  */
-import { Device, ops } from "../src/index.ts";
+import { Device } from "../src/index.ts";
+import { ops } from "../src/engine.ts";
 import { oursMlpLagged } from "./ours.ts";
 import { profileOurs } from "./profile.ts";
 import { profileLines } from "./report.ts";
-import { checkMatmul, lossOk, matmulFlops, median, W2, w1Data, w2Data } from "./workloads.ts";
+import { checkMatmul, lossOk, matmulFlops, median, w1Data, W2, w2Data } from "./workloads.ts";
 import process from "node:process";
 
 const arg = (name: string, dflt: string) => {
@@ -31,8 +32,12 @@ const arg = (name: string, dflt: string) => {
   return i >= 0 ? Deno.args[i + 1] : dflt;
 };
 const rounds = Number(arg("rounds", "3")), n = Number(arg("n", "1024")), python = arg("python", "/usr/bin/python3");
-if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`bench/native_anchor: --rounds must be a positive integer, got ${arg("rounds", "")}`);
-if (!Number.isInteger(n) || n < 4) throw new RangeError(`bench/native_anchor: --n must be an integer ≥ 4, got ${arg("n", "")}`);
+if (!Number.isInteger(rounds) || rounds < 1) {
+  throw new RangeError(`bench/native_anchor: --rounds must be a positive integer, got ${arg("rounds", "")}`);
+}
+if (!Number.isInteger(n) || n < 4) {
+  throw new RangeError(`bench/native_anchor: --n must be an integer ≥ 4, got ${arg("n", "")}`);
+}
 
 // The operands, written once for the native side.
 const dir = await Deno.makeTempDir({ prefix: "native_anchor_" });
@@ -45,7 +50,9 @@ const files: [string, ArrayBufferView][] = [
   ["w2_w1.f32", w2.w1],
   ["w2_w2.f32", w2.w2],
 ];
-for (const [name, v] of files) await Deno.writeFile(`${dir}/${name}`, new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+for (const [name, v] of files) {
+  await Deno.writeFile(`${dir}/${name}`, new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+}
 
 type NativeMlp = { samplesPerS: number; samplesPerCpuS: number; firstLoss: number; lastLoss: number };
 interface Native {
@@ -65,14 +72,23 @@ async function native(profile = false): Promise<Native> {
   delete env.OPENBLAS_CORETYPE;
   delete env.OPENBLAS_L2_SIZE;
   const script = new URL("./native_anchor.py", import.meta.url).pathname;
-  const out = await new Deno.Command(python, { args: [script, dir, "--n", String(n), ...(profile ? ["--profile"] : [])], env, clearEnv: true, stderr: "inherit" }).output();
+  const out = await new Deno.Command(python, {
+    args: [script, dir, "--n", String(n), ...(profile ? ["--profile"] : [])],
+    env,
+    clearEnv: true,
+    stderr: "inherit",
+  }).output();
   const text = new TextDecoder().decode(out.stdout).trim();
   if (!out.success) throw new Error(`bench/native_anchor: ${python} ${script} exited with ${out.code}: ${text}`);
   const r = JSON.parse(text.split("\n").at(-1)!) as Native;
-  if (!(r.matmul.row0MaxAbsErr < 1e-3)) throw new Error(`bench/native_anchor: numpy's matmul row 0 is off by ${r.matmul.row0MaxAbsErr} (want < 1e-3)`);
+  if (!(r.matmul.row0MaxAbsErr < 1e-3)) {
+    throw new Error(`bench/native_anchor: numpy's matmul row 0 is off by ${r.matmul.row0MaxAbsErr} (want < 1e-3)`);
+  }
   for (const [mode, m] of [...Object.entries(r.mlp), ...Object.entries(r.mlp1)]) {
     if (!lossOk(m.firstLoss, m.lastLoss)) {
-      throw new Error(`bench/native_anchor: PyTorch ${mode} losses ${m.firstLoss} → ${m.lastLoss}, reference ${W2.refFirst} → ${W2.refLast}`);
+      throw new Error(
+        `bench/native_anchor: PyTorch ${mode} losses ${m.firstLoss} → ${m.lastLoss}, reference ${W2.refFirst} → ${W2.refLast}`,
+      );
     }
   }
   return r;
@@ -129,19 +145,32 @@ for (let r = 0; r < rounds; r++) {
     ours[mode] = res;
   }
   info = await native(r === rounds - 1);
-  const best = (mode: "lossAtEnd" | "lossEveryStep", k: "samplesPerS" | "samplesPerCpuS") => Math.max(info!.mlp[mode][k], info!.mlp1[mode][k]);
+  const best = (mode: "lossAtEnd" | "lossEveryStep", k: "samplesPerS" | "samplesPerCpuS") =>
+    Math.max(info!.mlp[mode][k], info!.mlp1[mode][k]);
   put(`matmul ${n} GFLOP/s: ours dispatch + sync / numpy`, mm.gflops, info.matmul.numpyGflops);
   put(`matmul ${n} GFLOP/s: ours incl. readback / numpy`, mmRead.gflops, info.matmul.numpyGflops);
   put(`matmul ${n} GFLOP/s: ours dispatch + sync / torch`, mm.gflops, info.matmul.torchGflops);
   put(`matmul ${n} GFLOP per CPU-s: ours / numpy`, mm.perCpu, info.matmul.numpyGflopsPerCpuS);
   put("MLP samples/s, loss at end: ours / PyTorch", ours.end.sps, best("lossAtEnd", "samplesPerS"));
   put("MLP samples/s, loss every step: ours awaited / PyTorch", ours.every.sps, best("lossEveryStep", "samplesPerS"));
-  put("MLP samples/s, loss every step: ours read 2 steps late / PyTorch", ours.lag2.sps, best("lossEveryStep", "samplesPerS"));
+  put(
+    "MLP samples/s, loss every step: ours read 2 steps late / PyTorch",
+    ours.lag2.sps,
+    best("lossEveryStep", "samplesPerS"),
+  );
   put("MLP samples per CPU-s, loss at end: ours / PyTorch", ours.end.spCpuS, best("lossAtEnd", "samplesPerCpuS"));
-  put("MLP samples per CPU-s, loss every step: ours awaited / PyTorch", ours.every.spCpuS, best("lossEveryStep", "samplesPerCpuS"));
+  put(
+    "MLP samples per CPU-s, loss every step: ours awaited / PyTorch",
+    ours.every.spCpuS,
+    best("lossEveryStep", "samplesPerCpuS"),
+  );
   console.log(
-    `round ${r + 1}/${rounds} (load ${Deno.loadavg()[0].toFixed(1)}): ours mm ${mm.gflops.toFixed(2)} GFLOP/s, numpy ${info.matmul.numpyGflops}; ` +
-      `ours MLP ${ours.end.sps.toFixed(0)}/${ours.every.sps.toFixed(0)}, torch ${info.mlp.lossAtEnd.samplesPerS}/${info.mlp.lossEveryStep.samplesPerS} ` +
+    `round ${r + 1}/${rounds} (load ${Deno.loadavg()[0].toFixed(1)}): ours mm ${
+      mm.gflops.toFixed(2)
+    } GFLOP/s, numpy ${info.matmul.numpyGflops}; ` +
+      `ours MLP ${ours.end.sps.toFixed(0)}/${
+        ours.every.sps.toFixed(0)
+      }, torch ${info.mlp.lossAtEnd.samplesPerS}/${info.mlp.lossEveryStep.samplesPerS} ` +
       `(1 thread ${info.mlp1.lossAtEnd.samplesPerS}/${info.mlp1.lossEveryStep.samplesPerS}) samples/s`,
   );
 }
@@ -157,10 +186,16 @@ const all = (xs: number[], d = 1) => xs.map((x) => x.toFixed(d)).join(", ");
 const adapter = `${device.info.vendor}|${device.info.architecture}|${device.info.description}`;
 console.log(
   `\nbench/native_anchor: deno ${Deno.version.deno} on ${adapter}, tiling ${JSON.stringify(device.matmul)}; ` +
-    `numpy ${info!.numpy}, torch ${info!.torch} (${info!.torchThreads} threads), BLAS mapped: ${info!.blas.join(", ") || "none found"}; ` +
-    `${rounds} rounds interleaved, ${((performance.now() - t0) / 1000).toFixed(0)} s, load ${f(load0[0])} → ${f(Deno.loadavg()[0])}`,
+    `numpy ${info!.numpy}, torch ${info!.torch} (${info!.torchThreads} threads), BLAS mapped: ${
+      info!.blas.join(", ") || "none found"
+    }; ` +
+    `${rounds} rounds interleaved, ${((performance.now() - t0) / 1000).toFixed(0)} s, load ${f(load0[0])} → ${
+      f(Deno.loadavg()[0])
+    }`,
 );
-console.log("\n| measure | ours (median) | native (median) | ours / native | runs ours / native |\n|---|---|---|---|---|");
+console.log(
+  "\n| measure | ours (median) | native (median) | ours / native | runs ours / native |\n|---|---|---|---|---|",
+);
 for (const [k, [o, nat]] of rows) {
   const d = k.includes("GFLOP") ? 2 : 0;
   console.log(`| ${k} | ${f(m(o), d)} | ${f(m(nat), d)} | ${f(m(o) / m(nat))}× | ${all(o, d)} / ${all(nat, d)} |`);

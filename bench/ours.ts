@@ -8,9 +8,20 @@
  * [in, out], so they are transposed on upload. The math is the same workload.
  */
 import process from "node:process";
-import { Adam, crossEntropy, Device, fromArray, type Module, ops, type Tensor, Variable } from "../src/index.ts";
+import { Adam, crossEntropy, Device, fromArray, type Module, type Tensor, Variable } from "../src/index.ts";
+import { ops } from "../src/engine.ts";
 import { mlp } from "../src/zoo/mod.ts";
-import { checkMatmul, timeMatmul, W2, w1Data, w2Data, type W1Result, type W2Mode, type W2Result, w2Result } from "./workloads.ts";
+import {
+  checkMatmul,
+  timeMatmul,
+  w1Data,
+  type W1Result,
+  W2,
+  w2Data,
+  type W2Mode,
+  type W2Result,
+  w2Result,
+} from "./workloads.ts";
 
 /** Our device for the whole sitting (the first device requested becomes `Device.default`). */
 export async function setupOurs(): Promise<{ device: Device; adapter: string; tiling: string }> {
@@ -155,7 +166,9 @@ export async function oursMlpLagged(
       const loss = m.record();
       if (lag >= 0 || i === steps - 1) pending.push(loss.toArray());
       device.endStep();
-      while (pending.length > Math.max(lag, 0) || (i === steps - 1 && pending.length > 0)) last = (await pending.shift()!)[0];
+      while (pending.length > Math.max(lag, 0) || (i === steps - 1 && pending.length > 0)) {
+        last = (await pending.shift()!)[0];
+      }
     }
     const ms = performance.now() - t0;
     const u = process.cpuUsage(u0);

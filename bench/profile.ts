@@ -8,7 +8,8 @@
  * NOTE: replayed kernels run on the step's live buffers (Adam updates its parameter K more
  * times); the profile uses its own model, never the timed ones.
  */
-import type { Device, Dispatch } from "../src/index.ts";
+import type { Device } from "../src/index.ts";
+import type { Dispatch } from "../src/engine.ts";
 import { buildMlp } from "./ours.ts";
 import { median, round } from "./workloads.ts";
 
@@ -82,7 +83,13 @@ function flopOf(c: Captured): number | undefined {
   if (shader === "attention") {
     // The dkv launch has one row per key: rows = B·H·Tk.
     const pairs = attentionPairs(entry === "attention_backward_dkv" ? { ...v, rows: (v.rows / v.tk) * v.tq } : v);
-    const perPair = entry === "attention_forward" ? 4 : entry === "attention_backward_dq" ? 6 : entry === "attention_backward_dkv" ? 8 : 0;
+    const perPair = entry === "attention_forward"
+      ? 4
+      : entry === "attention_backward_dq"
+      ? 6
+      : entry === "attention_backward_dkv"
+      ? 8
+      : 0;
     return perPair ? perPair * v.d * pairs : undefined;
   }
   return undefined;
@@ -95,10 +102,12 @@ function describe(c: Captured): Omit<KernelTime, "ms"> {
   const { shader, entry, params, groups, overrides } = c.d;
   const v = params?.values ?? {};
   const detail = shader === "matmul"
-    ? `${v.m}×${v.k}·${v.k}×${v.n}${overrides?.TA ? " Aᵀ" : ""}${overrides?.TB ? " Bᵀ" : ""}${overrides?.ACT ? " +relu" : ""}${
-      entry.includes("_mask") ? " ·relu′ mask" : ""
-    }`
-    : Object.entries(v).filter(([, x]) => x !== 0).slice(0, 4).map(([k, x]) => `${k}=${Number.isInteger(x) ? x : +x.toPrecision(4)}`).join(" ") ||
+    ? `${v.m}×${v.k}·${v.k}×${v.n}${overrides?.TA ? " Aᵀ" : ""}${overrides?.TB ? " Bᵀ" : ""}${
+      overrides?.ACT ? " +relu" : ""
+    }${entry.includes("_mask") ? " ·relu′ mask" : ""}`
+    : Object.entries(v).filter(([, x]) => x !== 0).slice(0, 4).map(([k, x]) =>
+      `${k}=${Number.isInteger(x) ? x : +x.toPrecision(4)}`
+    ).join(" ") ||
       `groups ${groups.join("×")}`;
   return { kernel: `${shader}/${entry}`, family: shader, detail, ...(flop ? { flop } : {}) };
 }
@@ -171,10 +180,19 @@ export async function profileOurs(device: Device): Promise<StepProfile> {
  * NOTE: replaying updates parameters again (an optimizer kernel runs REPEAT more times):
  * profile a model that is not being measured otherwise.
  */
-export async function profileKernels(device: Device, record: () => unknown, syncMs: number, repeat = REPEAT): Promise<KernelProfile> {
+export async function profileKernels(
+  device: Device,
+  record: () => unknown,
+  syncMs: number,
+  repeat = REPEAT,
+): Promise<KernelProfile> {
   const captured: Captured[] = [];
   const dev = device as unknown as Record<string, unknown>;
-  const orig = { dispatch: device.dispatch.bind(device), copy: device.copy.bind(device), clear: device.clear.bind(device) };
+  const orig = {
+    dispatch: device.dispatch.bind(device),
+    copy: device.copy.bind(device),
+    clear: device.clear.bind(device),
+  };
   dev.dispatch = (d: Dispatch) => (captured.push({ kind: "dispatch", d }), orig.dispatch(d));
   dev.copy = (...args: Parameters<Device["copy"]>) => (captured.push({ kind: "copy", args }), orig.copy(...args));
   dev.clear = (...args: Parameters<Device["clear"]>) => (captured.push({ kind: "clear", args }), orig.clear(...args));

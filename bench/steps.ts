@@ -11,7 +11,8 @@
  * Used for the before/after tables of bench/README.md and by bench/gpu.sh.
  */
 import process from "node:process";
-import { Adam, crossEntropy, Device, fromArray, ops, rand, Variable } from "../src/index.ts";
+import { Adam, crossEntropy, Device, fromArray, rand, Variable } from "../src/index.ts";
+import { ops } from "../src/engine.ts";
 import { lenet, mlp } from "../src/zoo/mod.ts";
 import { labelsI32, median, uniformF32 } from "./workloads.ts";
 
@@ -19,10 +20,15 @@ const arg = (name: string, dflt: string) => {
   const i = Deno.args.indexOf(`--${name}`);
   return i >= 0 ? Deno.args[i + 1] : dflt;
 };
-const MODELS = { mlp: { build: mlp, input: [64, 784] as number[] }, lenet: { build: lenet, input: [64, 1, 28, 28] as number[] } };
+const MODELS = {
+  mlp: { build: mlp, input: [64, 784] as number[] },
+  lenet: { build: lenet, input: [64, 1, 28, 28] as number[] },
+};
 type Name = keyof typeof MODELS;
 const names = arg("models", "mlp,lenet").split(",").filter(Boolean) as Name[];
-for (const n of names) if (!(n in MODELS)) throw new RangeError(`bench/steps: --models takes ${Object.keys(MODELS)}, got ${n}`);
+for (const n of names) {
+  if (!(n in MODELS)) throw new RangeError(`bench/steps: --models takes ${Object.keys(MODELS)}, got ${n}`);
+}
 const rounds = Number(arg("rounds", "3")), steps = Number(arg("steps", "30"));
 const sizes = arg("matmul", "").split(",").filter(Boolean).map(Number);
 
@@ -34,7 +40,9 @@ function countLaunches(f: () => void): string[] {
   const seen: string[] = [];
   const dev = device as unknown as Record<string, unknown>;
   const own = { dispatch: device.dispatch, copy: device.copy, clear: device.clear };
-  dev.dispatch = (d: Parameters<typeof device.dispatch>[0]) => (seen.push(`${d.shader}/${d.entry}`), own.dispatch.call(device, d));
+  dev.dispatch = (
+    d: Parameters<typeof device.dispatch>[0],
+  ) => (seen.push(`${d.shader}/${d.entry}`), own.dispatch.call(device, d));
   dev.copy = (...a: Parameters<typeof device.copy>) => (seen.push("copy"), own.copy.apply(device, a));
   dev.clear = (...a: Parameters<typeof device.clear>) => (seen.push("clear"), own.clear.apply(device, a));
   try {
@@ -124,7 +132,9 @@ async function matmulKernel(n: number): Promise<{ wall: number; cpu: number }> {
 const i = device.info;
 console.log(
   `bench/steps: deno ${Deno.version.deno}, adapter ${i.vendor}|${i.architecture}|${i.description} (${device.adapterKind}), ` +
-    `tiling ${JSON.stringify(device.matmul)} classes ${JSON.stringify(device.matmulClasses)}, load ${Deno.loadavg()[0].toFixed(1)}`,
+    `tiling ${JSON.stringify(device.matmul)} classes ${JSON.stringify(device.matmulClasses)}, load ${
+      Deno.loadavg()[0].toFixed(1)
+    }`,
 );
 const res = new Map<string, number[]>();
 const push = (k: string, v: number) => res.set(k, [...(res.get(k) ?? []), v]);
@@ -143,7 +153,9 @@ for (let r = 0; r < rounds; r++) {
   }
 }
 console.log(`\n| measure | median | runs |\n|---|---|---|`);
-for (const [k, xs] of res) console.log(`| ${k} | ${median(xs).toFixed(k.includes("ms") ? 2 : 1)} | ${xs.map((x) => x.toFixed(1)).join(", ")} |`);
+for (const [k, xs] of res) {
+  console.log(`| ${k} | ${median(xs).toFixed(k.includes("ms") ? 2 : 1)} | ${xs.map((x) => x.toFixed(1)).join(", ")} |`);
+}
 for (const [name, seen] of launchLists) console.log(`${name} launches per step (${seen.length}): ${seen.join(", ")}`);
 console.log(`load ${Deno.loadavg()[0].toFixed(1)}`);
 device.destroy();

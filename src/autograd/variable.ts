@@ -18,7 +18,7 @@ function unitSeed(like: Tensor): Tensor {
 }
 
 /** The op that made a variable, its inputs and what it saved for backward. */
-export type Node = TapeNode<Variable>;
+export type VariableNode = TapeNode<Variable>;
 
 /**
  * Apply an op to variables: run its forward and, when a gradient is wanted, record it.
@@ -29,7 +29,7 @@ export function apply<A>(op: OpDef<A>, inputs: readonly Variable[], attrs: A): V
   const res = op.forward(tensors, attrs);
   const track = isGradEnabled() && op.backward !== undefined && inputs.some((v) => v.requiresGrad);
   if (!track) return new Variable(res.output, false);
-  const node: Node = { op, attrs, inputs, saved: res.saved ?? [], output: res.output };
+  const node: VariableNode = { op, attrs, inputs, saved: res.saved ?? [], output: res.output };
   for (const v of inputs) v.uses++;
   return new Variable(res.output, true, node);
 }
@@ -60,7 +60,7 @@ export class Variable {
   /** Whether gradients flow to this variable. */
   readonly requiresGrad: boolean;
   /** The op that produced it, `null` for leaves. */
-  readonly node: Node | null;
+  readonly node: VariableNode | null;
   /** Optional name (parameters). */
   name?: string;
   /**
@@ -70,7 +70,7 @@ export class Variable {
    */
   uses = 0;
 
-  constructor(data: Tensor, requiresGrad = false, node: Node | null = null) {
+  constructor(data: Tensor, requiresGrad = false, node: VariableNode | null = null) {
     this.data = data;
     this.requiresGrad = requiresGrad;
     this.node = node;

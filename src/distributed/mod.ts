@@ -12,7 +12,7 @@ export {
   Reduction,
 } from "./coordinator/config.ts";
 export type { DdpRunConfig, ElCheFields } from "./coordinator/config.ts";
-export { CoopWorker as Worker, CoopWorker } from "./run/coop.ts";
+export { CoopWorker } from "./run/coop.ts";
 export type { StepOutcome } from "./run/coop.ts";
 export type { ReduceEvent, RunObserver } from "./coordinator/coordinator.ts";
 export type { BatchEvent, ChunkPlan } from "./protocol/messages.ts";

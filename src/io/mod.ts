@@ -1,5 +1,5 @@
 export { bytesOf, checkPath, FsStorage, MemoryStorage, NotFoundError } from "./storage.ts";
-export type { Storage } from "./storage.ts";
+export type { FileStore } from "./storage.ts";
 export { defaultStorage, OpfsStorage, resolveStorage } from "./opfs.ts";
 export { downloadBytes, MAX_TAR_ENTRY_BYTES, packTar, pickFile, unpackTar } from "./archive.ts";
 export type { ArchiveEntry, PackOptions } from "./archive.ts";

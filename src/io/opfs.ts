@@ -1,9 +1,9 @@
 /**
- * Storage in a browser: the Origin Private File System (OPFS, `navigator.storage.getDirectory()`),
+ * FileStore in a browser: the Origin Private File System (OPFS, `navigator.storage.getDirectory()`),
  * in a page or in a worker. And {@link defaultStorage}: the file system under Deno, OPFS in a
  * browser. Spec: https://fs.spec.whatwg.org/ ("origin private file system").
  */
-import { bytesOf, checkPath, FsStorage, NotFoundError, type Storage } from "./storage.ts";
+import { bytesOf, checkPath, FsStorage, NotFoundError, type FileStore } from "./storage.ts";
 
 /** What this module uses of a file handle beyond lib.dom: `move` and worker-only sync access. */
 interface FileHandle extends FileSystemFileHandle {
@@ -25,7 +25,7 @@ function domError(e: unknown, name: string): boolean {
 }
 
 /**
- * A {@link Storage} over the browser's Origin Private File System, usable in a page and in a
+ * A {@link FileStore} over the browser's Origin Private File System, usable in a page and in a
  * worker. Paths are relative and `/`-separated; parent folders are created on write.
  *
  * **Atomic write**: the bytes go to a temporary file beside the target, which is then moved
@@ -53,7 +53,7 @@ function domError(e: unknown, name: string): boolean {
  * const text = new TextDecoder().decode(await storage.read("mnist/log.jsonl"));
  * ```
  */
-export class OpfsStorage implements Storage {
+export class OpfsStorage implements FileStore {
   readonly kind = "opfs" as const;
   readonly where: string;
   #base: string[];
@@ -274,7 +274,7 @@ function writeAt(s: SyncAccessHandle, bytes: Uint8Array, at: number): void {
  * if (storage.kind !== "fs" && storage.kind !== "opfs") throw new Error("unexpected storage");
  * ```
  */
-export function defaultStorage(root?: string): Storage {
+export function defaultStorage(root?: string): FileStore {
   if (typeof (globalThis as { Deno?: { readFile?: unknown } }).Deno?.readFile === "function") {
     return new FsStorage(root ?? ".");
   }
@@ -296,7 +296,7 @@ export function defaultStorage(root?: string): Storage {
  * if (path !== "mnist.fdl" || storage.where !== "/tmp/run") throw new Error("split at the last slash");
  * ```
  */
-export function resolveStorage(path: string, storage?: Storage): { storage: Storage; path: string } {
+export function resolveStorage(path: string, storage?: FileStore): { storage: FileStore; path: string } {
   if (storage) return { storage, path };
   if (typeof path !== "string") throw new TypeError(`path must be a string, got ${typeof path}`);
   if (typeof (globalThis as { Deno?: { readFile?: unknown } }).Deno?.readFile === "function") {

@@ -14,7 +14,7 @@ export class NotFoundError extends Error {
 }
 
 /** A small file store. */
-export interface Storage {
+export interface FileStore {
   /** "fs" (Deno), "opfs" (browser) or "memory". */
   readonly kind: "fs" | "opfs" | "memory";
   /** Human-readable location, for messages ("/work/runs", "the browser's private file system"). */
@@ -53,7 +53,7 @@ export function checkPath(path: string, what = "path"): string[] {
 }
 
 /** In-memory storage (tests, and browsers without OPFS). */
-export class MemoryStorage implements Storage {
+export class MemoryStorage implements FileStore {
   readonly kind = "memory" as const;
   readonly where = "memory";
   readonly files = new Map<string, Uint8Array<ArrayBuffer>>();
@@ -109,7 +109,7 @@ interface DenoFsApi {
 }
 
 /** Deno's file system under a root folder (default: the current directory). */
-export class FsStorage implements Storage {
+export class FsStorage implements FileStore {
   readonly kind = "fs" as const;
   readonly where: string;
   #deno: DenoFsApi;

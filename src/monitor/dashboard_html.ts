@@ -4,7 +4,7 @@
  * from file:// without a server and makes no request: its Content-Security-Policy is
  * `default-src 'none'`, so even a stray URL could not be fetched.
  */
-import { checkPath, type Storage } from "../io/mod.ts";
+import { checkPath, type FileStore } from "../io/mod.ts";
 import { dashboardAssets } from "./dashboard_assets.ts";
 import type { DashboardData } from "./dashboard_data.ts";
 import type { DashboardTheme } from "./dashboard_view.js";
@@ -108,7 +108,7 @@ ${boot}</script>
  * ```
  */
 export async function saveDashboard(
-  storage: Storage,
+  storage: FileStore,
   path: string,
   data: DashboardData,
   options: DashboardHtmlOptions = {},

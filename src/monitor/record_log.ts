@@ -2,7 +2,7 @@
  * flodl's `record_log(dir, max_bytes)` (spec §10): the record stream appended as JSONL,
  * one file per tree node, bounded, rotating, and never able to stop training.
  */
-import { checkPath, type Storage } from "../io/mod.ts";
+import { checkPath, type FileStore } from "../io/mod.ts";
 import { encodeRecord, type MonitorRecord } from "./record.ts";
 
 /** Default per-node cap when `maxBytes` is 0: 32 MiB, as in flodl. */
@@ -52,12 +52,12 @@ const enc = new TextEncoder();
  */
 export class RecordLog {
   readonly maxBytes: number;
-  readonly #storage: Storage;
+  readonly #storage: FileStore;
   readonly #dir: string;
   readonly #warn: (message: string) => void;
   readonly #nodes = new Map<string, NodeLog>();
 
-  constructor(storage: Storage, dir: string, maxBytes = 0, options: RecordLogOptions = {}) {
+  constructor(storage: FileStore, dir: string, maxBytes = 0, options: RecordLogOptions = {}) {
     checkPath(dir, "RecordLog dir");
     if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
       throw new RangeError(`RecordLog: maxBytes must be a non-negative integer (0 = 32 MiB), got ${maxBytes}`);

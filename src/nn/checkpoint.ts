@@ -5,14 +5,14 @@
  * Meant for the trainer's model factory, as flodl's docs do:
  * `Trainer.builder(async (device) => { const m = build(device); await loadCheckpointFile(m, "ckpt.fdl"); return m; }, ...)`.
  */
-import { positionalMetadata, resolveStorage, type Storage } from "../io/mod.ts";
+import { positionalMetadata, resolveStorage, type FileStore } from "../io/mod.ts";
 import type { LoadResult, Module } from "./module.ts";
 import { type KeyStyle, loadSafetensors, saveSafetensors } from "./state.ts";
 
 /** Options of {@link loadCheckpointFile}. */
 export interface LoadCheckpointOptions {
   /** Where the file lives (default: the runtime's storage, see `resolveStorage`). */
-  storage?: Storage;
+  storage?: FileStore;
   /**
    * Key style of the file. "auto" (default): positional when its metadata says
    * `keys: "positional"` or every key is `p{i}`/`b{j}` (and the model's names are not), else named.
@@ -102,7 +102,7 @@ function detectKeys(bytes: Uint8Array, model: Module): KeyStyle {
 /** Options of {@link saveCheckpointFile}. */
 export interface SaveCheckpointOptions {
   /** Where to write (default: the runtime's storage, see `resolveStorage`). */
-  storage?: Storage;
+  storage?: FileStore;
   /** "named" (default: dotted names, what PyTorch loads by name) or "positional" (flodl's `.fdl`). */
   keys?: KeyStyle;
   /** "F32" (default, exact) or "BF16" (half the bytes, rounded to nearest even). */

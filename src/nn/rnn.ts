@@ -201,7 +201,8 @@ abstract class RnnBase extends Module {
  * @throws {RangeError} For sizes that are not integers >= 1 or dropout outside [0, 1).
  * @example
  * ```ts
- * import { Device, LSTM, Variable, ops } from "../index.ts";
+ * import { Device, LSTM, Variable } from "../index.ts";
+ * import { ops } from "../engine.ts";
  * await Device.request();
  * const lstm = new LSTM(7, 9, { numLayers: 2 });
  * const { output, h, c } = lstm.forwardSeq(new Variable(ops.randn([5, 3, 7])));
@@ -242,7 +243,8 @@ export class LSTM extends RnnBase {
  * @throws {RangeError} For sizes that are not integers >= 1 or dropout outside [0, 1).
  * @example
  * ```ts
- * import { Device, GRU, Variable, ops } from "../index.ts";
+ * import { Device, GRU, Variable } from "../index.ts";
+ * import { ops } from "../engine.ts";
  * await Device.request();
  * const gru = new GRU(7, 9, { batchFirst: true });
  * const { output, h } = gru.forwardSeq(new Variable(ops.randn([3, 5, 7])));

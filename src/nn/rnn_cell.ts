@@ -74,7 +74,8 @@ abstract class CellBase extends Module {
  * and two copies splitting h from c).
  * @example
  * ```ts
- * import { Device, LSTMCell, Variable, ops } from "../index.ts";
+ * import { Device, LSTMCell, Variable } from "../index.ts";
+ * import { ops } from "../engine.ts";
  * await Device.request();
  * const cell = new LSTMCell(7, 9);
  * let state = cell.forwardStep(new Variable(ops.randn([3, 7])));
@@ -116,7 +117,8 @@ export class LSTMCell extends CellBase {
  * `bias_ih`, `bias_hh` [3H], initialised U(−1/√H, 1/√H). 3 dispatches a step.
  * @example
  * ```ts
- * import { Device, GRUCell, Variable, ops } from "../index.ts";
+ * import { Device, GRUCell, Variable } from "../index.ts";
+ * import { ops } from "../engine.ts";
  * await Device.request();
  * const cell = new GRUCell(7, 9);
  * const h = cell.forward(new Variable(ops.randn([3, 7])));

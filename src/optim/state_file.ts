@@ -10,7 +10,7 @@ import {
   type HostOptimState,
   NotFoundError,
   resolveStorage,
-  type Storage,
+  type FileStore,
 } from "../io/mod.ts";
 import { fromArray, type Tensor } from "../tensor/mod.ts";
 import type { Optimizer } from "./optimizer.ts";
@@ -18,13 +18,13 @@ import type { Optimizer } from "./optimizer.ts";
 /** Options of {@link saveStateFile}. */
 export interface SaveStateFileOptions {
   /** Where to write (default: the runtime's storage, see `resolveStorage`). */
-  storage?: Storage;
+  storage?: FileStore;
 }
 
 /** Options of {@link loadStateFile}. */
 export interface LoadStateFileOptions {
   /** Where the file lives (default: the runtime's storage). */
-  storage?: Storage;
+  storage?: FileStore;
   /** Resolve to false instead of throwing when the file does not exist (a fresh run). */
   ifExists?: boolean;
 }

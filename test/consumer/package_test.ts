@@ -100,6 +100,8 @@ Deno.test("strict tsc over a consumer's sources finds the package's types, and t
         `export const a = new Linear("4", 2);`,
         `export const b: string = RECIPES.mlp.lr;`,
         `export const c = Trainer.builder(1, 2, 3);`,
+        `export { ops } from "flodl-webgpu";`, // the engine's, not the user entry's
+        `export { ops as engineOps } from "flodl-webgpu/engine";`,
         "",
       ].join("\n"),
     );
@@ -112,7 +114,7 @@ Deno.test("strict tsc over a consumer's sources finds the package's types, and t
       }
     })();
     const errors = [...failed.matchAll(/^wrong\.ts\((\d+),\d+\): error (TS\d+)/gm)].map((m) => `${m[1]}:${m[2]}`);
-    assertEquals(errors.map((e) => e.split(":")[0]), ["3", "4", "5"], `one error per wrong line:\n${failed}`);
+    assertEquals(errors.map((e) => e.split(":")[0]), ["3", "4", "5", "6"], `one error per wrong line:\n${failed}`);
   } finally {
     removeProject(dir);
   }

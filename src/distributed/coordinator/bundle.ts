@@ -17,7 +17,7 @@ import {
   NotFoundError,
   type PackOptions,
   packTar,
-  type Storage,
+  type FileStore,
   unpackTar,
 } from "../../io/mod.ts";
 import {
@@ -112,7 +112,7 @@ export interface BundleOuter {
  * if ((await readBundleMeta(storage, "runs/demo")).global_step !== 40) throw new Error("round trip");
  * ```
  */
-export async function writeBundle(storage: Storage, stem: string, parts: BundleParts): Promise<void> {
+export async function writeBundle(storage: FileStore, stem: string, parts: BundleParts): Promise<void> {
   const paths = bundlePaths(stem);
   const model = encodeModelFile(parts.model, "model", paths.model);
   const optim = parts.optim ? encodeOptimState(parts.optim, paths.optim) : parts.optim;
@@ -150,7 +150,7 @@ function outerModel(flat: Float32Array, model: HostModel, source: string): HostM
  * remove the file, undefined to leave it.
  */
 async function commit(
-  storage: Storage,
+  storage: FileStore,
   metaPath: string,
   meta: Uint8Array | string,
   files: [string, Uint8Array | null | undefined][],
@@ -180,7 +180,7 @@ async function commit(
  * @throws {RangeError} Over {@link MAX_META_BYTES}, or a newer schema version than 5.
  * @throws {TypeError} For text that is not JSON (truncated) and wrong or missing fields, all listed.
  */
-export async function readBundleMeta(storage: Storage, stem: string): Promise<BundleMeta> {
+export async function readBundleMeta(storage: FileStore, stem: string): Promise<BundleMeta> {
   const path = bundlePaths(stem).meta;
   const size = await storage.size(path);
   if (size === undefined) {
@@ -199,7 +199,7 @@ export async function readBundleMeta(storage: Storage, stem: string): Promise<Bu
  * @throws {NotFoundError} When missing.
  * @throws {RangeError|TypeError} For a corrupt file or one that is not a positional model file.
  */
-export async function readBundleModel(storage: Storage, stem: string): Promise<HostModel> {
+export async function readBundleModel(storage: FileStore, stem: string): Promise<HostModel> {
   const path = bundlePaths(stem).model;
   return decodeModel(await storage.read(path), path);
 }
@@ -221,7 +221,7 @@ function checkKind(metadata: Record<string, string>, want: string, source: strin
  * Read `<stem>.optim`, or null when the bundle has none.
  * @throws {RangeError|TypeError} For a corrupt file.
  */
-export async function readBundleOptim(storage: Storage, stem: string): Promise<HostOptimState | null> {
+export async function readBundleOptim(storage: FileStore, stem: string): Promise<HostOptimState | null> {
   const path = bundlePaths(stem).optim;
   if ((await storage.size(path)) === undefined) return null;
   const { tensors, shapes, scalars } = decodeOptimState(await storage.read(path), path);
@@ -232,7 +232,7 @@ export async function readBundleOptim(storage: Storage, stem: string): Promise<H
  * Read `<stem>.outer.fdl`, or null when the bundle has none (stateless outer optimizer).
  * @throws {RangeError|TypeError} For a corrupt file.
  */
-export async function readBundleOuter(storage: Storage, stem: string): Promise<BundleOuter | null> {
+export async function readBundleOuter(storage: FileStore, stem: string): Promise<BundleOuter | null> {
   const path = bundlePaths(stem).outer;
   if ((await storage.size(path)) === undefined) return null;
   return decodeOuter(await storage.read(path), path);
@@ -264,7 +264,7 @@ export interface Bundle {
  * large files are read).
  * @throws As {@link readBundleMeta}, {@link readBundleModel}, {@link readBundleOptim}, {@link readBundleOuter}.
  */
-export async function readBundle(storage: Storage, stem: string): Promise<Bundle> {
+export async function readBundle(storage: FileStore, stem: string): Promise<Bundle> {
   const meta = await readBundleMeta(storage, stem);
   return {
     meta,
@@ -283,7 +283,7 @@ export async function readBundle(storage: Storage, stem: string): Promise<Bundle
  * downloadBytes("mnist.tar", await bundleToArchive(new OpfsStorage(), "runs/mnist"));
  * ```
  */
-export async function bundleToArchive(storage: Storage, stem: string, options: PackOptions = {}): Promise<Uint8Array> {
+export async function bundleToArchive(storage: FileStore, stem: string, options: PackOptions = {}): Promise<Uint8Array> {
   await readBundleMeta(storage, stem); // refuse an incomplete bundle
   const paths = bundlePaths(stem);
   const base = stem.split("/").pop()!;
@@ -314,7 +314,7 @@ export async function bundleToArchive(storage: Storage, stem: string, options: P
  */
 export async function archiveToBundle(
   bytes: Uint8Array,
-  storage: Storage,
+  storage: FileStore,
   stem: string,
   source = "<archive>",
 ): Promise<BundleMeta> {

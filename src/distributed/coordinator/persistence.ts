@@ -2,15 +2,15 @@
  * Checkpoint bundles of a run (spec §8.1–8.3): where they go (`savePath`), what a resume
  * seeds (`resumeFrom`), and a writer that never runs two writes of one stem at once.
  */
-import { resolveStorage, type Storage } from "../../io/mod.ts";
+import { resolveStorage, type FileStore } from "../../io/mod.ts";
 import { type BundleParts, readBundleMeta, readBundleOuter, writeBundle } from "./bundle.ts";
 import { type BundleMeta, checkResumeCompatible } from "./bundle_meta.ts";
 import type { EpochCoverage } from "./chunk_pool.ts";
 import type { ElCheState } from "./elche.ts";
 import type { ResolvedRunConfig } from "./config.ts";
 
-/** Storage and stem of a bundle path such as `runs/mnist/ckpt` or `/tmp/ckpt`. */
-export function bundleLocation(stem: string): { storage: Storage; stem: string; where: string } {
+/** FileStore and stem of a bundle path such as `runs/mnist/ckpt` or `/tmp/ckpt`. */
+export function bundleLocation(stem: string): { storage: FileStore; stem: string; where: string } {
   const { storage, path } = resolveStorage(stem);
   return { storage, stem: path, where: stem };
 }
@@ -68,7 +68,7 @@ export async function loadResume(stem: string, cfg: ResolvedRunConfig, worldSize
 
 /** Writes bundles of one stem one at a time; a newer request replaces a queued older one. */
 export class BundleWriter {
-  #loc: { storage: Storage; stem: string; where: string };
+  #loc: { storage: FileStore; stem: string; where: string };
   #busy: Promise<void> = Promise.resolve();
   #next?: () => Promise<BundleParts>;
   #running = false;

@@ -26,7 +26,8 @@ export const BF16 = kernel(BF16_PARAMS, {
  * @throws {RangeError} When `scale` is not a finite f32.
  * @example
  * ```ts
- * import { Device, fromArray, ops } from "../../index.ts";
+ * import { Device, fromArray } from "../../index.ts";
+ * import { ops } from "../../engine.ts";
  * const { packBf16Tensor } = ops;
  * await Device.request();
  * const words = packBf16Tensor(fromArray(Float32Array.of(1, -2, 0.5)));
@@ -100,7 +101,8 @@ export function packBf16Tensors(tensors: readonly Tensor[]): Tensor {
  * @throws {RangeError} When `words` does not hold ceil(numel(shape) / 2) words (both named).
  * @example
  * ```ts
- * import { Device, fromArray, ops } from "../../index.ts";
+ * import { Device, fromArray } from "../../index.ts";
+ * import { ops } from "../../engine.ts";
  * const { unpackBf16Tensor } = ops;
  * await Device.request();
  * const y = unpackBf16Tensor(fromArray(Uint32Array.of(0xc0003f80)), [2]);

@@ -427,7 +427,8 @@ export const matmulOp: OpDef<MatmulAttrs> = {
  * @throws {RangeError} When the shapes do not fit (both shapes shown).
  * @example
  * ```ts
- * import { Device, fromArray, ops } from "../../index.ts";
+ * import { Device, fromArray } from "../../index.ts";
+ * import { ops } from "../../engine.ts";
  * await Device.request();
  * const c = ops.matmul(fromArray([1, 2, 3, 4], [2, 2]), fromArray([1, 0, 0, 1], [2, 2]));
  * console.log(await c.toArray()); // [1, 2, 3, 4]
@@ -586,7 +587,8 @@ export const linearResidualOp: OpDef<LinearResidualAttrs> = {
  * @throws {RangeError} When in or out disagree (all shapes shown).
  * @example
  * ```ts
- * import { Device, fromArray, ops } from "../../index.ts";
+ * import { Device, fromArray } from "../../index.ts";
+ * import { ops } from "../../engine.ts";
  * await Device.request();
  * const y = ops.linear(fromArray([1, 2], [1, 2]), fromArray([1, 1, 0, 1], [2, 2]), fromArray([10, 20]));
  * console.log(await y.toArray()); // [13, 22]
@@ -605,7 +607,8 @@ export function linearRelu(x: Tensor, w: Tensor, b?: Tensor): Tensor {
  * act(linear(x, w, b)) in one dispatch (see {@link linearActOps}).
  * @example
  * ```ts
- * import { Device, fromArray, ops } from "../../index.ts";
+ * import { Device, fromArray } from "../../index.ts";
+ * import { ops } from "../../engine.ts";
  * await Device.request();
  * const y = ops.linearAct(fromArray([1, -2], [1, 2]), fromArray([1, 0, 0, 1], [2, 2]), fromArray([0, 0]), "tanh");
  * console.log(await y.toArray()); // [tanh(1), tanh(-2)]

@@ -200,7 +200,8 @@ export const gruRecurrenceOp: OpDef<RecurrenceAttrs> = defineRecurrence("gru");
  * @throws {RangeError} When the shapes disagree (every shape shown).
  * @example
  * ```ts
- * import { Device, ops } from "../../index.ts";
+ * import { Device } from "../../index.ts";
+ * import { ops } from "../../engine.ts";
  * await Device.request();
  * const out = ops.lstmRecurrence(ops.zeros([5, 3, 8]), ops.zeros([8, 2]), undefined, ops.zeros([3, 2]), ops.zeros([3, 2]));
  * console.log(out.shape); // [6, 3, 2]: h_1..h_5, then c_5
@@ -216,7 +217,8 @@ export function lstmRecurrence(gx: Tensor, wHh: Tensor, bHh: Tensor | undefined,
  * @throws {RangeError} When the shapes disagree (every shape shown).
  * @example
  * ```ts
- * import { Device, ops } from "../../index.ts";
+ * import { Device } from "../../index.ts";
+ * import { ops } from "../../engine.ts";
  * await Device.request();
  * const out = ops.gruRecurrence(ops.zeros([5, 3, 6]), ops.zeros([6, 2]), undefined, ops.zeros([3, 2]));
  * console.log(out.shape); // [5, 3, 2]

@@ -23,7 +23,7 @@ import {
   MAX_META_BYTES,
 } from "../../../src/distributed/coordinator/bundle_meta.ts";
 import { packTar, unpackTar } from "../../../src/io/archive.ts";
-import { FsStorage, MemoryStorage, NotFoundError, type Storage } from "../../../src/io/storage.ts";
+import { FsStorage, MemoryStorage, NotFoundError, type FileStore } from "../../../src/io/storage.ts";
 import { assert, assertEquals, assertRejects, assertThrows } from "../../util/assert.ts";
 import { mulberry32, randn } from "../../util/random.ts";
 
@@ -83,7 +83,7 @@ function parts(seed = 1): BundleParts {
 }
 
 /** Run `fn` on a MemoryStorage and on an FsStorage in a fresh temp folder (removed after). */
-async function onEachStorage(fn: (s: Storage, list: () => Promise<string[]>) => Promise<void>): Promise<void> {
+async function onEachStorage(fn: (s: FileStore, list: () => Promise<string[]>) => Promise<void>): Promise<void> {
   const mem = new MemoryStorage();
   await fn(mem, () => Promise.resolve([...mem.files.keys()].sort()));
   const dir = await Deno.makeTempDir({ prefix: "bundle_test_" });
@@ -160,13 +160,13 @@ Deno.test("meta.json keys come in the spec's order with schema_version 5", async
   assertEquals(JSON.parse(text).schema_version, 5, "version");
 });
 
-/** Storage that records every call and can fail one. */
-class Recording implements Storage {
+/** FileStore that records every call and can fail one. */
+class Recording implements FileStore {
   readonly kind = "memory" as const;
   readonly where = "recording";
   log: string[] = [];
   failOn?: (op: string) => boolean;
-  constructor(readonly inner: Storage = new MemoryStorage()) {}
+  constructor(readonly inner: FileStore = new MemoryStorage()) {}
   #op(op: string): void {
     this.log.push(op);
     if (this.failOn?.(op)) throw new Error(`injected failure at ${op}`);

@@ -1,4 +1,4 @@
-import { FsStorage, MemoryStorage, type Storage } from "../../../src/io/mod.ts";
+import { FsStorage, MemoryStorage, type FileStore } from "../../../src/io/mod.ts";
 import { type InteriorRecord, parseRecord, RecordLog } from "../../../src/monitor/mod.ts";
 import { assert, assertEquals, assertThrows } from "../../util/assert.ts";
 
@@ -82,7 +82,7 @@ Deno.test("RecordLog swallows every storage error after construction, warning on
   const boom = () => {
     throw new Error("disk on fire");
   };
-  const throwing: Storage = {
+  const throwing: FileStore = {
     kind: "memory",
     where: "nowhere",
     read: boom,
@@ -92,7 +92,7 @@ Deno.test("RecordLog swallows every storage error after construction, warning on
     rename: boom,
     remove: boom,
   };
-  const rejecting: Storage = {
+  const rejecting: FileStore = {
     ...throwing,
     size: () => Promise.reject(new Error("EIO")),
     append: () => Promise.reject(new Error("EIO")),
@@ -132,7 +132,7 @@ Deno.test("RecordLog drops records with unsafe paths or lines too long for half 
 Deno.test("RecordLog: an error mid-run is reported once and writing resumes when storage recovers", async () => {
   const s = new MemoryStorage();
   let fail = false;
-  const flaky: Storage = Object.assign(Object.create(s), {
+  const flaky: FileStore = Object.assign(Object.create(s), {
     append: (p: string, d: Uint8Array | string) => (fail ? Promise.reject(new Error("EIO")) : s.append(p, d)),
   });
   const warnings: string[] = [];

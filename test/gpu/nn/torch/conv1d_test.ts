@@ -4,7 +4,8 @@
  * dilation and groups, and PyTorch's own values through the tape; Conv1d has PyTorch's
  * weight layout and init bound; bad arguments are refused naming the argument and value.
  */
-import { Conv1d, F, fromArray, ops, Variable } from "../../../../src/index.ts";
+import { Conv1d, F, fromArray, Variable } from "../../../../src/index.ts";
+import { ops } from "../../../../src/engine.ts";
 import { conv1dRef, type Conv1dRefOptions, conv1dRefShape } from "../../../reference/conv.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";

@@ -4,7 +4,8 @@
  * with a padding row, repeated indices and empty bags (zeros, as PyTorch), and PyTorch's own
  * values through the tape; the module's init and refusals naming the argument.
  */
-import { EmbeddingBag, F, fromArray, ops, Variable } from "../../../../src/index.ts";
+import { EmbeddingBag, F, fromArray, Variable } from "../../../../src/index.ts";
+import { ops } from "../../../../src/engine.ts";
 import { embeddingBagRef } from "../../../reference/embedding_bag.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";

@@ -4,7 +4,8 @@
  * and torchvision's formula run by PyTorch; torchvision's defaults (alpha 0.25, gamma 2,
  * reduction "none") hold; the errors name the option and the value.
  */
-import { F, fromArray, ops, Variable } from "../../../../src/index.ts";
+import { F, fromArray, Variable } from "../../../../src/index.ts";
+import { ops } from "../../../../src/engine.ts";
 import { focalRef } from "../../../reference/loss.ts";
 import { assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
@@ -24,7 +25,12 @@ gpuTest("sigmoidFocalLoss output and logit gradient match the f64 reference on o
         const opts = { alpha, gamma, reduction };
         const want = focalRef(x, t, opts, dy);
         const out = reduction === "none" ? shape : [];
-        const { output, grads } = ops.forwardBackward(ops.sigmoidFocalLossOp, [fromArray(x, shape), fromArray(t, shape)], opts, fromArray(dy, out));
+        const { output, grads } = ops.forwardBackward(
+          ops.sigmoidFocalLossOp,
+          [fromArray(x, shape), fromArray(t, shape)],
+          opts,
+          fromArray(dy, out),
+        );
         const tag = `focal [${shape}] alpha ${alpha} gamma ${gamma} ${reduction}`;
         assertRelClose(await output.toArray(), want.y, 1e-4, `${tag} y`);
         assertRelClose(await grads[0]!.toArray(), want.dx, 1e-4, `${tag} dx`);
@@ -50,13 +56,23 @@ gpuTest("sigmoidFocalLoss defaults to torchvision's alpha 0.25, gamma 2 and redu
   const x = randn(21, rng, 3), t = Float32Array.from(uniform(21, rng), Math.round);
   const y = ops.sigmoidFocalLoss(fromArray(x, [3, 7]), fromArray(t, [3, 7]));
   assertEquals(y.shape, [3, 7], "default reduction none keeps the shape");
-  assertRelClose(await y.toArray(), focalRef(x, t, { alpha: 0.25, gamma: 2, reduction: "none" }, x).y, 1e-4, "default alpha and gamma");
+  assertRelClose(
+    await y.toArray(),
+    focalRef(x, t, { alpha: 0.25, gamma: 2, reduction: "none" }, x).y,
+    1e-4,
+    "default alpha and gamma",
+  );
 });
 
 gpuTest("sigmoidFocalLoss refuses a bad alpha, gamma, reduction and shape pair, naming each", () => {
   const a = fromArray([0.1, 0.2, 0.3], [3]), b = fromArray([0, 1], [2]);
   assertThrows(() => ops.sigmoidFocalLoss(a, a, { alpha: 1.5 }), RangeError, "sigmoidFocalLoss", "alpha", "1.5");
   assertThrows(() => ops.sigmoidFocalLoss(a, a, { gamma: -1 }), RangeError, "sigmoidFocalLoss", "gamma", "-1");
-  assertThrows(() => ops.sigmoidFocalLoss(a, a, { reduction: "batchmean" as "sum" }), RangeError, "reduction", '"batchmean"');
+  assertThrows(
+    () => ops.sigmoidFocalLoss(a, a, { reduction: "batchmean" as "sum" }),
+    RangeError,
+    "reduction",
+    '"batchmean"',
+  );
   assertThrows(() => ops.sigmoidFocalLoss(a, b), RangeError, "sigmoidFocalLoss", "inputs [3]", "targets [2]");
 });

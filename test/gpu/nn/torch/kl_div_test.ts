@@ -4,7 +4,8 @@
  * ("mean" over every element, "batchmean" over dim 0, the NaN target gradient at target 0);
  * the errors name the argument and the value.
  */
-import { F, fromArray, ops, Variable } from "../../../../src/index.ts";
+import { F, fromArray, Variable } from "../../../../src/index.ts";
+import { ops } from "../../../../src/engine.ts";
 import { klDivRef } from "../../../reference/loss.ts";
 import { assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
@@ -13,28 +14,36 @@ import { golden, values } from "./golden.ts";
 
 const REDUCTIONS = ["mean", "sum", "batchmean", "none"] as const;
 
-gpuTest("klDiv output, input and target gradients match the f64 reference for each reduction and logTarget", async () => {
-  const rng = mulberry32(2803);
-  for (const shape of [[7, 33], [3, 5, 9]]) {
-    const n = count(shape);
-    for (const reduction of REDUCTIONS) {
-      for (const logTarget of [false, true]) {
-        const x = randn(n, rng);
-        const t = logTarget ? randn(n, rng) : uniform(n, rng, 0.01, 1);
-        const dy = randn(reduction === "none" ? n : 1, rng);
-        const opts = { reduction, logTarget };
-        const want = klDivRef(x, t, { ...opts, batch: shape[0] }, dy);
-        const out = reduction === "none" ? shape : [];
-        const { output, grads } = ops.forwardBackward(ops.klDivOp, [fromArray(x, shape), fromArray(t, shape)], opts, fromArray(dy, out));
-        const tag = `klDiv [${shape}] ${reduction} logTarget ${logTarget}`;
-        assertEquals(output.shape, out, `${tag} shape`);
-        assertRelClose(await output.toArray(), want.y, 1e-4, `${tag} y`);
-        assertRelClose(await grads[0]!.toArray(), want.dx, 1e-4, `${tag} dx`);
-        assertRelClose(await grads[1]!.toArray(), want.dt, 1e-4, `${tag} dt`);
+gpuTest(
+  "klDiv output, input and target gradients match the f64 reference for each reduction and logTarget",
+  async () => {
+    const rng = mulberry32(2803);
+    for (const shape of [[7, 33], [3, 5, 9]]) {
+      const n = count(shape);
+      for (const reduction of REDUCTIONS) {
+        for (const logTarget of [false, true]) {
+          const x = randn(n, rng);
+          const t = logTarget ? randn(n, rng) : uniform(n, rng, 0.01, 1);
+          const dy = randn(reduction === "none" ? n : 1, rng);
+          const opts = { reduction, logTarget };
+          const want = klDivRef(x, t, { ...opts, batch: shape[0] }, dy);
+          const out = reduction === "none" ? shape : [];
+          const { output, grads } = ops.forwardBackward(
+            ops.klDivOp,
+            [fromArray(x, shape), fromArray(t, shape)],
+            opts,
+            fromArray(dy, out),
+          );
+          const tag = `klDiv [${shape}] ${reduction} logTarget ${logTarget}`;
+          assertEquals(output.shape, out, `${tag} shape`);
+          assertRelClose(await output.toArray(), want.y, 1e-4, `${tag} y`);
+          assertRelClose(await grads[0]!.toArray(), want.dx, 1e-4, `${tag} dx`);
+          assertRelClose(await grads[1]!.toArray(), want.dt, 1e-4, `${tag} dt`);
+        }
       }
     }
-  }
-});
+  },
+);
 
 for (const g of golden.klDiv) {
   gpuTest(`F.klDiv matches PyTorch golden values: ${g.name}`, async () => {

@@ -3,7 +3,8 @@
  * match the f64 reference on odd shapes, through the op and through the tape, stay exact in
  * both tails where log(sigmoid(x)) would give -inf or lose every digit, and refuse non-f32.
  */
-import { F, fromArray, LogSigmoid, ops, Variable } from "../../../../src/index.ts";
+import { F, fromArray, LogSigmoid, Variable } from "../../../../src/index.ts";
+import { ops } from "../../../../src/engine.ts";
 import { unaryRef } from "../../../reference/unary.ts";
 import { assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
@@ -34,7 +35,12 @@ gpuTest("LogSigmoid and F.logSigmoid record the op: the tape's input gradient is
   const shape = [3, 11], n = count(shape);
   const x = randn(n, rng, 3), dy = randn(n, rng);
   const want = unaryRef("logSigmoid", x, dy);
-  for (const [label, f] of [["LogSigmoid", (v: Variable) => new LogSigmoid().forward(v)], ["F.logSigmoid", F.logSigmoid]] as const) {
+  for (
+    const [label, f] of [["LogSigmoid", (v: Variable) => new LogSigmoid().forward(v)], [
+      "F.logSigmoid",
+      F.logSigmoid,
+    ]] as const
+  ) {
     const input = new Variable(fromArray(x, shape), true);
     const y = f(input);
     y.backward(fromArray(dy, shape));
@@ -44,5 +50,10 @@ gpuTest("LogSigmoid and F.logSigmoid record the op: the tape's input gradient is
 });
 
 gpuTest("logSigmoid refuses a non-f32 input, naming the op and the dtype", () => {
-  assertThrows(() => ops.logSigmoid(fromArray(new Int32Array([1, 2]), [2], { dtype: "i32" })), TypeError, "logSigmoid", "i32");
+  assertThrows(
+    () => ops.logSigmoid(fromArray(new Int32Array([1, 2]), [2], { dtype: "i32" })),
+    TypeError,
+    "logSigmoid",
+    "i32",
+  );
 });

@@ -4,7 +4,8 @@
  * padding, dilation, ceilMode and countIncludePad, and PyTorch's values through the tape;
  * PyTorch's defaults (stride = kernelSize, countIncludePad true); refusals name the argument.
  */
-import { AvgPool1d, F, fromArray, MaxPool1d, ops, Variable } from "../../../../src/index.ts";
+import { AvgPool1d, F, fromArray, MaxPool1d, Variable } from "../../../../src/index.ts";
+import { ops } from "../../../../src/engine.ts";
 import { pool1dRef, type Pool1dRefOptions, pool1dRefShape } from "../../../reference/pool.ts";
 import { assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
