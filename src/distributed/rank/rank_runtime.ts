@@ -50,6 +50,8 @@ export type { EvalFn, ModelFactory, OptimFactory, RankSpec, RankWorker, TrainFn,
  * device is lost`). Only failing calls wait.
  */
 const LOST_GRACE_MS = 1000;
+/** How long a stopping rank waits for its destroyed device to be released (see stop()). */
+const STOP_RELEASE_MS = 2000;
 
 type Control = { run: () => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
@@ -284,7 +286,12 @@ export class RankRuntime<M extends Module> implements RankApi {
     const plane = this.#plane;
     this.#plane = undefined;
     await plane?.close().catch((e) => console.warn(`rank ${this.#setup?.rank}: closing the data plane: ${(e as Error).message}`));
-    if (this.#ownDevice && this.#device && !this.#device.lost) this.#device.destroy();
+    if (this.#ownDevice && this.#device && !this.#device.lost) {
+      this.#device.destroy();
+      // Returns once the driver has released the device (its `lost` settles on destroy), so
+      // the coordinator's terminate() that follows never tears a worker down mid-release.
+      await this.#device.lostWithin(STOP_RELEASE_MS);
+    }
   }
 
   /** Exact f32 state (never the bf16 staging), for the broadcast and join(). */
