@@ -40,3 +40,18 @@ Deno.test("examples/ reach the library only through its public entries", () => {
   );
   assertEquals(internal, []);
 });
+
+Deno.test("the user docs stand alone: no pointer to files a clone does not have", () => {
+  const docs = [
+    "README.md",
+    ...[...Deno.readDirSync(new URL("docs/", root))].filter((e) => e.name.endsWith(".md")).map((e) => `docs/${e.name}`),
+  ];
+  const outside = docs.flatMap((path) =>
+    Deno.readTextFileSync(new URL(path, root)).split("\n").flatMap((line, i) =>
+      /\.\.\/shared\b|\bDESIGN\.md\b|\bSTYLE\.md\b|\bTOOLCHAIN\.md\b|\bspec §/.test(line)
+        ? [`${path}:${i + 1}: ${line.trim()}`]
+        : []
+    )
+  );
+  assertEquals(outside, []);
+});
