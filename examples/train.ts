@@ -23,8 +23,6 @@ import {
   fromArray,
   isRank,
   joinRun,
-  MNIST_MEAN,
-  MNIST_STD,
   observe,
   serverAuthorization,
   setProgramArgs,
@@ -75,10 +73,37 @@ if (args.join) {
 } else {
   // The web's Deno.args: set before the program is imported; worker ranks see the same values.
   setProgramArgs({ ...settingsOf(args) });
+  await makeRunDir(args);
 }
 const { builder, recipe, settings, train, test, vocab, vocabSize } = isRank()
   ? {} as typeof import("./program.ts")
-  : await import("./program.ts");
+  : await importProgram();
+
+/** The run's folder, made before any data is read: a folder that cannot be made is one line naming --out, exit 2. */
+async function makeRunDir(a: TrainArgs): Promise<void> {
+  const dir = `${a.out}/${a.name}`;
+  try {
+    await Deno.mkdir(dir, { recursive: true });
+  } catch (e) {
+    const [out, why] = [JSON.stringify(a.out), (e as Error).message];
+    console.error(`npm start: --out ${out}: cannot make the run folder ${JSON.stringify(dir)}: ${why}`);
+    Deno.exit(2);
+  }
+}
+
+/**
+ * The program module, which loads the data: a bad subset (RangeError, naming the flag) is one
+ * line and exit 2; data that cannot be read (the error names the file and how to get it) one
+ * line and exit 1.
+ */
+async function importProgram(): Promise<typeof import("./program.ts")> {
+  try {
+    return await import("./program.ts");
+  } catch (e) {
+    console.error(`npm start: ${(e as Error).message}`);
+    Deno.exit(e instanceof RangeError || e instanceof TypeError ? 2 : 1);
+  }
+}
 
 /** The eval metric as the terminal shows it. */
 const EVAL_TEXT: Record<Metric, (v: number) => string> = {
@@ -154,8 +179,7 @@ function bf16Wire(a: TrainArgs): boolean {
 }
 
 async function main(a: TrainArgs): Promise<void> {
-  const dir = `${a.out}/${a.name}`;
-  await Deno.mkdir(dir, { recursive: true });
+  const dir = `${a.out}/${a.name}`; // made by makeRunDir
   const timeline = new Timeline();
   builder
     .batchSize(a.batch)
@@ -182,6 +206,15 @@ async function main(a: TrainArgs): Promise<void> {
   });
   builder.evalResultFn((epoch, acc) => progress.eval(epoch, acc));
 
+  if (a.batch > train.len()) {
+    console.error(`npm start: --batch must be at most the ${train.len()} training samples (--subset), got ${a.batch}`);
+    Deno.exit(2);
+  }
+  // What the loader did, read off the images (MnistDataSet.normalization; examples/program.ts →
+  // loadTaskData: on unless --no-normalize, never for conv-ae): the header and the saved model's
+  // metadata say the same.
+  const norm = (train as { normalization?: { mean: number; std: number } }).normalization;
+  const standardized = norm !== undefined && (norm.mean !== 0 || norm.std !== 1);
   const data = recipe.data === "mnist"
     ? `MNIST (${train.len()} train / ${test.len()} test)`
     : `the Brown Corpus (${train.len()} train / ${test.len()} validation sequences of 128 characters, vocabulary ${vocabSize})`;
@@ -189,8 +222,7 @@ async function main(a: TrainArgs): Promise<void> {
     `flodl-webgpu: ${a.model} on ${data}, ${a.ranks} rank(s)` + (a.serve ? ` + ${a.serve} remote` : "") +
       (a.spare ? ` + ${a.spare} spare` : "") + `, ${a.mode}, ` +
       `bf16 wire ${bf16Wire(a) ? "on" : "off"}, ${a.epochs} epoch(s), batch ${a.batch}, lr ${settings.lr}` +
-      (recipe.data === "mnist" && (a.normalize === false || a.model === "conv-ae") ? ", pixels in [0, 1]" : "") +
-      (a.normalize ? "" : ", pixels not standardized") +
+      (recipe.data === "mnist" ? (standardized ? ", pixels standardized" : ", pixels in [0, 1]") : "") +
       (a.slowRank >= 0 ? `, rank ${a.slowRank} ${a.slowdownFactor}× slower` : ""),
   );
   const dropped = train.len() % a.batch;
@@ -201,7 +233,12 @@ async function main(a: TrainArgs): Promise<void> {
     );
   }
   const t0 = performance.now();
-  const handle = await builder.run();
+  const handle = await builder.run().catch((e) => {
+    // A knob the trainer refuses before any rank starts (it names the knob and the value): bad input.
+    if (!(e instanceof RangeError)) throw e;
+    console.error(`npm start: ${e.message}`);
+    Deno.exit(2);
+  });
   console.log(`ranks: ${handle.devices().map((d, r) => `${r}: ${d}`).join(", ")}`);
   for await (const m of handle) progress.epoch(m);
   const state = await handle.join();
@@ -210,14 +247,13 @@ async function main(a: TrainArgs): Promise<void> {
 
   const tensors: Parameters<typeof encodeSafetensors>[0] = {};
   for (const [name, t] of [...state.params, ...state.buffers]) tensors[name] = { dtype: "F32", shape: t.shape, data: t.data };
-  const standardized = recipe.data === "mnist" && a.model !== "conv-ae" && a.normalize !== false;
   await Deno.writeFile(`${dir}/model.safetensors`, encodeSafetensors(tensors, {
     model: a.model,
     format: "pt",
     input: vocab
       ? `character ids i32 [n, T], T <= 128, of the vocabulary ${JSON.stringify(vocab.itos.join(""))}`
-      : standardized
-      ? `(x/255 - ${MNIST_MEAN}) / ${MNIST_STD}`
+      : norm && standardized
+      ? `(x/255 - ${norm.mean}) / ${norm.std}`
       : "x/255",
   }));
   await Deno.writeTextFile(`${dir}/timeline.json`, JSON.stringify(timeline));
