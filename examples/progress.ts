@@ -106,3 +106,31 @@ export class Progress {
     if (this.#pending) this.#line(this.#pending);
   }
 }
+
+/** Options of {@link sampleProgress}. */
+export interface SampleProgressOptions {
+  /** Redraw one counter in place (a terminal) instead of printing a line per tenth of the sample. */
+  tty: boolean;
+  write: (s: string) => void;
+  /** Milliseconds; default performance.now. */
+  now?: () => number;
+}
+
+/**
+ * Progress of the end-of-run text sample (`sampleText`'s `onProgress`): each character re-runs
+ * the model, so 100 characters of gpt-nano take minutes on a software adapter, which a silent
+ * terminal hides. On a TTY a counter is redrawn (and cleared at the end); otherwise one line per
+ * tenth of the sample: `sampling: 40/100 characters, 56 s, about 84 s left`.
+ */
+export function sampleProgress(o: SampleProgressOptions): (done: number, n: number) => void {
+  const now = o.now ?? (() => performance.now());
+  const t0 = now();
+  return (done, n) => {
+    const secs = (now() - t0) / 1000;
+    const left = done > 0 ? (secs / done) * (n - done) : 0;
+    const text = `sampling: ${done}/${n} characters, ${secs.toFixed(0)} s` +
+      (done < n ? `, about ${left.toFixed(0)} s left` : "");
+    if (o.tty) o.write(done < n ? `\r\x1b[2K${text}` : "\r\x1b[2K");
+    else if (done === n || done % Math.max(1, Math.ceil(n / 10)) === 0) o.write(`${text}\n`);
+  };
+}

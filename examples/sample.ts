@@ -10,6 +10,12 @@ export interface SampleOptions {
   contextLen?: number;
   /** Uniform numbers in [0, 1) for the draws; default Math.random. Pass a seeded one for repeatable text. */
   random?: () => number;
+  /**
+   * Called after each character with how many are drawn so far and `n`: each one re-runs the
+   * model, so a long sample on a software adapter takes minutes (gpt-nano on lavapipe: about
+   * 1.5 s a character) and a caller shows progress with this.
+   */
+  onProgress?: (done: number, n: number) => void;
 }
 
 /**
@@ -56,6 +62,7 @@ export async function sampleText(
       const next = draw(row, temperature, random());
       ids.push(next);
       out += vocab.itos[next];
+      options.onProgress?.(k + 1, n);
     }
   } finally {
     model.train(wasTraining);

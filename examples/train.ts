@@ -31,10 +31,12 @@ import {
 import { HELP, parseTrainArgs, settingsOf, type TrainArgs } from "./args.ts";
 import { exitNow } from "./exit.ts";
 import { buildModel } from "../src/zoo/mod.ts";
-import { Progress } from "./progress.ts";
+import { Progress, sampleProgress } from "./progress.ts";
 import type { Metric } from "../src/zoo/mod.ts";
 import { sampleText } from "./sample.ts";
 import { startNatsServer } from "../scripts/nats_server.ts";
+
+const enc = new TextEncoder();
 
 /** The module ranks re-enter (worker ranks, `--join` processes, browser tabs): the builder is created there. */
 const PROGRAM = new URL("./program.ts", import.meta.url);
@@ -268,7 +270,11 @@ async function main(a: TrainArgs): Promise<void> {
     const m = buildModel(a.model, device, vocabSize);
     m.loadStateDict(new Map([...state.params].map(([k, t]) => [k, fromArray(t.data, t.shape, { device })])));
     const prompt = "The ";
-    console.log(`sample (temperature 0.8): ${JSON.stringify(prompt + await sampleText(m, vocab, prompt, a.sample, 0.8))}`);
+    // Each character re-runs the model: progress on stderr, the text alone on stdout.
+    const write = (s: string) => Deno.stderr.writeSync(enc.encode(s));
+    const onProgress = sampleProgress({ tty: Deno.stderr.isTerminal(), write });
+    const text = prompt + await sampleText(m, vocab, prompt, a.sample, 0.8, { onProgress });
+    console.log(`sample (temperature 0.8): ${JSON.stringify(text)}`);
   }
   console.log(`dashboard:  ${dir}/dashboard.html`);
   console.log(`record log: ${dir}/log/ (root.log, root/<host>/rank<k>.log)`);

@@ -94,7 +94,12 @@ gpuTest("sampleText: n characters of the vocabulary, repeatable with a seeded dr
   const vocab = new CharVocab("abcdefghijk".split(""));
   const model = buildModel("gpt-nano", device, vocab.itos.length);
   const one = await sampleText(model, vocab, "abc", 5, 0.8, { random: mulberry32(9) });
-  const two = await sampleText(model, vocab, "abc", 5, 0.8, { random: mulberry32(9) });
+  const progress: string[] = [];
+  const two = await sampleText(model, vocab, "abc", 5, 0.8, {
+    random: mulberry32(9),
+    onProgress: (done, n) => progress.push(`${done}/${n}`),
+  });
+  assertEquals(progress.join(" "), "1/5 2/5 3/5 4/5 5/5", "onProgress after each character");
   assertEquals(one.length, 5, "sample length");
   assert([...one].every((ch) => vocab.stoi.has(ch)), `sample ${JSON.stringify(one)} has characters outside the vocabulary`);
   assertEquals(one, two, "same seed, same text");
