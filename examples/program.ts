@@ -11,10 +11,10 @@
  * the page's server (`/mnist/`, `/brown/`, vite.config.ts), and takes the subset the
  * arguments name; the coordinator checks the dataset's size at join.
  */
-import { type Device, EvalCadence, programArgs, Trainer } from "../src/index.ts";
+import { type BatchDataSet, type Device, EvalCadence, type Module, programArgs, Trainer } from "../src/index.ts";
 import { programSettings } from "./args.ts";
 import { buildModel } from "../src/zoo/mod.ts";
-import { loadTaskData, RECIPES } from "../src/zoo/mod.ts";
+import { loadTaskData, type Metric, RECIPES } from "../src/zoo/mod.ts";
 
 export const settings = programSettings(programArgs());
 export const recipe = RECIPES[settings.model];
@@ -32,10 +32,22 @@ export const vocabSize = vocab?.itos.length;
 // Named after the model: the saved dashboard's title reads it.
 const model = Object.defineProperty((device: Device) => buildModel(settings.model, device, vocabSize), "name", { value: settings.model });
 
+/** What each metric is called: the saved dashboard names the eval after the evalFn ("Final validation CE"). */
+export const EVAL_LABELS: Record<Metric, string> = {
+  accuracy: "test accuracy",
+  mse: "reconstruction MSE",
+  ce: "validation CE",
+};
+const evaluate = Object.defineProperty(
+  (m: Module, data: BatchDataSet) => recipe.evaluate(m, data),
+  "name",
+  { value: EVAL_LABELS[recipe.metric] },
+);
+
 export const builder = Trainer.builder(model, (params) => recipe.optimizer(params, settings.lr), recipe.loss)
   .dataset(train)
   .evalDataset(test)
-  .evalFn(recipe.evaluate)
+  .evalFn(evaluate)
   .evalEvery(EvalCadence.epochs(1));
 // A rank is silent while it computes a step, and without a GPU (lavapipe) one step of 64
 // sequences takes 4 s (char-rnn) to 20 s (gpt-nano), more with ranks sharing cores: the default
