@@ -5,7 +5,7 @@
  * "Join a run" (join.ts, `?join=<token>`) makes this tab a remote rank of another run.
  */
 import "./style.css";
-import { Device, encodeSafetensors, setProgramArgs, type TrainedState } from "../src/index.ts";
+import { Device, encodeSafetensors, programArgs, setProgramArgs, type TrainedState } from "../src/index.ts";
 import { renderDashboardHtml } from "../src/monitor/mod.ts";
 import { DigitPad } from "./digit_pad.ts";
 import { download } from "./downloads.ts";
@@ -14,7 +14,8 @@ import { HOW_TO_ENABLE, probeAdapter } from "./gpu_info.ts";
 import { Predictor } from "./predict.ts";
 import { TextSampler } from "./text_sample.ts";
 import { PROGRAMS, Session } from "./session.ts";
-import { dataSizes, MAX_RANKS, presetFromQuery, readSettings, runName } from "./settings.ts";
+import { dataSizes, MAX_RANKS, presetFromQuery, readSettings, readSizes, runName, settingsQuery } from "./settings.ts";
+import { RankShares } from "./rank_share.ts";
 import { Bars } from "./bars.ts";
 import { RunProgress } from "./progress.ts";
 import { RANK_COLORS } from "./drift_scene.ts";
@@ -65,6 +66,8 @@ const PROMPT = "The ";
 let sampleChars = 60;
 let pageDevice: Promise<Device> | undefined;
 let stopRequested = false;
+/** Whether a program module was imported: it loaded its data with the sizes of then. */
+let imported = false;
 
 function setStatus(text: string): void {
   statusEl.textContent = text;
@@ -144,6 +147,7 @@ async function start(): Promise<void> {
   let settings;
   try {
     settings = readSettings(form);
+    if (!applySizes()) return; // the page reloads with the new sizes
   } catch (e) {
     showError(e);
     return;
@@ -172,11 +176,24 @@ async function start(): Promise<void> {
         ? `Loading gpt-nano and the Brown Corpus…`
         : `Loading the ${settings.program} program and MNIST (${sizes.subset} train, ${sizes.test} test images)…`,
     );
+    imported = true;
     const program = await PROGRAMS[settings.program]();
     session?.destroy();
     // Started with the ranks: warm-up seconds, then each rank's batches and samples/s, every second.
     const progress = new RunProgress(settings.ranks, settings.epochs, performance.now());
-    const showProgress = () => demo.state === "running" && !stopRequested && setStatus(progress.text(performance.now()));
+    const slow = settings.slowRank >= 0 ? { rank: settings.slowRank, factor: settings.slowFactor } : undefined;
+    const shares = new RankShares(settings.ranks, slow);
+    const showShares = () => {
+      const l = shares.lines();
+      $("rank-share").textContent = l?.shares ?? "";
+      $("rank-why").textContent = l?.why ?? "";
+    };
+    $("rank-share").textContent = $("rank-why").textContent = "";
+    const showProgress = () => {
+      if (demo.state !== "running" || stopRequested) return;
+      setStatus(progress.text(performance.now()));
+      showShares();
+    };
     session = new Session(settings, program, dashboardEl, drift, {
       epoch: (m, s) => {
         demo.epochs = s.epochs;
@@ -185,7 +202,10 @@ async function start(): Promise<void> {
         const consensus = s.consensus;
         if (consensus) sampleFrom(s, `epoch ${s.epochs}`, (t) => t.loadFlat(consensus));
       },
-      batch: (rank, samples) => progress.batch(rank, samples, performance.now()),
+      batch: (e) => {
+        progress.batch(e.rank, e.samples, performance.now());
+        shares.batch(e);
+      },
       eval: (epoch, value, s) => {
         demo.evals = [...s.evals];
         $("accuracy").textContent = s.program.data.kind === "text"
@@ -207,6 +227,7 @@ async function start(): Promise<void> {
     setDownloads();
     const state = await session.result().finally(() => {
       clearInterval(ticker);
+      showShares();
       drift?.finish();
     });
     trained = state;
@@ -323,11 +344,43 @@ async function join(token: string): Promise<void> {
     showJoin();
     return;
   }
+  $<HTMLDetailsElement>("join-section").open = true;
   joinToken.value = token;
   joinBtn.disabled = joinToken.disabled = true;
   startBtn.disabled = true;
   setStatus("This tab is a rank of another run (see Join a run); reload the page to train here.");
   await joinFromPage(token, entry, demo.join, showJoin);
+}
+
+// ---- data sizes -------------------------------------------------------------------------
+
+function showSizes(): void {
+  $("data-note").textContent = `The first ${sizes.subset} of MNIST's 60000 training images and ${sizes.test} of its ` +
+    `10000 test images (gpt-nano trains on the Brown Corpus).`;
+}
+
+/**
+ * Make the "Data" controls' sizes the program arguments. Before any program module loaded its
+ * data they only change the arguments (and the address); after, the page reloads with them in
+ * its address and the controls kept, since a module's data are loaded once. Returns whether
+ * the page stays.
+ * @throws {RangeError} From readSizes, naming the control.
+ */
+function applySizes(): boolean {
+  const want = readSizes(form);
+  if (want.subset === sizes.subset && want.test === sizes.test) return true;
+  const query = settingsQuery(readSettings(form), want, new URLSearchParams(location.search));
+  if (imported) {
+    setStatus("Reloading the page with the new data sizes…");
+    startBtn.disabled = true;
+    location.search = query.toString();
+    return false;
+  }
+  sizes = want;
+  setProgramArgs({ ...programArgs(), subset: sizes.subset, test: sizes.test });
+  history.replaceState(null, "", `?${query}`);
+  showSizes();
+  return true;
 }
 
 // ---- start-up -----------------------------------------------------------------------------
@@ -351,8 +404,18 @@ async function init(): Promise<void> {
   if (Number.isInteger(chars) && chars >= 1 && chars <= 1000) sampleChars = chars;
   else showError(new RangeError(`?sampleChars= must be an integer in [1, 1000], got ${JSON.stringify(query.get("sampleChars"))}`));
   setProgramArgs({ subset: sizes.subset, test: sizes.test, seqs: seqs("seqs"), valSeqs: seqs("valSeqs"), seqLen: seqs("seqLen") });
-  $("data-note").textContent = `Data: the first ${sizes.subset} MNIST training images and ${sizes.test} test images ` +
-    `(change with ?subset=…&test=… in the address).`;
+  $<HTMLInputElement>("subset").value = String(sizes.subset);
+  $<HTMLInputElement>("test-size").value = String(sizes.test);
+  showSizes();
+  for (const id of ["subset", "test-size"]) {
+    $(id).addEventListener("change", () => {
+      try {
+        applySizes();
+      } catch (e) {
+        showError(e);
+      }
+    });
+  }
   $<HTMLInputElement>("ranks").max = String(MAX_RANKS);
   form.addEventListener("submit", (e) => {
     e.preventDefault();

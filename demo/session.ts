@@ -4,6 +4,7 @@
  * feeding the live dashboard, the recorder behind the downloadable one and the drift view.
  */
 import {
+  type BatchEvent,
   type DdpBuilder,
   type DdpHandle,
   type Device,
@@ -48,8 +49,8 @@ export interface SessionEvents {
   epoch(m: EpochMetrics, session: Session): void;
   eval(epoch: number, value: number, session: Session): void;
   reduce(round: number, session: Session): void;
-  /** A batch of `samples` from `rank` (many per second: keep it cheap). */
-  batch(rank: number, samples: number, session: Session): void;
+  /** A rank's batch (many per second: keep it cheap). */
+  batch(e: BatchEvent, session: Session): void;
 }
 
 /** A run: start it with {@link Session.start}; `result` settles when it ends. */
@@ -139,7 +140,7 @@ export class Session {
       batch: (e) => {
         this.view.appendBatch(e);
         this.recorder.batch(e);
-        this.events.batch(e.rank, e.samples, this);
+        this.events.batch(e, this);
       },
       reduce: (e) => {
         this.reduces++;

@@ -1,7 +1,8 @@
 /**
  * The demo's controls as one value: read from the form, preset from the page's URL query
  * (`?program=lenet&ranks=3&mode=cpu-async&epochs=2&batch=64&anchor=4&bf16=0&slow=1:3`), and
- * the data sizes (`?subset=2000&test=500`) that become the program arguments.
+ * the data sizes (the "Data" controls, `?subset=2000&test=500`) that become the program
+ * arguments.
  */
 import type { ElCheMode } from "../src/index.ts";
 
@@ -30,6 +31,9 @@ export interface DataSizes {
   subset: number;
   test: number;
 }
+
+/** Images in MNIST's train and test files. */
+const MNIST_TRAIN = 60_000, MNIST_TEST = 10_000;
 
 /** Sizes when the URL does not say (shared with the program modules, which read them in each rank). */
 export const DEFAULT_SIZES: DataSizes = { subset: 10_000, test: 1_000 };
@@ -96,6 +100,45 @@ export function presetFromQuery(form: HTMLFormElement, query: URLSearchParams): 
     field<HTMLSelectElement>(form, "slowRank").value = slow[1];
     field<HTMLInputElement>(form, "slowFactor").value = slow[2];
   }
+  set("subset", query.get("subset"), int(1, MNIST_TRAIN));
+  set("test", query.get("test"), int(1, MNIST_TEST));
+}
+
+/**
+ * The data sizes in the form's "Data" controls.
+ * @throws {RangeError} Naming the control whose value is not an integer in MNIST's range.
+ */
+export function readSizes(form: HTMLFormElement): DataSizes {
+  const v = (name: string) => field<HTMLInputElement>(form, name).value;
+  return {
+    subset: intIn("Train images", v("subset"), 1, MNIST_TRAIN),
+    test: intIn("Test images", v("test"), 1, MNIST_TEST),
+  };
+}
+
+/**
+ * The page's address for `s` and `sizes`: the query {@link presetFromQuery} and
+ * {@link dataSizes} read back, other keys of `query` (`seqs`, `sampleChars`, …) kept. The page
+ * reloads with it when the data sizes change after a program module loaded its data.
+ */
+export function settingsQuery(s: Settings, sizes: DataSizes, query: URLSearchParams): URLSearchParams {
+  const q = new URLSearchParams(query);
+  q.delete("join");
+  const set: Record<string, string> = {
+    program: s.program,
+    ranks: String(s.ranks),
+    mode: s.mode,
+    epochs: String(s.epochs),
+    batch: String(s.batch),
+    anchor: String(s.anchor),
+    bf16: s.bf16 ? "1" : "0",
+    subset: String(sizes.subset),
+    test: String(sizes.test),
+  };
+  for (const [k, v] of Object.entries(set)) q.set(k, v);
+  if (s.slowRank >= 0) q.set("slow", `${s.slowRank}:${s.slowFactor}`);
+  else q.delete("slow");
+  return q;
 }
 
 /**
@@ -107,7 +150,7 @@ export function dataSizes(query: URLSearchParams): DataSizes {
     const raw = query.get(key);
     return raw === null ? DEFAULT_SIZES[key] : intIn(`?${key}=`, raw, 1, max);
   };
-  return { subset: get("subset", 60_000), test: get("test", 10_000) };
+  return { subset: get("subset", MNIST_TRAIN), test: get("test", MNIST_TEST) };
 }
 
 /** A short description of a run for titles and file names. */

@@ -279,6 +279,46 @@ async function flow(page: Page, base: string, label: string): Promise<void> {
   expect(errors, "page errors").toEqual([]);
 }
 
+test("dev server: data sizes are controls, 'Join a run' is folded apart, each rank's share says why", async ({ page }) => {
+  test.setTimeout(400_000);
+  const errors = watchErrors(page);
+  await page.goto(`/?subset=640&test=100`);
+  await expect(page.locator("#status")).toHaveText(/^Ready/, { timeout: 120_000 });
+  // "Join a run" is its own section after the training form, folded until opened.
+  await expect(page.locator("#join-section")).not.toHaveAttribute("open", /.*/);
+  await expect(page.locator("#join-token")).toBeHidden();
+  expect(await page.locator("#controls #join-token").count(), "the join box is not a training control").toBe(0);
+  // The data sizes: preset from the address, changed on the page (the address follows).
+  await expect(page.locator("#subset")).toHaveValue("640");
+  await expect(page.locator("#test-size")).toHaveValue("100");
+  await page.fill("#subset", "960");
+  await page.locator("#subset").dispatchEvent("change");
+  await expect(page).toHaveURL(/[?&]subset=960(&|$)/);
+  await expect(page.locator("#data-note")).toContainText("The first 960 of MNIST's 60000 training images");
+  // A 2-rank run: each rank's share and speed, and a line saying why they differ (or not).
+  await page.selectOption("#program", "logistic");
+  await page.fill("#ranks", "2");
+  await page.fill("#epochs", "1");
+  await page.fill("#batch", "32");
+  await page.click("#start");
+  await settled(page);
+  expect(await demoState(page)).toMatchObject({ state: "done", error: "" });
+  expect(await page.evaluate(() => (globalThis as any).__demo.session.program.data.train.len()), "train images").toBe(960);
+  await expect(page.locator("#rank-share")).toHaveText(
+    /^Batches per rank: rank 0 \d+% \(\d+, \d+ ms each, \d+ computing\), rank 1 \d+% \(\d+, \d+ ms each/,
+  );
+  await expect(page.locator("#rank-why")).toHaveText(/ElChe|compiling|started later/);
+  console.log(`[demo] ${await page.locator("#rank-share").textContent()} / ${await page.locator("#rank-why").textContent()}`);
+  // Once a program loaded its data, a new size reloads the page with it, the controls kept.
+  await page.fill("#subset", "320");
+  await page.locator("#subset").dispatchEvent("change");
+  await page.waitForURL(/[?&]subset=320(&|$)/);
+  await expect(page.locator("#status")).toHaveText(/^Ready/, { timeout: 120_000 });
+  await expect(page.locator("#program")).toHaveValue("logistic");
+  await expect(page.locator("#subset")).toHaveValue("320");
+  expect(errors, "page errors").toEqual([]);
+});
+
 test.describe("production build", () => {
   let preview: ChildProcess | undefined;
 
