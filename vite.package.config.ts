@@ -16,16 +16,9 @@
  */
 import { defineConfig } from "vite";
 import { resolve } from "node:path";
+import { builtName, PACKAGE_ENTRIES, type PackageSpecifier } from "./scripts/package_entries.ts";
 
 const root = decodeURIComponent(new URL(".", import.meta.url).pathname).replace(/\/$/, "");
-
-/** Subpath of the package → its source entry (package.json `exports` names the built files). */
-export const PACKAGE_ENTRIES = {
-  index: "src/index.ts",
-  zoo: "src/zoo/mod.ts",
-  engine: "src/engine.ts",
-  vite: "src/vite_plugin.ts",
-};
 
 export default defineConfig({
   root,
@@ -40,7 +33,9 @@ export default defineConfig({
     minify: false,
     reportCompressedSize: false,
     lib: {
-      entry: Object.fromEntries(Object.entries(PACKAGE_ENTRIES).map(([k, v]) => [k, resolve(root, v)])),
+      entry: Object.fromEntries(
+        Object.entries(PACKAGE_ENTRIES).map(([k, v]) => [builtName(k as PackageSpecifier), resolve(root, v)]),
+      ),
       formats: ["es"],
     },
     // The chunk the entries share (the engine itself), named for what it is.
