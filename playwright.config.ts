@@ -2,7 +2,7 @@ import { defineConfig } from "@playwright/test";
 
 /**
  * Chromium (Debian's /usr/bin/chromium, never downloaded) with WebGPU: a real GPU when
- * present, SwiftShader otherwise (TOOLCHAIN.md flags).
+ * present, SwiftShader otherwise.
  */
 const WEBGPU_FLAGS = [
   "--enable-unsafe-webgpu",

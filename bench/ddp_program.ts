@@ -1,7 +1,7 @@
 /**
  * The trainer bench's program (bench/ddp.ts in Deno, bench/ddp_page.ts in Chromium): the
  * MNIST MLP 784-256-10, Adam 1e-3, cross-entropy, on the first `subset` training images.
- * Ranks re-import this module (DESIGN.md, rank re-entry) and see the same
+ * Ranks re-import this module and see the same
  * `programArgs()`: { subset, baseUrl? }.
  */
 import { Adam, crossEntropy, loadMnist, programArgs, type Tensor, Trainer, Variable } from "../src/index.ts";

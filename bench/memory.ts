@@ -7,7 +7,7 @@
  *   deno run -A --no-check bench/memory.ts engine --model char-rnn [--epochs 50] [--subset 256] [--seq 16] [--batch 32]
  *     [--val 64] [--warm-epochs 10] [--rss-allowance-mib 5] [--heap-allowance-mib 2] [--collect N] [--out f.json]
  *
- * `engine --model char-rnn`: spec §11.1's char-rnn on a Brown Corpus subset, one sample per
+ * `engine --model char-rnn`: ddp-bench's char-rnn on a Brown Corpus subset, one sample per
  * epoch, the least-squares trend after warm-up and the verdict; exits 1 when something grows
  * (charRnnEngine below).
  * `engine`: one process, no workers, the plain loop of examples/mnist_mlp.ts (MNIST batches of
@@ -221,7 +221,7 @@ async function trainer(): Promise<void> {
 }
 
 /**
- * `engine --model char-rnn`: spec §11.1's char-rnn (src/zoo/models.ts: Embedding 128, two
+ * `engine --model char-rnn`: ddp-bench's char-rnn (src/zoo/models.ts: Embedding 128, two
  * LSTM layers of 256, Dropout 0.2, Linear) with RMSprop 2e-3 and next-character CE, the plain
  * engine loop (loss read one step behind), on `--subset` Brown Corpus training sequences of
  * `--seq` characters (spread over the split), batch `--batch`, `--epochs` epochs, the

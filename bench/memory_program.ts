@@ -1,7 +1,7 @@
 /**
- * The program of `bench/memory.ts trainer`, re-entered by every rank (DESIGN.md, rank
- * re-entry): what `npm start` trains (examples/train.ts) — the MNIST MLP 784-256-10,
- * Adam 1e-3, cross-entropy, accuracy on the test set after every epoch — on the first
+ * The program of `bench/memory.ts trainer`, re-entered by every rank: what `npm start` trains
+ * (examples/train.ts) — the MNIST MLP 784-256-10, Adam 1e-3, cross-entropy, accuracy on the
+ * test set after every epoch — on the first
  * `subset` training images. Each rank records its own JS heap, bind groups created and collections as scalars, so
  * the coordinator sees every isolate's heap in the epoch metrics (`perRank`).
  */

@@ -1,6 +1,6 @@
 /**
  * Plain-JS float64 reference for W2 (same data, same Adam): per-step losses, copied from
- * ../shared/bench-peers/src/reference.ts. Used only to validate that each contender computes
+ * the peers' shared bench harness. Used only to validate that each contender computes
  * the defined workload: 2.6848 at step 1, 0.0124 at step 55.
  *
  *   npx deno run -A bench/reference.ts

@@ -1,5 +1,5 @@
 /**
- * Relays over a real nats-server (issue 10, spec §1.1): the coordinator's inbound bytes
+ * Relays over a real nats-server (issue 10): the coordinator's inbound bytes
  * and CPU per reduce with W remote ranks sending their frames to it directly, and with the
  * same ranks behind per-host relays (run/relay.ts) that sum them first. The coordinator's
  * side is the trainer's own: NatsTransport and RankClient per rank, RelayClient per relay,

@@ -1,6 +1,6 @@
 /**
  * How the coordinator's cost per reduce grows with the number of ranks, with and without
- * per-host relays (spec §1.1, §4.2: a relay sums its host's frames and masses and never
+ * per-host relays (a relay sums its host's frames and masses and never
  * divides; the root divides once). Synthetic ranks, no GPU: each rank's frame is a real
  * bf16 wire frame of `--params` values, and the coordinator and relays run the same
  * accumulation code the trainer runs (`accumulateBf16` for bf16 frames, an f32 sum for

@@ -5,11 +5,11 @@
  * bench/seq_page.ts in Chromium (bench/seq.spec.ts), the same code on the same adapter.
  *
  * char-rnn: Embedding(85, 128) → LSTM(128, 256) → LSTM(256, 256) → Dropout(0.2) → Linear(256, 85),
- * RMSprop 2e-3 (spec §11.1). Ours vs `tf.layers.lstm` (recurrent activation sigmoid, as
+ * RMSprop 2e-3. Ours vs `tf.layers.lstm` (recurrent activation sigmoid, as
  * PyTorch's), both from our weights seeded with CHAR_RNN_SEED (TF.js loads them: Keras'
  * orthogonal init took minutes in Chromium), so their first losses agree up to dropout.
  *
- * gpt-nano: spec §11.1's model (src/zoo/gpt_nano.ts): token + learned position embedding,
+ * gpt-nano: ddp-bench's model (src/zoo/gpt_nano.ts): token + learned position embedding,
  * 4 pre-norm blocks (LayerNorm, 4-head causal self-attention d = 128, LayerNorm, 128-512-128
  * feed-forward with exact GELU), final LayerNorm, linear head to 85; Adam 3e-4 (β 0.9/0.999,
  * eps 1e-8). Differences from the recipe, the same for every contender: dropout 0 (jax-js
@@ -59,7 +59,7 @@ export interface SeqShape {
 
 export const V = 85;
 export const WARMUP = 2;
-/** gpt-nano's sizes (spec §11.1). */
+/** gpt-nano's sizes. */
 export const GPT = { d: 128, heads: 4, layers: 4, dFF: 512 } as const;
 
 export interface SeqResult {

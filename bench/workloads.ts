@@ -1,5 +1,5 @@
 /**
- * The shared workload definitions, copied from ../shared/bench-peers/src/workloads.ts so
+ * The shared workload definitions, copied from the peers' harness (workloads.ts) so
  * every contender (ours, TF.js webgpu, jax-js) sees identical seeded numbers:
  *
  * - W1: C = A·B, f32, n×n, A ~ U[-0.5, 0.5) seed 1, B seed 2; one run = dispatch + read all of C.

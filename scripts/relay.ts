@@ -1,5 +1,5 @@
 /**
- * Run a relay of a NATS run (spec §1.1): on the host of the ranks it sums, with the token
+ * Run a relay of a NATS run: on the host of the ranks it sums, with the token
  * the coordinator printed for it. It needs no GPU and no program.
  *
  *   deno run -A --no-check scripts/relay.ts <relay token>

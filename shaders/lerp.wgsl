@@ -1,4 +1,4 @@
-// Adopting a consensus (spec §4.2–4.3, §4.6) in one pass over the flat parameters:
+// Adopting a consensus in one pass over the flat parameters:
 // out = (1 − alpha)·pre + alpha·post (alpha = 1: overwrite; EASGD: alpha in (0, 1)), and
 // per-workgroup partial sums of (pre − post)², pre², post² for the divergence, which a
 // second single-workgroup pass adds up.

@@ -1,5 +1,5 @@
 /**
- * The rank worker (DESIGN.md "Rank-side closures"): takes its role from the worker's
+ * The rank worker: takes its role from the worker's
  * `name`, attaches the comlink listener synchronously, says hello, then re-imports the
  * entry module (without awaiting it) to rebuild the builder's closures. No top-level
  * await anywhere in this module's static imports.

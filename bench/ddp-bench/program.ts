@@ -1,8 +1,8 @@
 /**
  * The program one ddp-bench run trains (bench/ddp-bench/one.ts sets its arguments, then
- * imports it; rank workers re-import it with the same `programArgs()`, DESIGN.md "Rank-side
- * closures"): a model of spec §11.1 with its recipe (src/zoo/recipes.ts), its data subset,
- * a per-epoch eval and, for gpt-nano, the warmup + cosine schedule over the run's steps.
+ * imports it; rank workers re-import it with the same `programArgs()`): a model of flodl's
+ * ddp-bench with its recipe (src/zoo/recipes.ts), its data subset, a per-epoch eval and, for
+ * gpt-nano, the warmup + cosine schedule over the run's steps.
  */
 import { type Device, EvalCadence, programArgs, Trainer } from "../../src/index.ts";
 import { buildModel, MODELS, type ModelName } from "../../src/zoo/mod.ts";
@@ -46,6 +46,6 @@ export const builder = Trainer.builder(
   // On lavapipe one gpt-nano step of 64 sequences takes 20 s and more with two ranks on two
   // cores; a rank is silent while it computes, so the default 30 s would declare it lost.
   .heartbeatTimeoutSecs(HEARTBEAT_SECS);
-// Global steps: every rank's batches count (spec §6).
+// Global steps: every rank's batches count.
 const schedule = recipe.scheduler;
 if (schedule) builder.scheduler(() => schedule(recipe.lr, args.epochs * Math.floor(data.train.len() / args.batch)));

@@ -1,18 +1,18 @@
 /**
- * The ddp-bench report in flodl's format (spec §11.1: per model Mode | Loss | Eval | vs Ref |
+ * The ddp-bench report in flodl's format (per model Mode | Loss | Eval | vs Ref |
  * Total (s) | Syncs | Avg Sync (ms) | per-rank busy | Idle (s)), with flodl's published 0.5
- * numbers (spec §11.2) beside ours and the difference, the PyTorch reference of the
+ * numbers beside ours and the difference, the PyTorch reference of the
  * character models, and per-epoch loss and eval curves as inline SVG in one HTML page.
  */
 import { CHAR_MODELS, type ModelName } from "../../src/zoo/mod.ts";
 import { RECIPES } from "../../src/zoo/mod.ts";
 import { runLabel, type RunResult } from "./result.ts";
 
-/** flodl's columns of §11.2. */
+/** flodl's ddp-bench columns. */
 export const FLODL_MODES = ["solo-0", "solo-1", "nccl-sync", "nccl-cadence", "nccl-async", "cpu-sync", "cpu-cadence", "cpu-async", "sync"] as const;
 
 /**
- * flodl 0.5's report (spec §11.2): `[eval, total seconds]` per mode, 5 epochs of the full
+ * flodl 0.5's report: `[eval, total seconds]` per mode, 5 epochs of the full
  * datasets on an RTX 5060 Ti + GTX 1060 (two GPUs of different speed: its DDP modes always
  * had a slower rank). Eval: accuracy; MSE for conv-ae; validation CE on tiny-Shakespeare
  * for char-rnn and gpt-nano (ours is on the Brown Corpus: compare trends, not digits).
@@ -79,7 +79,7 @@ export function renderMarkdown(rep: BenchReport): string {
     `Columns as flodl's report: Loss = last epoch's mean training loss; Eval = last eval; vs Ref = Eval − our solo Eval; ` +
       `Total = run() to join() (rank start-up and shader compiles included); Syncs = reduces; Busy = Σ step compute / training wall, ` +
       `Idle = training wall − Σ step compute, per rank; Step = median compute ms per step, per rank. ` +
-      `flodl 0.5 = its published eval / total s at 5 epochs of the full data on two GPUs (spec §11.2; solo ↔ solo-0); ` +
+      `flodl 0.5 = its published eval / total s at 5 epochs of the full data on two GPUs (solo ↔ solo-0); ` +
       `Δ = our Eval − flodl's (a different scale: read the direction, not the digits).`,
     "",
   );

@@ -1,5 +1,5 @@
 /**
- * What one ddp-bench run reports (flodl's per-mode row, spec §11.1: loss, eval, total
+ * What one ddp-bench run reports (flodl's per-mode row: loss, eval, total
  * seconds, syncs, average sync ms, per-rank busy and idle) and how it is computed from the
  * trainer's history and the coordinator's batch and reduce events.
  */

@@ -1,5 +1,5 @@
 /**
- * flodl's ddp-bench (spec §11), ported: the six models of §11.1 trained solo and in
+ * flodl's ddp-bench, ported: the six models of flodl's ddp-bench trained solo and in
  * cpu-sync / cpu-cadence / cpu-async with 2 ranks, then with one rank `--slow` times slower,
  * each run in its own process (bench/ddp-bench/one.ts); PyTorch trains char-rnn and gpt-nano
  * on the same sequences for the same steps (bench/ddp-bench/torch_seq.py); the report, in

@@ -1,5 +1,5 @@
 /**
- * jax-js 0.1.25 contender, adapted from ../shared/bench-peers/src/jax_bench.ts (same code
+ * jax-js 0.1.25 contender, adapted from the peers' harness (jax_bench.ts) (same code
  * paths: eager np.matmul for W1, one jitted step with a hand-written Adam for W2). Added:
  * the sampled check of C and the reference check of the losses.
  */

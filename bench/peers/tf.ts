@@ -1,6 +1,6 @@
 /**
  * TensorFlow.js 4.22 contender (webgpu backend), adapted from
- * ../shared/bench-peers/src/tf_bench.ts (same code paths: tf.matMul for W1, tf.variable +
+ * the peers' harness (tf_bench.ts) (same code paths: tf.matMul for W1, tf.variable +
  * tf.train.adam(...).minimize for W2). Added: the sampled check of C and the reference
  * check of the losses.
  */

@@ -1,5 +1,5 @@
 /**
- * Demo program: gpt-nano (spec §11.1: 4 pre-norm blocks, 4 heads, d = 128, causal) on the
+ * Demo program: gpt-nano (4 pre-norm blocks, 4 heads, d = 128, causal) on the
  * Brown Corpus as characters, sequences of 128, next-character cross-entropy; the eval is
  * the validation CE. Subsets spread over each split (`?seqs=&valSeqs=&seqLen=` in the
  * page's address; defaults small, since a software adapter takes seconds per step).

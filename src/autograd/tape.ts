@@ -2,7 +2,7 @@ import { accumulate, clone, type OpDef, type Tensor } from "../tensor/mod.ts";
 
 /**
  * The autograd tape: which op made a value and what it saved. It holds no op-specific
- * math (STYLE.md practice 1); the ops' own backward functions do.
+ * math; the ops' own backward functions do.
  *
  * The tape walks values through {@link TapeValue}, the part of a `Variable` it reads, so it
  * imports nothing from `variable.ts` (which records onto it through `apply`): no cycle.

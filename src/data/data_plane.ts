@@ -1,9 +1,9 @@
 /**
- * One rank's data plane (spec §9.2): batches by sample index, through the tiers that are
+ * One rank's data plane: batches by sample index, through the tiers that are
  * on — the device pool (`vramPool`), then RAM and disk (`sampleCache`, `ramMaxUsage`,
  * `diskStage`) in front of the source (an in-memory dataset, or a file read by index) —
  * with the next batches' host reads started ahead (prefetch), so a slow source overlaps
- * the GPU's step. Every tier serves the same bytes (purity, spec §9.1), so which one
+ * the GPU's step. Every tier serves the same bytes (purity), so which one
  * served a batch never changes what trains.
  */
 import type { Device } from "../gpu/mod.ts";

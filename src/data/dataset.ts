@@ -1,5 +1,5 @@
 /**
- * Dataset contracts (spec §9.1), on the host.
+ * Dataset contracts, on the host.
  *
  * flodl's datasets return device tensors. Ours return host typed arrays, and one
  * {@link toDevice} call uploads a batch (one `writeBuffer` per field), because:

@@ -1,5 +1,5 @@
 /**
- * Datasets larger than memory (spec §9): samples read by index from a file, never loaded
+ * Datasets larger than memory: samples read by index from a file, never loaded
  * whole. The file is a safetensors file with one tensor per field, `[N, ...sampleShape]`
  * (F32, I32 or U32), so PyTorch reads it as it is and anything that writes safetensors
  * writes one. Reads go through a {@link RangedFile}: a local file in Deno, HTTP `Range`

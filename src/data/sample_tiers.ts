@@ -1,7 +1,7 @@
 /**
- * The host tiers of the data plane (spec §9.2): a read-through RAM cache of raw samples
+ * The host tiers of the data plane: a read-through RAM cache of raw samples
  * (`sampleCache`, budget `ramMaxUsage`), backed by a disk stage (`diskStage`,
- * `diskStageDir`) that keeps what RAM evicts, in front of the source. Purity (spec §9.1)
+ * `diskStageDir`) that keeps what RAM evicts, in front of the source. Purity
  * makes this exact: a sample is the same bytes whichever tier serves it. A sample is one
  * record: its fields' bytes back to back.
  *

@@ -1,5 +1,5 @@
 /**
- * The device tier of the data plane (spec §9.2 `vramPool`, `vramMaxUsage`): samples stay
+ * The device tier of the data plane (`vramPool`, `vramMaxUsage`): samples stay
  * resident on the rank's GPU after their first upload, one storage buffer per field
  * (`[capacity, ...sampleShape]`), and a batch whose samples are all resident is gathered on
  * the device by sample slot (the `indexSelect` kernel, a bit copy) instead of uploaded: the

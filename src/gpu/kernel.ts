@@ -1,6 +1,6 @@
 /**
  * A kernel family: one `shaders/<family>.wgsl`, its uniform `Params` mirror and its
- * storage bindings by name, declared once beside each other (STYLE.md practice 3), and
+ * storage bindings by name, declared once beside each other, and
  * {@link launch}, the one helper every op records a kernel launch with.
  *
  * Call sites name buffers as the WGSL does (`{ x, y: out }`); the slot numbers live only

@@ -1,5 +1,5 @@
 /**
- * TypeScript mirrors of WGSL uniform structs (STYLE.md practice 3).
+ * TypeScript mirrors of WGSL uniform structs.
  *
  * Every field is a 4-byte scalar (`u32`, `i32`, `f32`), so a field's byte offset is
  * its index × 4 and no alignment table is needed. Each mirror names its shader file

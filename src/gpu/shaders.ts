@@ -1,5 +1,5 @@
 /**
- * The one place that knows how `shaders/*.wgsl` arrive (STYLE.md practice 2), and how a
+ * The one place that knows how `shaders/*.wgsl` arrive, and how a
  * family pulls in the shared helpers of `shaders/lib/`.
  *
  * - Under Vite (dev server, production build, workers) `import.meta.glob` inlines

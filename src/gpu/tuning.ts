@@ -1,6 +1,6 @@
 /**
- * Every tunable number of the GPU layer, with its unit and the reason for its value
- * (STYLE.md practice 14). Kernels receive these as WGSL `override` constants, so a
+ * Every tunable number of the GPU layer, with its unit and the reason for its value.
+ * Kernels receive these as WGSL `override` constants, so a
  * change recompiles the pipeline once; shapes never do.
  */
 

@@ -1,8 +1,8 @@
 /**
  * flodl's positional model file (`<stem>.fdl`, and `<stem>.outer.fdl`), on the host: a
  * safetensors file of f32 tensors keyed `p{i}` (the i-th parameter in `namedParameters`
- * order) then `b{j}` (the j-th buffer), because model names repeat across layers
- * (spec §8.1). The metadata records the format and the real names, so a reader can name
+ * order) then `b{j}` (the j-th buffer), because model names repeat across layers.
+ * The metadata records the format and the real names, so a reader can name
  * what it loads. nn/ writes the same layout from a Module; distributed/ from a frame.
  */
 import { decodeSafetensors, encodeSafetensors, type SafeTensor } from "./safetensors.ts";

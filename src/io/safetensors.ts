@@ -1,6 +1,6 @@
 /**
  * The safetensors file format, pure TypeScript (no GPU): what our checkpoints are, so PyTorch
- * reads our weights and we read theirs (DESIGN.md "Files").
+ * reads our weights and we read theirs.
  *
  * Layout: an 8-byte little-endian u64 `N`, then `N` bytes of UTF-8 JSON
  * `{ "__metadata__"?: {string: string}, "<name>": { "dtype", "shape", "data_offsets": [begin, end] } }`,
@@ -8,7 +8,7 @@
  * Spec: https://github.com/huggingface/safetensors (README "Format").
  *
  * It lives in io/ (the lowest layer) so that nn/, optim/ and distributed/ all read and write
- * the same format: models, optimizer state and checkpoint bundles (STYLE.md practice 8, "a type
+ * the same format: models, optimizer state and checkpoint bundles ("a type
  * a lower layer needs moves down").
  *
  * Over ~400 lines on purpose: the writer, the reader and the header's validation (every

@@ -1,6 +1,6 @@
 /**
  * A scratch file of fixed-size slots written and read at offsets: the disk stage of the
- * data plane (spec §9.2 `diskStage`). In Deno a file in a directory; in a browser a file
+ * data plane (`diskStage`). In Deno a file in a directory; in a browser a file
  * in the Origin Private File System through a `FileSystemSyncAccessHandle`, which only a
  * worker (where ranks run) can open. Removed when closed: the stage is ephemeral.
  */

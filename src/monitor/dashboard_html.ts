@@ -1,5 +1,5 @@
 /**
- * flodl's `save_dashboard(path)` and `dashboard_theme` (spec §10): one self-contained HTML
+ * flodl's `save_dashboard(path)` and `dashboard_theme`: one self-contained HTML
  * file holding the data (JSON), uPlot, the view script and every style inline. It opens
  * from file:// without a server and makes no request: its Content-Security-Policy is
  * `default-src 'none'`, so even a stray URL could not be fetched.

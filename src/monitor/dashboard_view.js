@@ -307,7 +307,7 @@ const RECORD_UNITS = {
 };
 
 /**
- * The data plane's table (spec §9.2): one row per rank, from the last epoch's
+ * The data plane's table: one row per rank, from the last epoch's
  * `perRankData` (src/data/plane_counters.ts keys). Counters are the epoch's; bytes are
  * what each tier held at its end.
  */

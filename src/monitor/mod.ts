@@ -1,5 +1,5 @@
 /**
- * Monitor outputs (spec §10): the record stream and its log, sub-epoch report cadence,
+ * Monitor outputs: the record stream and its log, sub-epoch report cadence,
  * the timeline, and the self-contained dashboard. Imports nothing above src/io.
  *
  * The live (Vite) dashboard binding, `dashboard_live.ts`, is browser-only and is imported

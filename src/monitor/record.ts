@@ -1,7 +1,7 @@
 /**
- * The record stream (spec §10): one JSON object per tree node per tick. Paths are
+ * The record stream: one JSON object per tree node per tick. Paths are
  * `root`, `root/<host>`, `root/<host>/rank<k>`; interior nodes aggregate their direct
- * children (spec §7.4). Field names are flodl's, snake_case, so a record written here
+ * children. Field names are flodl's, snake_case, so a record written here
  * reads the same as one from flodl's `record_log`.
  *
  * Non-finite numbers: JSON cannot hold NaN or ±Infinity, so {@link encodeRecord} writes
@@ -68,7 +68,7 @@ export interface InteriorRecord extends NodeRecordBase {
 export type NodeRecord = LeafRecord | InteriorRecord;
 
 /**
- * The stream's first record: how every key rolls up, so all consumers agree (spec §7.4).
+ * The stream's first record: how every key rolls up, so all consumers agree.
  */
 export interface MetaRecord {
   v: 1;

@@ -1,5 +1,5 @@
 /**
- * flodl's `record_log(dir, max_bytes)` (spec §10): the record stream appended as JSONL,
+ * flodl's `record_log(dir, max_bytes)`: the record stream appended as JSONL,
  * one file per tree node, bounded, rotating, and never able to stop training.
  */
 import { checkPath, type FileStore } from "../io/mod.ts";

@@ -1,5 +1,5 @@
 /**
- * Builds the record tree (spec §10, §7.4) from per-rank leaf values: one row per rank,
+ * Builds the record tree from per-rank leaf values: one row per rank,
  * one per host, one for the root, interior values rolled up from direct children.
  */
 import type { InteriorRecord, LeafRecord, MetaRecord, NodeRecord, Resources, Severity } from "./record.ts";
@@ -58,7 +58,7 @@ export interface RecordTreeOptions {
   /** How the coordinator reaches each rank ("worker", "remote", "local"); put on rank rows when given. */
   transports?: readonly (string | undefined)[];
   /**
-   * Spare slots of an elastic run (spec §8.4): not alive (no rows, not counted) until
+   * Spare slots of an elastic run: not alive (no rows, not counted) until
    * {@link RecordTree.rankJoined}; their host is a placeholder until then.
    */
   vacant?: readonly boolean[];
@@ -270,7 +270,7 @@ export class RecordTree {
   }
 
   /**
-   * A rank joined (elastic membership, spec §8.4) at the boundary before `epoch`: it is
+   * A rank joined (elastic membership) at the boundary before `epoch`: it is
    * alive from here on, under its host (`root/<host>/rank<k>`). Returns its info row
    * (label `rank_joined: <host> (<device>, <transport>)`).
    * @throws {RangeError} For a rank out of range or a host name with "/".
@@ -335,7 +335,7 @@ function sum(kids: { work: number }[]): number {
   return kids.reduce((a, k) => a + k.work, 0);
 }
 
-/** Resources of an interior node: util mean, util_max max, VRAM sums (spec §10); absent when none sampled. */
+/** Resources of an interior node: util mean, util_max max, VRAM sums; absent when none sampled. */
 export function rollUpResources(list: readonly Resources[]): Resources | undefined {
   const out: Resources = {};
   const vals = (k: keyof Resources) => list.flatMap((r) => (r[k] !== undefined ? [r[k]!] : []));

@@ -1,5 +1,5 @@
 /**
- * `reports_per_epoch = x` (spec §10): sub-epoch records are emitted only at reduce
+ * `reports_per_epoch = x`: sub-epoch records are emitted only at reduce
  * boundaries, when the epoch's cumulative steps cross the next multiple of
  * `stepsPerEpoch / x`. A window crossing several thresholds fires once; at most x
  * reports per epoch; the count restarts each epoch.

@@ -1,5 +1,5 @@
 /**
- * Record-tree roll-ups (spec §7.4): how a node's value of a key is computed from its
+ * Record-tree roll-ups: how a node's value of a key is computed from its
  * direct children's values. The same strings as the trainer's `Reduction` declarations
  * (`scalarReduction(key, Reduction.Max)`), so declarations pass through unchanged.
  */
@@ -16,7 +16,7 @@ export type Reduction = (typeof Reduction)[keyof typeof Reduction];
 /** Every reduction name, for validation messages. */
 export const REDUCTIONS: readonly Reduction[] = Object.freeze(Object.values(Reduction));
 
-/** Roll-ups of the core record keys; fixed, a declaration cannot change them (spec §7.4). */
+/** Roll-ups of the core record keys; fixed, a declaration cannot change them. */
 export const CORE_REDUCTIONS: Readonly<Record<string, Reduction>> = Object.freeze({
   throughput: "sum",
   batch_share: "sum",
@@ -45,7 +45,7 @@ export interface RollUpChild {
 }
 
 /**
- * Roll the children's values up into their parent (spec §7.4). Only children that
+ * Roll the children's values up into their parent. Only children that
  * report a key take part in it; a key no child reports is absent (never zero-filled).
  *
  * - Mean: `Σ v·w / Σ w` over reporting children with w > 0; absent when that Σ w is 0.

@@ -1,5 +1,5 @@
 /**
- * flodl's `Timeline` (spec §10): events injected by the coordinator, optional resource
+ * flodl's `Timeline`: events injected by the coordinator, optional resource
  * samples, a summary, and JSON/CSV exports. The dashboard draws it as a swimlane.
  * Durations are in ms; field names follow flodl (`d_raw`, `k_used`).
  */

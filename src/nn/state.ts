@@ -22,7 +22,7 @@ export interface SaveOptions {
   metadata?: Record<string, string>;
   /**
    * "named" (default): dotted names as {@link Module.stateDict}. "positional": `p{i}` for the
-   * i-th parameter and `b{j}` for the j-th buffer, flodl's `.fdl` consensus keys (spec §8.1).
+   * i-th parameter and `b{j}` for the j-th buffer, flodl's `.fdl` consensus keys.
    */
   keys?: KeyStyle;
 }

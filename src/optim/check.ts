@@ -1,7 +1,7 @@
 /**
  * Hyperparameter checks shared by the optimizers. Each throws a RangeError naming where
  * (`Adam`, `Adam (param group 1)`), the option, the accepted range and the value received
- * (STYLE.md practice 5: rejected, never clamped).
+ * (rejected, never clamped).
  */
 
 /** A finite number >= 0 (lr, eps, weightDecay, momentum, ...). */

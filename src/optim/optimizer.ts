@@ -77,7 +77,7 @@ const LR_KEY = /^param_groups\.(\d+)\.lr$/;
 /**
  * Base of the optimizers: parameter groups, learning rate control, per-parameter state and
  * its state dict. `step()` records one fused kernel per parameter with a gradient into the
- * device's command encoder; nothing is submitted or awaited (STYLE.md practice 13).
+ * device's command encoder; nothing is submitted or awaited.
  */
 export abstract class Optimizer<O extends BaseOptions = BaseOptions> {
   /** Groups with their options; `lr` may be changed directly, as in PyTorch. */

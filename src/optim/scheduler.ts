@@ -1,7 +1,7 @@
 /**
  * Learning-rate schedules as pure functions of the step, with flodl's semantics
  * (flodl/src/nn/scheduler.rs): every rank builds the same schedule and asks
- * `lr(globalStep + stepsSinceAvg)` (spec/flodl-ddp-semantics.md §6). Steps are 0-based.
+ * `lr(globalStep + stepsSinceAvg)`. Steps are 0-based.
  * Bad arguments are rejected at construction, never clamped.
  */
 

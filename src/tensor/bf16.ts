@@ -1,5 +1,5 @@
 /**
- * bf16 on the host: the wire format of the data-parallel trainer (DESIGN.md "The wire").
+ * bf16 on the host: the wire format of the data-parallel trainer.
  * bf16 is the top 16 bits of an f32, rounded to nearest, ties to even; NaN stays NaN and
  * ±Inf stay ±Inf. Two bf16 go in one u32 word: element 2i in the low 16 bits, 2i+1 in the
  * high 16 bits. Bit-identical with shaders/bf16.wgsl (the GPU side, src/tensor/ops/bf16.ts).

@@ -1,7 +1,7 @@
 import type { Tensor } from "./tensor.ts";
 
 /**
- * What the autograd tape needs of an op (STYLE.md practice 1): a forward that runs the
+ * What the autograd tape needs of an op: a forward that runs the
  * kernels and says what it saves, and a backward that turns the output gradient into
  * one gradient per input. The tape records which op ran; all math lives here.
  */

@@ -1,4 +1,4 @@
-/** Pure shape rules shared by ops: no GPU, tested in test/unit (STYLE.md practice 4). */
+/** Pure shape rules shared by ops: no GPU, tested in test/unit. */
 
 /** A tensor shape: sizes per dimension, outermost first. */
 export type Shape = readonly number[];

@@ -1,5 +1,5 @@
 /**
- * gpt-nano of flodl's ddp-bench (spec §11.1; flodl's ddp-bench/src/models/gpt_nano.rs, after
+ * gpt-nano of flodl's ddp-bench (flodl's ddp-bench/src/models/gpt_nano.rs, after
  * nanoGPT): token + learned position embedding, 4 pre-norm transformer blocks (4 heads,
  * d = 128, feed-forward 512 with exact GELU), a final LayerNorm and a linear head, causal.
  * Dropout 0.1 on the embeddings and on both residual branches, as flodl's.

@@ -1,5 +1,5 @@
 /**
- * The six models of flodl's ddp-bench (spec §11.1), shared by `npm start`, the demo
+ * The six models of flodl's ddp-bench, shared by `npm start`, the demo
  * page, bench/ddp-bench, the examples and the tests: on MNIST logistic regression, the
  * 784-256-10 MLP, LeNet and the convolutional autoencoder; on characters (the Brown Corpus)
  * char-rnn (LSTM) and gpt-nano (causal transformer, gpt_nano.ts). One builder

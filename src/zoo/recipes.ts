@@ -1,5 +1,5 @@
 /**
- * How each ddp-bench model trains (spec §11.1): its data, loss, eval metric, optimizer and
+ * How each ddp-bench model trains: its data, loss, eval metric, optimizer and
  * schedule, with flodl's defaults. `npm start` (examples/train.ts) and bench/ddp-bench use
  * these, so a model trains the same way from both.
  */
@@ -33,7 +33,7 @@ export interface Recipe {
   /** MNIST images or Brown Corpus characters. */
   data: "mnist" | "brown";
   metric: Metric;
-  /** flodl's defaults (spec §11.1): epochs, per-rank batch, learning rate. */
+  /** flodl's defaults: epochs, per-rank batch, learning rate. */
   epochs: number;
   batch: number;
   lr: number;

@@ -1,7 +1,7 @@
 /**
  * `npm start` end to end (scripts/start.sh → examples/train.ts): a 2-rank run on a tiny
  * MNIST subset finishes and leaves a self-contained dashboard with the run's data, a
- * record log of valid §10 records per node kept under its cap, a timeline and the model.
+ * record log of valid monitor records per node kept under its cap, a timeline and the model.
  */
 import { decodeSafetensors, parseRecord } from "../../src/index.ts";
 import { assert, assertEquals } from "../util/assert.ts";

@@ -1,5 +1,5 @@
 /**
- * Imports in src/ point down only (STYLE.md practice 8) and cross folders only through
+ * Imports in src/ point down only and cross folders only through
  * mod.ts; inside distributed/, the rooms (docs/ARCHITECTURE.md) import one way only; and
  * no import cycle exists anywhere in src/, same-folder edges and type-only imports
  * included. Each test fails naming the file and the offending edge, or the cycle.

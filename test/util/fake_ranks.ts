@@ -81,7 +81,7 @@ export interface FakeRankScript {
    */
   lateLastEvent?: boolean;
   /**
-   * A spare slot of an elastic run (spec §8.4): the rank starts standby, and asks to join at
+   * A spare slot of an elastic run: the rank starts standby, and asks to join at
    * this virtual ms (the coordinator admits it at the next epoch boundary). With
    * `spare: true` and no `joinAt`, the test asks through `SimControl.requestJoin`.
    */

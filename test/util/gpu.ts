@@ -1,5 +1,5 @@
 /**
- * One GPU test source, two runtimes (DESIGN.md "Tests"): under Deno `gpuTest` registers a
+ * One GPU test source, two runtimes: under Deno `gpuTest` registers a
  * `Deno.test`; in Chromium the Playwright runner page (test/browser/runner.ts) imports the
  * same modules and runs what they registered. Tests never skip: without an adapter they fail
  * with Device.request's message on how to get one.

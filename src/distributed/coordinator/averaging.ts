@@ -1,5 +1,5 @@
 /**
- * The CPU averaging plane (spec §4.1–4.2, §4.5): rank frames (bf16 or f32) folded into an
+ * The CPU averaging plane: rank frames (bf16 or f32) folded into an
  * f32 accumulator with mass n^γ and divided once; buffers a plain mean over the ranks
  * that moved. Zero total mass means no consensus.
  *

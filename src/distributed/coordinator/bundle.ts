@@ -1,5 +1,5 @@
 /**
- * The checkpoint bundle under a stem (spec §8.1): `<stem>.fdl` (consensus model, f32,
+ * The checkpoint bundle under a stem: `<stem>.fdl` (consensus model, f32,
  * positional keys), `<stem>.optim` (optimizer state), `<stem>.outer.fdl` (outer-optimizer
  * momentum, when stateful) and `<stem>.meta.json` (trajectory, written last). Host data
  * only: the coordinator hands in what it holds (frames, ElChe state, coverage); no GPU.

@@ -1,7 +1,7 @@
 /**
- * `<stem>.meta.json`, the trajectory sidecar of a checkpoint bundle (spec §8.1, schema
- * version 5): parse and validate it, write it, and check that a run may resume from it
- * (spec §8.3). Keys are flodl's, verbatim. User knobs (τ, anchor bounds) are not saved:
+ * `<stem>.meta.json`, the trajectory sidecar of a checkpoint bundle (schema
+ * version 5): parse and validate it, write it, and check that a run may resume from it.
+ * Keys are flodl's, verbatim. User knobs (τ, anchor bounds) are not saved:
  * a resume uses the new config.
  */
 import type { EpochCoverage } from "./chunk_pool.ts";
@@ -339,7 +339,7 @@ export interface ResumeRun {
 }
 
 /**
- * Refuse a resume whose run disagrees with the bundle (spec §8.3): the shuffle seed
+ * Refuse a resume whose run disagrees with the bundle: the shuffle seed
  * (`coverage.seed`, else `seed`), the batch size (`coverage.batch_size`, else
  * `batch_size`), the world size (`world_size_at_save`) and `coverage.epoch_splits`. A value
  * the bundle did not record is not checked.

@@ -1,6 +1,6 @@
 /**
- * The backend-independent head of a reduce cycle (spec §2.5 steps 2–6): ElChe's timing
- * feed (delivered or compute-only, §3.2), the convergence guard, the LR meta-controller,
+ * The backend-independent head of a reduce cycle (steps 2–6): ElChe's timing
+ * feed (delivered or compute-only), the convergence guard, the LR meta-controller,
  * and the window quotas c[r] the dispatcher hands out.
  */
 import type { RunDefinition } from "./run_definition.ts";
@@ -37,7 +37,7 @@ export interface TimingFeed {
 }
 
 /**
- * ElChe's timing feed for one window (spec §3.2). Under Cadence/Async, marginal delivered
+ * ElChe's timing feed for one window. Under Cadence/Async, marginal delivered
  * time (the first batch excluded, its excess over the steady rate staged as the fill) when
  * every rank that moved has a marginal sample (>= 2 batches); otherwise compute-only time
  * for every rank: mixing the two scales would invert the relative allocation. Sync always
@@ -144,7 +144,7 @@ export class Cadence {
 
   /**
    * Window quotas c[r]: ElChe's counts, except under Sync with partitionRatios, where the
-   * static split disables throughput rebalancing (spec §3.10): every rank gets A per window.
+   * static split disables throughput rebalancing: every rank gets A per window.
    */
   counts(alive: readonly boolean[]): number[] {
     if (this.#cfg.policy === "sync" && this.#cfg.elche.partitionRatios) {

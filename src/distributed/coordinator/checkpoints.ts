@@ -1,5 +1,5 @@
 /**
- * The coordinator's checkpoint bundles (spec §8.1, §8.2): when one is due after a reduce,
+ * The coordinator's checkpoint bundles: when one is due after a reduce,
  * what it holds (the consensus of the last reduce, the coverage at that reduce's trigger,
  * ElChe's state) and writing it. The coordinator hands over a {@link BundleSource}; it
  * keeps no bundle logic of its own.
@@ -32,7 +32,7 @@ export interface BundleSource {
   coverage: EpochCoverage[];
 }
 
-/** Everything a bundle holds, from the current consensus (spec §8.1). */
+/** Everything a bundle holds, from the current consensus. */
 export async function bundleParts(src: BundleSource, reason: SaveReason, cfg: ResolvedRunConfig): Promise<BundleParts> {
   const slice = (e: LayoutTable["params"][number], a: Float32Array) => ({ name: e.name, shape: e.shape, data: a.slice(e.offset, e.offset + e.numel) });
   return {
@@ -72,7 +72,7 @@ export class Checkpoints {
   }
 
   /**
-   * Checkpoint triggers after a reduce (spec §8.2): every n epochs crossed, once at an epoch.
+   * Checkpoint triggers after a reduce: every n epochs crossed, once at an epoch.
    * @param frontier The first epoch not yet closed.
    * @param reached The furthest epoch any chunk was sent for.
    */

@@ -1,5 +1,5 @@
 /**
- * The per-epoch chunk pool of progressive dispatch (spec §3.10, §8.1, §8.3, §8.4): each
+ * The per-epoch chunk pool of progressive dispatch: each
  * rank reserves a contiguous span of batches; chunks come from reclaimed ranges first,
  * then the front of the rank's own span, then the tail of the largest other span.
  * A chunk lives three states: in flight (dispatched), trained (its rank reported it) and
@@ -127,7 +127,7 @@ export class ChunkPool {
   }
 
   /**
-   * A pool holding only the uncovered ranges of a checkpoint (resume, spec §8.3), staged
+   * A pool holding only the uncovered ranges of a checkpoint (resume), staged
    * as reclaimed ranges; everything else counts as completed.
    * @throws {RangeError} When a range falls outside the pool or off batch boundaries.
    */
@@ -247,10 +247,10 @@ export class ChunkPool {
   }
 
   /**
-   * Size (rules 1–5 of spec §3.10) and take the rank's next chunk. Barrier-paced ranks hold
-   * at most one outstanding chunk; when the remainder at the window's start (what is left plus
-   * what other ranks hold in flight) is below Σc + W, the whole of what is left is planned as
-   * the final window (replanned if deaths or rollbacks leave batches after it).
+   * Size (rules 1–5 of flodl's chunk sizing) and take the rank's next chunk. Barrier-paced
+   * ranks hold at most one outstanding chunk; when the remainder at the window's start (what
+   * is left plus what other ranks hold in flight) is below Σc + W, the whole of what is left
+   * is planned as the final window (replanned if deaths or rollbacks leave batches after it).
    * @returns The chunk, or null when the rank must hold.
    */
   nextChunk(rank: number, ctx: NextChunkContext): Chunk | null {

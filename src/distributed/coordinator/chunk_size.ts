@@ -1,6 +1,6 @@
 /**
- * How many batches the next chunk of a rank holds under progressive dispatch (spec §3.10,
- * chunk sizing rules 1–5). Pure functions; the chunk pool applies them.
+ * How many batches the next chunk of a rank holds under progressive dispatch
+ * (flodl's chunk sizing, rules 1–5). Pure functions; the chunk pool applies them.
  */
 
 import type { ApplyPolicy } from "./config.ts";

@@ -1,5 +1,5 @@
 /**
- * The vocabulary of the data-parallel trainer's configuration (spec §1.2, §2): policies,
+ * The vocabulary of the data-parallel trainer's configuration: policies,
  * backends, modes, the ElChe strategy object and its presets, and the run config with
  * every knob's default. Validation lives in `validate_config.ts`.
  *
@@ -17,7 +17,7 @@ import { ApplyPolicy, AverageBackend } from "./policy.ts";
 
 export { ApplyPolicy, AverageBackend };
 
-/** One name for policy × backend (spec §2.3). There is no `nccl-async` (dropped in flodl 0.7). */
+/** One name for policy × backend. There is no `nccl-async` (dropped in flodl 0.7). */
 export type ElCheMode = "nccl-sync" | "nccl-cadence" | "cpu-sync" | "cpu-cadence" | "cpu-async";
 
 const MODE_PARTS: Record<ElCheMode, readonly [ApplyPolicy, AverageBackend]> = {
@@ -113,7 +113,7 @@ export interface ElCheFields {
 
 /**
  * A complete ElChe strategy (flodl `ElCheConfig`): mode plus cadence, guard and
- * consensus knobs. Fields are public and mutable; presets give the table of spec §2.3.
+ * consensus knobs. Fields are public and mutable; presets give flodl's per-mode table.
  * The default mode here is cpu-cadence (it runs on every page; nccl-* needs shared memory), not flodl's nccl-cadence.
  * @example
  * ```ts
@@ -140,7 +140,7 @@ export class ElCheConfig implements ElCheFields {
   bf16Wire = false;
   easgdAlpha?: number;
 
-  /** Base defaults (spec §2.3), then `init`. */
+  /** Base defaults, then `init`. */
   constructor(init: Partial<ElCheFields> = {}) {
     Object.assign(this, init);
     if (init.partitionRatios) this.partitionRatios = [...init.partitionRatios];
@@ -182,7 +182,7 @@ export class ElCheConfig implements ElCheFields {
     return ElCheConfig.defaultFor("nccl-cadence");
   }
 
-  /** The preset of a mode (spec §2.3 "preset differences"). */
+  /** The preset of a mode. */
   static defaultFor(mode: ElCheMode): ElCheConfig {
     const [policy] = ElCheMode.split(mode);
     if (policy === "sync") return new ElCheConfig({ mode, anchor: 1 });
@@ -211,7 +211,7 @@ export const EvalCadence = {
   },
 } as const;
 
-/** Which rank runs epochFn / checkpointFn / evalFn (spec §7.1). */
+/** Which rank runs epochFn / checkpointFn / evalFn. */
 export type EpochCallbackPolicy = { readonly kind: "fastest" } | { readonly kind: "rank"; readonly rank: number };
 export const EpochCallbackPolicy = {
   /** The alive rank with the lowest smoothed ms/batch (lowest index before calibration); sticky. */
@@ -230,7 +230,7 @@ export const EpochCallbackPolicy = {
   },
 } as const;
 
-/** How a scalar rolls up across ranks in the record tree (spec §7.4); declared in monitor/roll_up.ts. */
+/** How a scalar rolls up across ranks in the record tree; declared in monitor/roll_up.ts. */
 export { Reduction };
 
 /** Max anchor when unset ([0.7]; [0.5] used 200). */
@@ -242,7 +242,7 @@ export const DEFAULT_RECORD_LOG_BYTES = 32 * 1024 * 1024;
 /** Base shuffle seed (flodl 0.5's 42; 0.7 records its base constant in checkpoints, so any fixed value works). */
 export const DEFAULT_SHUFFLE_SEED = 42;
 
-/** Every knob of a run, with defaults from {@link defaultRunConfig} (spec §1.2). */
+/** Every knob of a run, with defaults from {@link defaultRunConfig}. */
 export interface DdpRunConfig {
   batchSize?: number;
   numEpochs?: number;
@@ -282,7 +282,7 @@ export interface DdpRunConfig {
   dashboardTheme?: "light" | "dark" | "auto";
 }
 
-/** A fresh run config holding every default of spec §1.2 (backend Cpu, mode cpu-cadence on the web). */
+/** A fresh run config holding every default of flodl's (backend Cpu, mode cpu-cadence on the web). */
 export function defaultRunConfig(): DdpRunConfig {
   return {
     policy: "cadence",
@@ -306,7 +306,7 @@ export function defaultRunConfig(): DdpRunConfig {
 }
 
 /**
- * Linear LR scaling factor (spec §6): `1 + (W - 1) · ratio` when W > 1 and ratio > 0, else 1.
+ * Linear LR scaling factor: `1 + (W - 1) · ratio` when W > 1 and ratio > 0, else 1.
  * @example
  * ```ts
  * import { lrScaleFactor } from "./config.ts";

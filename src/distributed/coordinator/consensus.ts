@@ -1,5 +1,5 @@
 /**
- * Consensus math (spec §4.1, §4.3, §4.6): realized-work masses, the sum-and-divide-once
+ * Consensus math: realized-work masses, the sum-and-divide-once
  * accumulation of the CPU averaging plane, the EASGD blend and the divergence measure.
  *
  * NOTE: f32 semantics. Every product and sum is rounded to f32 exactly once, as one f32
@@ -132,7 +132,7 @@ export function easgdBlend(
   return out;
 }
 
-/** The norms of a SyncAck (spec §4.6) as {@link divergence} measures them: every field present. */
+/** The norms of a SyncAck as {@link divergence} measures them: every field present. */
 export type Divergence = Required<Omit<SyncAck, "rank">>;
 
 /** ||post|| below this makes the relative divergence meaningless; report 0. */

@@ -1,5 +1,5 @@
 /**
- * The scheduler of a multi-rank run (spec §1.1, §2.5): dispatches chunks under the
+ * The scheduler of a multi-rank run: dispatches chunks under the
  * policy's pacing, decides when a reduce is due and when an epoch ends, runs ElChe, the
  * guards and the meta-controller through `Cadence`, schedules eval and callbacks, and
  * stops the run when it cannot go on. What happens inside a reduce is
@@ -55,7 +55,7 @@ interface Flight {
  * A chunk a rank holds work on that no reduce has wholly folded into the consensus. A rank
  * trains its chunks in the order they were sent and each frame counts the batches since
  * the last one folded, so a reduce's `steps[r]` folds the next that many batches of this
- * list, across chunks and epochs (spec §8.4: a sample counts once the consensus holds it).
+ * list, across chunks and epochs (a sample counts once the consensus holds it).
  */
 interface Unfolded {
   chunk: Chunk;
@@ -115,7 +115,7 @@ export class Coordinator<M extends Module> {
   #started = new Set<number>();
   #resume?: ResumeSeed;
   #checkpoints: Checkpoints;
-  /** Coverage the current consensus holds: what the reduce that made it had folded (spec §8.2). */
+  /** Coverage the current consensus holds: what the reduce that made it had folded. */
   #ckptCoverage: EpochCoverage[] = [];
   #ckptEpoch = 0;
   #stopReason?: { reason: SaveReason; cause: Error };
@@ -202,7 +202,7 @@ export class Coordinator<M extends Module> {
 
   /**
    * A standby slot's rank is ready (its join was checked and its `init` answered): admit it
-   * at the next epoch boundary (spec §8.4), where it gets the consensus and trains from the
+   * at the next epoch boundary, where it gets the consensus and trains from the
    * next epoch on. Ignored for a slot that is not standby.
    */
   requestJoin(rank: number, place: RankPlace): void {
@@ -388,7 +388,7 @@ export class Coordinator<M extends Module> {
     for (const s of this.#sources.values()) if (!s.isComplete()) s.forfeit(r);
   }
 
-  /** Every alive rank met its window quota or has nothing more to do (spec §2.5 gate). */
+  /** Every alive rank met its window quota or has nothing more to do (gate). */
   #shouldReduce(): boolean {
     if (this.#reducing) return false;
     const alive = this.#alive();
@@ -406,7 +406,7 @@ export class Coordinator<M extends Module> {
   /**
    * Nothing in flight for r and nothing it can take now: the end of the epochs it may work
    * on, or the source told it to hold for this window (a final-window plan without a share
-   * for it). Held ranks are woken after the reduce (spec §3.10).
+   * for it). Held ranks are woken after the reduce.
    */
   #quiesced(r: number): boolean {
     if (this.#flight[r]) return false;
@@ -418,7 +418,7 @@ export class Coordinator<M extends Module> {
 
   /**
    * Nothing is left to train after the window now in flight: its reduce makes the final
-   * consensus, so it ships f32 frames even on a bf16 wire (spec §4.5: the TrainedState and
+   * consensus, so it ships f32 frames even on a bf16 wire (the TrainedState and
    * the final bundle are exact).
    */
   #lastWork(): boolean {
@@ -470,7 +470,7 @@ export class Coordinator<M extends Module> {
   /**
    * Sleep until poked (wake.ts); every `WAIT_REPORT_MS` without one, say on stderr what is
    * awaited. A window that makes no progress for `stallMs` (ranks alive and beating, their
-   * chunks never ending) stops the run as a stalled reduce would (`reduce_stall`, spec §8.4).
+   * chunks never ending) stops the run as a stalled reduce would (`reduce_stall`).
    */
   #idle(stallMs: number): Promise<void> {
     return this.#wake.sleep(stallMs - (performance.now() - this.#lastProgress), (ms) => this.#waitReport(ms), () => {
@@ -510,7 +510,7 @@ export class Coordinator<M extends Module> {
     return `${head} (epoch ${this.#frontier + 1}/${this.#cfg.numEpochs}, reduce due: ${this.#shouldReduce() ? "yes" : "no"}): ${ranks.join("; ")}`;
   }
 
-  /** A rank was lost (worker died, device lost, silent): continue on the survivors (spec §8.4). */
+  /** A rank was lost (worker died, device lost, silent): continue on the survivors. */
   #rankLost(r: number, err: Error): void {
     this.#dead++;
     this.#cadence.dead(r);
@@ -568,7 +568,7 @@ export class Coordinator<M extends Module> {
     return this.#checkpoints.save(reason, () => this.#bundleSource(), this.#observer);
   }
 
-  /** Coverage of every epoch in progress (the reduce's trigger snapshot, spec §8.2). */
+  /** Coverage of every epoch in progress (the reduce's trigger snapshot). */
   #coverage(): EpochCoverage[] {
     const out: EpochCoverage[] = [];
     for (const [epoch, s] of [...this.#sources].sort((a, b) => a[0] - b[0])) {
@@ -600,7 +600,7 @@ export class Coordinator<M extends Module> {
   }
 
   /**
-   * Admit the ranks waiting to join (spec §8.4), at the boundary before epoch `epoch`: each
+   * Admit the ranks waiting to join, at the boundary before epoch `epoch`: each
    * loads the consensus (parameters and buffers, f32; its optimizer is fresh from its
    * factory, as a rank's at the start), becomes a member, and ElChe sizes it as an
    * uncalibrated rank until its own windows report. The next epoch's work is planned over
@@ -679,7 +679,7 @@ export class Coordinator<M extends Module> {
       const ms = performance.now() - t0;
       this.#finishCycle(out.steps, out.acks, ms, out.consensus === null, { round, ...out });
       if (out.consensus) {
-        // What the consensus holds, by construction: the folded batches (spec §8.2).
+        // What the consensus holds, by construction: the folded batches.
         this.#ckptCoverage = this.#coverage();
         this.#ckptEpoch = coverageEpoch;
         if (!exact) {

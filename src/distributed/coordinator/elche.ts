@@ -1,5 +1,5 @@
 /**
- * ElChe, the cadence controller (spec §3, flodl 0.7): the slowest ranks define the
+ * ElChe, the cadence controller (flodl 0.7): the slowest ranks define the
  * window of A batches, faster ranks get proportionally more, A grows to amortize the
  * fixed per-window cost and shrinks on convergence signals.
  *
@@ -31,7 +31,7 @@ export const MATURE_AT = 20;
 export const OVERSHOOT_INITIAL = 3;
 export const OVERSHOOT_CEILING = 15;
 
-/** ElChe's persisted state: the `elche_state` object of `<stem>.meta.json` (spec §8.1), keys verbatim. */
+/** ElChe's persisted state: the `elche_state` object of `<stem>.meta.json`, keys verbatim. */
 export interface ElCheState {
   anchor: number;
   anchor_rank: number | null;
@@ -229,7 +229,7 @@ export class ElChe {
   }
 
   /**
-   * Feed one window's timing (spec §3.3): per-rank ms and batches, and the previous reduce's wall time.
+   * Feed one window's timing: per-rank ms and batches, and the previous reduce's wall time.
    * @throws {RangeError} When an array's length is not W.
    */
   reportTiming(ms: readonly number[], batches: readonly number[], syncMs: number): void {
@@ -270,12 +270,12 @@ export class ElChe {
     this.#advancePhase();
   }
 
-  /** Anchor-rank election over alive ranks (spec §3.4); null when no rank has timing. */
+  /** Anchor-rank election over alive ranks; null when no rank has timing. */
   elect(): number | null {
     return electAnchor(this.smoothedMsPerBatch, this.#alive, this.#b);
   }
 
-  /** Window-pressure growth proposal (spec §3.6): the new A, or null. Pure. */
+  /** Window-pressure growth proposal: the new A, or null. Pure. */
   propose(syncMs: number): number | null {
     if (this.policy === "sync" || !this.#growthEnabled || this.#capBinding || this.#b === null) return null;
     return proposeGrowth({
@@ -290,7 +290,7 @@ export class ElChe {
     });
   }
 
-  /** Apply the cycle's verdict (spec §3.7), including the auto overshoot (§3.9). */
+  /** Apply the cycle's verdict, including the auto overshoot. */
   applyVerdict(v: Verdict): void {
     const autoOvershoot = this.policy === "async" && this.#userOvershoot === undefined;
     if (v.kind === "stable") {
@@ -353,7 +353,7 @@ export class ElChe {
   }
 
   /**
-   * Admit rank r (elastic membership, spec §8.4): alive again with an empty trust window,
+   * Admit rank r (elastic membership): alive again with an empty trust window,
    * so it is sized like an uncalibrated rank (c[r] = A) until its own windows report; the
    * anchor rank stays as elected (a rank without timing cannot be elected).
    */
@@ -387,7 +387,7 @@ export class ElChe {
     return best ?? alive[0] ?? null;
   }
 
-  /** Checkpoint state (spec §8.1 `elche_state`). */
+  /** Checkpoint state (`elche_state`). */
   exportState(): ElCheState {
     return {
       anchor: this.#A,
@@ -439,7 +439,7 @@ export class ElChe {
     if (PHASE_RANK[next] > PHASE_RANK[this.#phase]) this.#phase = next;
   }
 
-  /** Batch counts from the anchor rank's rate (spec §3.5), then the window cap; consumes the slack. */
+  /** Batch counts from the anchor rank's rate, then the window cap; consumes the slack. */
   #recompute(slow = this.#b === null ? 0 : this.#m(this.#b)): void {
     const r = recomputeCounts({
       anchor: this.#A,

@@ -1,5 +1,5 @@
 /**
- * ElChe's pure rules (spec §3.4–3.6): anchor-rank election, batch counts with dead zone,
+ * ElChe's pure rules: anchor-rank election, batch counts with dead zone,
  * slack, max_batch_diff stepping and the window cap, and the growth proposal. The `ElChe`
  * class (elche.ts) holds the state and calls these.
  */
@@ -18,7 +18,7 @@ export const GROWTH_STEP_CAP = 2;
 export const WARMUP_GROWTH_MARGIN = 2;
 
 /**
- * The anchor rank (spec §3.4): among alive ranks with timing, the slow cohort is every rank
+ * The anchor rank: among alive ranks with timing, the slow cohort is every rank
  * with m >= 0.85 · max m; a lone member wins; the current anchor stays unless the slowest
  * other member is more than 10% slower; otherwise the lowest cohort rank. Null without timing.
  */
@@ -55,7 +55,7 @@ export interface CountsInput {
 }
 
 /**
- * New batch counts (spec §3.5): base `max(1, round(A · min(slow / m[r], 64)))` (A for the
+ * New batch counts: base `max(1, round(A · min(slow / m[r], 64)))` (A for the
  * anchor's rate or without timing), minus the callback slack in batches; changes inside
  * the 5% dead zone are ignored unless uncalibrated or slack applies; with max_batch_diff
  * d a calibrated count moves by at most d. Then the window cap.
@@ -118,7 +118,7 @@ export interface GrowthInput {
 }
 
 /**
- * Window-pressure growth (spec §3.6): overhead = fixed / (A · marginal + fixed) with fixed =
+ * Window-pressure growth: overhead = fixed / (A · marginal + fixed) with fixed =
  * reduce + fill; above the firing point, A grows by min(overhead / τ, 2), clamped to
  * [minAnchor, maxAnchor]. Returns the new A, or null when it would not grow.
  */

@@ -1,5 +1,5 @@
 /**
- * The coordinator's per-epoch ledger (spec §7.3): chunk reports folded per epoch, and the
+ * The coordinator's per-epoch ledger: chunk reports folded per epoch, and the
  * averaging plane's counters (reduces, wire bytes, ms), closed into one
  * `RunEpochMetrics` when the epoch ends.
  */

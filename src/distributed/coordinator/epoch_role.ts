@@ -1,5 +1,5 @@
 /**
- * The epoch-callback role (spec §7.1): the one rank that runs `epochFn`, `evalFn` and
+ * The epoch-callback role: the one rank that runs `epochFn`, `evalFn` and
  * `checkpointFn`, and running the last two between epochs. The role is the policy's rank
  * while it is alive, else the fastest rank by ElChe's measurements, and sticks to its
  * holder while that rank lives.

@@ -1,5 +1,5 @@
 /**
- * Convergence guards (spec §5): each reduce they read the ranks' divergence from the
+ * Convergence guards: each reduce they read the ranks' divergence from the
  * consensus and answer Stable, SuppressGrowth or NudgeDown{factor}; ElChe applies it.
  */
 import type { SyncAck } from "../protocol/messages.ts";
@@ -15,7 +15,7 @@ export type Verdict = { kind: "stable" } | { kind: "suppressGrowth" } | { kind: 
 
 
 /**
- * The divergence of one reduce as the controller sees it (spec §4.6): per-rank deltas
+ * The divergence of one reduce as the controller sees it: per-rank deltas
  * (missing ranks 0), pre-norms only when every rank supplied one, and the consensus norm.
  */
 export class DivergenceReport {
@@ -171,7 +171,7 @@ export class TrendGuard implements ConvergenceGuard {
 export const MSF_MIN_D = 1e-8;
 
 /**
- * Rate detector (spec §5.2): `λ_raw = ln(D_t / D_{t-1}) / k_max`, bias-corrected EMA; a
+ * Rate detector: `λ_raw = ln(D_t / D_{t-1}) / k_max`, bias-corrected EMA; a
  * sustained λ above the suppress / nudge thresholds answers SuppressGrowth / NudgeDown.
  * Builder methods reject out-of-range values (flodl clamps `withAlpha`).
  * @example
@@ -314,7 +314,7 @@ export interface GuardChoice {
 }
 
 /**
- * The guard of a run (spec §5.1): explicit guard > `noDivergenceGuard` (NoGuard) >
+ * The guard of a run: explicit guard > `noDivergenceGuard` (NoGuard) >
  * TrendGuard(divergenceThreshold, else 0.05, or 0.3 with EASGD), seeded with the saved ring.
  * @example
  * ```ts

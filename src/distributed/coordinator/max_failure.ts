@@ -1,11 +1,11 @@
 /**
- * When a run with dead ranks becomes unrecoverable (spec §8.4): the user's
+ * When a run with dead ranks becomes unrecoverable: the user's
  * `maxFailure` threshold, the backend floor and the reduce-stall ceiling.
  */
 
 import type { AverageBackend } from "./policy.ts";
 
-/** Why a run stops and saves; the `save_reason` values of `<stem>.meta.json` (spec §8.1). */
+/** Why a run stops and saves; the `save_reason` values of `<stem>.meta.json`. */
 export type SaveReason =
   | "graceful_shutdown"
   | "max_failure_exceeded"
@@ -70,7 +70,7 @@ export class MaxFailureThreshold {
 }
 
 /**
- * The reason a run must stop after a death, or null when it continues (spec §8.4): the
+ * The reason a run must stop after a death, or null when it continues: the
  * user threshold first, then the backend floor (CPU needs >= 1 survivor, NCCL >= 2).
  * @param dead Ranks declared dead so far.
  * @param worldSize Ranks at the start of the run.
@@ -88,7 +88,7 @@ export function unrecoverableReason(
   return null;
 }
 
-/** Floor of the reduce-stall ceiling, seconds (spec §8.4: `max(10 × heartbeat, 300 s)`). */
+/** Floor of the reduce-stall ceiling, seconds (`max(10 × heartbeat, 300 s)`). */
 export const STALL_CEILING_FLOOR_SECS = 300;
 let stallFloorSecs = STALL_CEILING_FLOOR_SECS;
 

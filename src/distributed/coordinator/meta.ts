@@ -1,5 +1,5 @@
 /**
- * LrEventMeta, the LR-aware meta-controller above ElChe (spec §5.4): it watches the LR
+ * LrEventMeta, the LR-aware meta-controller above ElChe: it watches the LR
  * trajectory and the guard's verdicts and asks ElChe to nudge the anchor down on an LR
  * cliff or a sustained divergence streak. Recovery upward is left to ElChe's growth.
  */

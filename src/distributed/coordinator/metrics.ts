@@ -1,6 +1,6 @@
 /**
- * Per-epoch metrics (spec §7.3): how the controller folds the ranks' chunk reports into
- * one `EpochMetrics`. The record-tree roll-ups of §7.4 are monitor/roll_up.ts's.
+ * Per-epoch metrics: how the controller folds the ranks' chunk reports into
+ * one `EpochMetrics`. The record-tree roll-ups are monitor/roll_up.ts's.
  */
 
 import type { ChunkReport } from "../protocol/messages.ts";

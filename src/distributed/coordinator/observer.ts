@@ -72,7 +72,7 @@ export interface RunObserver {
   /** A rank was lost and the run continues without it. */
   rankLost?(rank: number, reason: string): void;
   /**
-   * A rank was admitted at an epoch boundary (elastic membership, spec §8.4): it trains
+   * A rank was admitted at an epoch boundary (elastic membership): it trains
    * from `epoch` (0-based) on, from the consensus parameters.
    */
   rankJoined?(rank: number, epoch: number, place: RankPlace): void;

@@ -1,5 +1,5 @@
 /**
- * Non-progressive dispatch (spec §3.10): one contiguous plan per rank per epoch, used by
+ * Non-progressive dispatch: one contiguous plan per rank per epoch, used by
  * Sync (and by Cadence/Async when progressive dispatch is turned off).
  */
 
@@ -48,7 +48,7 @@ export function planPartitions(p: PartitionInput): Range[] {
     }
     sizes = byWeights(p.total, p.partitionRatios.map((r, i) => (alive[i] ? r : 0)), "largest");
   } else if (p.policy !== "sync" && p.msPerBatch && p.msPerBatch.some((m, i) => alive[i] && m > 0)) {
-    // A rank not measured yet (one admitted at this boundary, spec §8.4) is sized as the
+    // A rank not measured yet (one admitted at this boundary) is sized as the
     // slowest measured one, as ElChe gives it the anchor's count: never 1/0.
     const ms = p.msPerBatch;
     const slowest = Math.max(...ms.filter((m, i) => alive[i] && m > 0));
@@ -81,7 +81,7 @@ function byWeights(total: number, w: readonly number[], rule: "largest" | "faste
 }
 
 /**
- * Split a dead rank's unprocessed range among survivors (ExtendPartition, spec §8.4):
+ * Split a dead rank's unprocessed range among survivors (ExtendPartition):
  * contiguous, in survivor order, equal sizes with the remainder to the first survivors.
  * @returns One range per survivor, in the order given.
  */

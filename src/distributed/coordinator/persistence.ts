@@ -1,5 +1,5 @@
 /**
- * Checkpoint bundles of a run (spec §8.1–8.3): where they go (`savePath`), what a resume
+ * Checkpoint bundles of a run: where they go (`savePath`), what a resume
  * seeds (`resumeFrom`), and a writer that never runs two writes of one stem at once.
  */
 import { resolveStorage, type FileStore } from "../../io/mod.ts";
@@ -15,7 +15,7 @@ export function bundleLocation(stem: string): { storage: FileStore; stem: string
   return { storage, stem: path, where: stem };
 }
 
-/** What `resumeFrom` seeds (spec §8.3). */
+/** What `resumeFrom` seeds. */
 export interface ResumeSeed {
   meta: BundleMeta;
   /** First epoch to dispatch. */

@@ -1,16 +1,16 @@
 /**
- * The two axes of a mode (spec §2.1, §2.2), apart from `config.ts` so that the modules
+ * The two axes of a mode, apart from `config.ts` so that the modules
  * `config.ts` itself imports (max_failure.ts) can name them without an import cycle.
  */
 
-/** WHEN a reduce fires (spec §2.1). */
+/** WHEN a reduce fires. */
 export const ApplyPolicy = { Sync: "sync", Cadence: "cadence", Async: "async" } as const;
 export type ApplyPolicy = (typeof ApplyPolicy)[keyof typeof ApplyPolicy];
 
 /**
- * HOW a reduce travels (spec §2.2). `Cpu`: frames to the coordinator and back. `Nccl`: the
+ * HOW a reduce travels. `Cpu`: frames to the coordinator and back. `Nccl`: the
  * ranks' collective in a SharedArrayBuffer slab (coordinator/reduce_nccl.ts), the web's
- * stand-in for NCCL (spec §13).
+ * stand-in for NCCL.
  */
 export const AverageBackend = { Nccl: "nccl", Cpu: "cpu" } as const;
 export type AverageBackend = (typeof AverageBackend)[keyof typeof AverageBackend];

@@ -1,8 +1,8 @@
 /**
  * The coordinator's handle on one rank, above the transport seam (protocol/transport.ts):
  * its calls (through a `RankTransport`: a worker, or the rank object in process), its
- * liveness, and calls that carry the rank and the cause when they fail (STYLE.md
- * practice 7). Nothing here knows how messages travel.
+ * liveness, and calls that carry the rank and the cause when they fail. Nothing here knows
+ * how messages travel.
  */
 import { collectGarbage } from "../../gpu/mod.ts";
 import { describeError, RankLostError } from "../protocol/errors.ts";
@@ -58,7 +58,7 @@ export class RankClient {
   readonly api: RankView;
   alive = true;
   /**
-   * A spare slot of an elastic run (spec §8.4): not a member yet. Its calls go through
+   * A spare slot of an elastic run: not a member yet. Its calls go through
    * (the join's `init` and `load`), but the coordinator counts it in nothing until it is
    * admitted at an epoch boundary ({@link admit}); a failure meanwhile ends the slot
    * without a death (`onStandbyDown`).
@@ -72,7 +72,7 @@ export class RankClient {
   compiling = false;
   /** While {@link compiling}: the pipeline it named (at most 120 characters: a remote rank's words), and since when. */
   compilingWhat?: { what: string; since: number };
-  /** The relay this rank's reduce frames go through (spec §1.1; a remote rank behind one), else none. */
+  /** The relay this rank's reduce frames go through (a remote rank behind one), else none. */
   relay?: FrameRelay;
   /** Batch events, forwarded by the coordinator. */
   onBatch?: (e: BatchEvent) => void;

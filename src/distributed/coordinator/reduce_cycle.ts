@@ -1,5 +1,5 @@
 /**
- * One reduce cycle on the coordinator (spec §2.5, CPU backend), step for step the
+ * One reduce cycle on the coordinator (CPU backend), step for step the
  * mirror of the rank side (rank/frames.ts): each rank's `snapshot` packs a frame, here we
  * average them (γ-weighted, f32 accumulation of bf16 or f32 frames), take the outer
  * optimizer's step, pack the consensus for the wire, and each rank's `adopt` writes it
@@ -19,7 +19,7 @@ import type { FrameRelay, SummedFrame } from "../protocol/relay.ts";
 /** What a cycle needs to know: who takes part, how to weigh and ship, and where the schedule stands. */
 export interface ReduceInput {
   round: number;
-  /** Ship f32 frames both ways (the final consensus is exact even on a bf16 wire, spec §4.5). */
+  /** Ship f32 frames both ways (the final consensus is exact even on a bf16 wire). */
   exact: boolean;
   /** A cycle with no progress for this long rejects with "reduce <round> made no progress". */
   stallMs: number;
@@ -104,9 +104,9 @@ export async function reduceCycle(inp: ReduceInput): Promise<ReduceOutcome> {
 
 /**
  * The round's frames: each alive rank's (between its batches; rank side `packFrame`), and
- * each relay's sum over the ranks whose answers say their values went to it (`via`; spec
- * §1.1). `frames` holds every rank whose work is in the round, relayed ones included
- * (their answers carry the step counts); `sums` the relays' values.
+ * each relay's sum over the ranks whose answers say their values went to it (`via`). `frames`
+ * holds every rank whose work is in the round, relayed ones included (their answers carry the
+ * step counts); `sums` the relays' values.
  */
 async function gather(
   inp: ReduceInput,

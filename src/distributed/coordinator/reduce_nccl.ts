@@ -1,5 +1,5 @@
 /**
- * One nccl-* reduce cycle on the coordinator (spec §2.2, §4.2 NCCL realization, §8.4), the
+ * One nccl-* reduce cycle on the coordinator (NCCL realization), the
  * sibling of reduce_cycle.ts: the coordinator decides the masses (n^γ; buffers: movers) and
  * asks every alive rank for `collective`; the ranks sum and divide among themselves through
  * the group's SharedArrayBuffer slab (protocol/slab.ts, rank/collective.ts) and answer with
@@ -9,7 +9,7 @@
  *
  * A member lost during the collective (its call rejects: worker error, silence, a lost
  * device) aborts the group: every survivor returns "aborted" with nothing changed, the
- * group is rebuilt over the alive ranks (new numbering, spec §8.4) and the reduce retried
+ * group is rebuilt over the alive ranks (new numbering) and the reduce retried
  * with their masses only.
  */
 import type { CollectiveAck } from "../protocol/messages.ts";
@@ -92,7 +92,7 @@ async function attemptOnce(inp: NcclInput, stalled: Promise<never>): Promise<Red
   const { slab, generation } = inp.group.join(members.map((c) => c.rank), P, Bc);
   const globalStep = inp.globalStep + steps.reduce((a, b) => a + b, 0);
   const resetInner = inp.outer?.optimizer.resetsInner ?? false;
-  // A built-in outer optimizer is replicated: every rank steps its own (spec §4.4), this
+  // A built-in outer optimizer is replicated: every rank steps its own, this
   // thread its copy (for bundles and join()). Another class cannot reach the ranks: this
   // thread steps it and sends the result (outerStep below).
   const outerSpec = inp.outer ? describeOuter(inp.outer.optimizer) : undefined;

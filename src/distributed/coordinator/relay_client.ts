@@ -1,5 +1,5 @@
 /**
- * The coordinator's handle on one relay (spec §1.1; the relay process is run/relay.ts):
+ * The coordinator's handle on one relay (the relay process is run/relay.ts):
  * asks it for the sum of a round over its member ranks, checks what comes back like a
  * frame (round, dtype, sizes, NaN/Inf, and that the ranks it summed are the ones asked),
  * and keeps the relay's members in step with it:

@@ -1,5 +1,5 @@
 /**
- * The reduce trigger gate and the throttle rule (spec §2.5, §3.8): pure decisions the
+ * The reduce trigger gate and the throttle rule: pure decisions the
  * coordinator takes each tick from per-rank step counts.
  */
 
@@ -20,7 +20,7 @@ export interface TriggerInput {
 }
 
 /**
- * Whether a reduce fires now (spec §2.5 `should_average`, [0.7] count trigger): no cycle
+ * Whether a reduce fires now (`should_average`, [0.7] count trigger): no cycle
  * pending, some alive rank moved, and every alive rank did `n_r >= 1` (Sync) or
  * `n_r >= c[r]` (Cadence/Async), or is quiesced. Dead ranks are skipped.
  * @example
@@ -43,7 +43,7 @@ export function shouldAverage(t: TriggerInput): boolean {
 }
 
 /**
- * Ranks to throttle (CPU backend, spec §3.8): alive ranks with `n_r > min_alive n + d`
+ * Ranks to throttle (CPU backend): alive ranks with `n_r > min_alive n + d`
  * that were not already throttled this window.
  * @param d max_batch_diff; undefined = unlimited (nobody is throttled).
  */

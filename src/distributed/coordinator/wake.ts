@@ -1,7 +1,7 @@
 /**
  * How the scheduler's run loop sleeps: until something happens (a batch, a completed
  * chunk, a lost rank: a poke), saying on stderr what it waits for while nothing does, and
- * giving up when a window makes no progress for the stall ceiling (spec §8.4).
+ * giving up when a window makes no progress for the stall ceiling.
  */
 
 /** With nothing happening for this long, the coordinator says what it is waiting for (stderr). */

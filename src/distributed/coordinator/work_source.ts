@@ -1,6 +1,6 @@
 /**
  * Where a rank's next batches come from in one epoch: the progressive chunk pool
- * (Cadence/Async default, spec §3.10) or static per-rank partitions (Sync default, or
+ * (Cadence/Async default) or static per-rank partitions (Sync default, or
  * `progressiveDispatch(false)`). The coordinator sees both through one interface.
  */
 import { type Chunk, ChunkPool, type EpochCoverage, type NextChunkContext } from "./chunk_pool.ts";

@@ -3,7 +3,7 @@
  * runs in browsers and Deno alike), reconnect off. Off because core NATS is at most once:
  * messages in flight while a client reconnects are lost, the link has no retransmission,
  * and a lost chunk would leave a call hanging. So a lost connection is a dead rank, as
- * DESIGN.md "Beyond one machine" says, and never a silent gap.
+ * docs/TRAINER.md "Remote ranks" says, and never a silent gap.
  */
 import { wsconnect } from "@nats-io/nats-core";
 

@@ -25,7 +25,7 @@ export interface RankCredentials extends NatsUser {
   /** base64 of this rank's 32-byte HMAC key. */
   key: string;
   /**
-   * A relay's slot (spec §1.1): the ranks whose reduce frames it sums. The slot may then
+   * A relay's slot: the ranks whose reduce frames it sums. The slot may then
    * also subscribe to their relay subjects (`serverAuthorization`). Set with {@link assignRelay}.
    */
   relayFor?: number[];
@@ -133,7 +133,7 @@ export function serverAuthorization(creds: RunCredentials): string {
 }
 
 /**
- * Make slot `slot` the relay of `members` (spec §1.1: it sums their reduce frames): call it
+ * Make slot `slot` the relay of `members` (it sums their reduce frames): call it
  * before `serverAuthorization`, which then lets the slot subscribe to their relay subjects.
  * @throws {RangeError} When the slot or a member is not a slot of the run, a member is the
  * relay itself, or a member already has a relay.

@@ -1,6 +1,6 @@
 /**
- * Ranks over NATS: the link a remote rank and the coordinator talk through (issue 10,
- * DESIGN.md "Beyond one machine"). Browser-safe: no Deno API here; the server runner is
+ * Ranks over NATS: the link a remote rank and the coordinator talk through (issue 10).
+ * Browser-safe: no Deno API here; the server runner is
  * `scripts/nats_server.ts`.
  */
 export { decodeValue, encodeValue } from "./codec.ts";

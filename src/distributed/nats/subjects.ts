@@ -36,8 +36,8 @@ export function fromRankSubject(run: string, rank: number): string {
 }
 
 /**
- * Rank k → the relay of its host: the rank's reduce frames, when it sits behind a relay
- * (spec §1.1). Under the rank's own prefix, so its publish permission covers it; only the
+ * Rank k → the relay of its host: the rank's reduce frames, when it sits behind a relay.
+ * Under the rank's own prefix, so its publish permission covers it; only the
  * relay that sums for rank k may subscribe (credentials.ts).
  */
 export function relaySubject(run: string, rank: number): string {

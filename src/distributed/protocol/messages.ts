@@ -1,9 +1,9 @@
 /**
- * The coordinator–rank protocol, typed once and imported by both sides (STYLE.md
- * practice 6). A transport (`transport.ts`) carries every call; large payloads travel as
- * transferables. The only raw `postMessage` of the library is the hello below: a message
- * sent to a worker before its listener exists is dropped, so the rank announces itself
- * first (the worker transport waits for it).
+ * The coordinator–rank protocol, typed once and imported by both sides. A transport
+ * (`transport.ts`) carries every call; large payloads travel as transferables. The only raw
+ * `postMessage` of the library is the hello below: a message sent to a worker before its
+ * listener exists is dropped, so the rank announces itself first (the worker transport waits
+ * for it).
  */
 import type { Slab } from "./slab.ts";
 
@@ -32,7 +32,7 @@ export interface RankSetup {
   seed: number;
   augment: number;
   maxGradNorm?: number;
-  /** LR factor of spec §6 (already computed for this world size). */
+  /** LR factor of flodl's linear scaling (already computed for this world size). */
   lrFactor: number;
   bf16Wire: boolean;
   /** Steps take this many times as long (simulated slow GPU; 1 = off). */
@@ -50,16 +50,16 @@ export interface RankSetup {
   datasetLen: number;
   /** Scheduler present (LR is set per step from the global step). */
   hasScheduler: boolean;
-  /** The data plane's knobs (spec §9.2); the rank sizes its tiers from them. */
+  /** The data plane's knobs; the rank sizes its tiers from them. */
   data: DataSetup;
   /**
-   * A remote rank behind a relay (spec §1.1): its reduce frames go to relay `relay`, its
+   * A remote rank behind a relay: its reduce frames go to relay `relay`, its
    * snapshot answer says so (`Frame.via`) and carries no values. Unset: frames come here.
    */
   relay?: number;
 }
 
-/** What a rank needs to build its data plane (spec §9.2, docs/TRAINER.md "Data plane"). */
+/** What a rank needs to build its data plane (docs/TRAINER.md "Data plane"). */
 export interface DataSetup {
   /** Device-resident sample pool (`vramPool`; off too when the rank's env says `FLODL_VRAM_POOL=off`). */
   vramPool: boolean;
@@ -96,7 +96,7 @@ export type PickRange = readonly [offset: number, size: number];
 export interface ChunkPlan {
   epoch: number;
   ranges: PickRange[];
-  /** Global step at dispatch (the scheduler's clock; spec §6). */
+  /** Global step at dispatch (the scheduler's clock). */
   globalStep: number;
   /** Consensus version the rank holds. */
   version: number;
@@ -110,7 +110,7 @@ export interface BatchEvent {
   epoch: number;
   /** Wall ms of this batch as delivered: from the previous step's results to this one's (compute + data + waits). */
   ms: number;
-  /** Compute-only ms of the step (recording + GPU, without data waits; <= `ms`): ElChe's fallback scale (spec §3.2). */
+  /** Compute-only ms of the step (recording + GPU, without data waits; <= `ms`): ElChe's fallback scale. */
   computeMs: number;
   loss: number;
   lr: number;
@@ -154,13 +154,13 @@ export interface Frame {
   /** Buffers (BatchNorm running stats) always f32. */
   buffers: Float32Array<ArrayBuffer>;
   /**
-   * Set by a rank behind a relay (spec §1.1): its values went to relay `via`, which sums
+   * Set by a rank behind a relay: its values went to relay `via`, which sums
    * them with its other members' (protocol/relay.ts); `params` and `buffers` are empty here.
    */
   via?: number;
 }
 
-/** Adopt a consensus (spec §4.2): overwrite or EASGD-blend params, overwrite buffers. */
+/** Adopt a consensus: overwrite or EASGD-blend params, overwrite buffers. */
 export interface Adoption {
   round: number;
   version: number;
@@ -175,7 +175,7 @@ export interface Adoption {
 }
 
 /**
- * A rank's acknowledgement of an adoption (SyncAck, spec §4.6), norms in f64 from f32
+ * A rank's acknowledgement of an adoption (SyncAck), norms in f64 from f32
  * data. Declared once: the guards read it as it arrives.
  */
 export interface SyncAck {
@@ -189,13 +189,13 @@ export interface SyncAck {
 }
 
 /**
- * One nccl-* reduce (spec §4.2, NCCL realization) as the coordinator asks each rank of the
+ * One nccl-* reduce (NCCL realization) as the coordinator asks each rank of the
  * group for it: the coordinator decided the masses; the parameters travel through the
  * slab only (protocol/slab.ts).
  */
 export interface CollectiveCall {
   round: number;
-  /** The group's shared memory; `slot` is this rank's number in it (spec §8.4: renumbered on rebuild). */
+  /** The group's shared memory; `slot` is this rank's number in it (renumbered on rebuild). */
   slab: Slab;
   slot: number;
   /** The group's barrier generation at which this reduce starts (it takes this one and the next). */
@@ -213,7 +213,7 @@ export interface CollectiveCall {
   /** A barrier waits at most this long (the coordinator aborts a stalled group first). */
   waitMs: number;
   /**
-   * The run's outer optimizer (spec §4.4), which every rank steps on its own copy of the
+   * The run's outer optimizer, which every rank steps on its own copy of the
    * consensus before adopting it (replicated deterministic state: no parameter crosses to or
    * from the coordinator). Absent: the ranks adopt the plain consensus.
    */

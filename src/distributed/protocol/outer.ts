@@ -1,5 +1,5 @@
 /**
- * Outer optimizers (spec §4.4), applied to the parameter consensus between reduce and
+ * Outer optimizers, applied to the parameter consensus between reduce and
  * scatter: outer gradient `g = prev_global − consensus`; OuterAvg (identity), SlowMo
  * (heavy-ball) and DiLoCo (Nesterov, resets the inner optimizer every round). f32 math.
  */
@@ -165,7 +165,7 @@ function checkLengths(what: string, a: Float32Array, b: Float32Array): void {
 
 /**
  * The {@link OuterSpec} a rank rebuilds `o` from (nccl-*: each rank steps its own replica,
- * spec §4.4), or undefined for an outer optimizer of another class (its factory is a
+ * flodl's outer optimizer), or undefined for an outer optimizer of another class (its factory is a
  * closure the ranks cannot get; the coordinator then steps it and sends the result).
  * @example
  * ```ts

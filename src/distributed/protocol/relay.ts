@@ -1,5 +1,5 @@
 /**
- * What the coordinator and a relay say to each other (spec §1.1 "relay", §4.2): a relay
+ * What the coordinator and a relay say to each other: a relay
  * sums the reduce frames of the ranks on its host, each times the mass the coordinator
  * gives it, and never divides; the coordinator folds the sum like any frame and divides
  * once by the masses of the ranks the sum holds. Declared once here; the relay process is
@@ -16,8 +16,8 @@ export interface RelayAsk {
   bufferCount: number;
   /**
    * Each member whose snapshot answer said its frame went to this relay: the steps n_k it
-   * told the coordinator (its frame must say the same), its params mass m_k (spec §4.1,
-   * computed by the coordinator) and whether it moved (n_k > 0: its buffers enter the
+   * told the coordinator (its frame must say the same), its params mass m_k (computed by the
+   * coordinator) and whether it moved (n_k > 0: its buffers enter the
    * buffers' sum).
    */
   members: { rank: number; batches: number; mass: number; moved: boolean }[];

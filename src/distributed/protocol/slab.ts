@@ -1,5 +1,5 @@
 /**
- * The shared-memory slab of the nccl-* collective (spec §2.2, §4.2, §13): one
+ * The shared-memory slab of the nccl-* collective: one
  * `SharedArrayBuffer` that the coordinator allocates for a group of W ranks and every rank
  * maps. It holds a control word block, W slots of L = P + Bc f32 values (parameters then
  * buffers, each pre-scaled by its rank's mass) and one result region of L values.

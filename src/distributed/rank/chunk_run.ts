@@ -3,7 +3,7 @@
  * `nextBatch()` (data → device, LR for this step), `step(loss)` (clip, optimizer,
  * counters, loss read-back one step behind so the GPU never idles, control requests
  * between batches) and `finish()` (the chunk report). `RankRuntime.train` drives it with
- * the user's `trainFn`; the cooperative tier lets the user drive it (spec §1.5).
+ * the user's `trainFn`; the cooperative tier lets the user drive it.
  */
 import type { Variable } from "../../autograd/mod.ts";
 import type { DataCounters, DataPlane } from "../../data/mod.ts";
@@ -50,7 +50,7 @@ export interface RankView {
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
- * A step's compute-only ms (flodl's `train_step` time, spec §3.2): from the later of the
+ * A step's compute-only ms (flodl's `train_step` time): from the later of the
  * moment its batch was on the device (`start`) and the moment the previous step's results
  * were back (`prevDone`: until then the GPU was still busy with that step), to the moment
  * its own results were back (`done`). Data loading and waits between steps fall outside;
@@ -134,7 +134,7 @@ export class ChunkRun {
     const rows = this.#picks.slice(this.#next * B, (this.#next + 1) * B);
     const samples = this.#samples[this.#next];
     this.#next++;
-    // The next batches' host reads start now and overlap this step (spec §9.2 prefetch).
+    // The next batches' host reads start now and overlap this step (prefetch).
     let batch = await r.data.batch(samples, this.#samples.slice(this.#next, this.#next + PREFETCH_BATCHES));
     if (r.transform) {
       const keys = rows.map((p) => {
@@ -181,7 +181,7 @@ export class ChunkRun {
    * keeps a step queued. Two times go out per batch: delivered ms (from the previous step's
    * results to this one's: data, recording, GPU, control requests served between batches)
    * and compute-only ms ({@link stepComputeMs}, never more than delivered); ElChe uses
-   * either (spec §3.2). When a cluster simulates a slow rank (`slowdown`), every rank
+   * either. When a cluster simulates a slow rank (`slowdown`), every rank
    * settles each step at once (no overlap, so steps are comparable across ranks) and the
    * slow rank then sleeps (slowdown − 1) × the step's delivered time and reports slowdown ×
    * its compute time, as a device that slow would. The rank's very first step is not

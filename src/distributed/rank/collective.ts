@@ -1,5 +1,5 @@
 /**
- * The rank's half of an nccl-* reduce (spec §2.2, §4.2; the web mapping of §13): read the
+ * The rank's half of an nccl-* reduce (the web mapping of NCCL): read the
  * parameters back (f32), write them pre-scaled by this rank's mass into its slot of the
  * group's slab, meet the others at a barrier, reduce this rank's 1/W slice of the result,
  * meet again, and hand back the whole consensus for adoption with this rank's divergence
@@ -21,7 +21,7 @@ import type { OuterStepper } from "../protocol/outer.ts";
  */
 export const BEFORE_BARRIER = Symbol.for("flodl-webgpu.collective.beforeBarrier");
 
-/** The divergence of spec §4.6 (as a SyncAck carries it, without the rank). */
+/** The divergence flodl measures (as a SyncAck carries it, without the rank). */
 export interface Divergence {
   divergence: number;
   preNorm: number;
@@ -47,7 +47,7 @@ export function divergenceOf(pre: ArrayLike<number>, post: ArrayLike<number>): D
 
 /**
  * Run one collective on this rank's parameters and buffers; nothing on the device changes here.
- * @param outer This rank's replica of the run's outer optimizer (spec §4.4): it steps on the
+ * @param outer This rank's replica of the run's outer optimizer: it steps on the
  *   consensus once the group passed both barriers, and the result is what the rank adopts
  *   (and measures its divergence from). Every member steps the same inputs with the same f32
  *   code, so the replicas stay identical; an aborted reduce steps none.

@@ -1,5 +1,5 @@
 /**
- * The cooperative tier's rank side (spec §1.5): where a rank runtime's `train(plan)` calls
+ * The cooperative tier's rank side: where a rank runtime's `train(plan)` calls
  * meet the user-driven loop of `intoWorker()`. Runs wherever the rank runs (a worker, or
  * this thread on a single device).
  */

@@ -3,7 +3,7 @@
  * packed as bf16 there when the wire is bf16 (readback halves too; parameters that are views
  * of one buffer, a `foreach` optimizer's, pack in one dispatch without the flattening
  * copies), and a consensus
- * written back — overwritten or EASGD-blended — with its divergence measured (spec §4).
+ * written back — overwritten or EASGD-blended — with its divergence measured.
  */
 import type { Device } from "../../gpu/mod.ts";
 import { fromArray, lerpWithNorms, packBf16Tensor, packBf16Tensors, Tensor, unpackBf16Tensor } from "../../tensor/mod.ts";

@@ -1,5 +1,5 @@
 /**
- * Deterministic data order (spec §3.10, §9.1): the per-epoch permutation every rank and
+ * Deterministic data order: the per-epoch permutation every rank and
  * the controller derive on their own, epoch slices, the augment pick space, and the
  * per-pick PRNG key of `transform`.
  *
@@ -132,7 +132,7 @@ export interface EpochSlice {
 }
 
 /**
- * Slice of the pass permutation that epoch `epoch` trains (spec §3.10).
+ * Slice of the pass permutation that epoch `epoch` trains.
  * @example
  * ```ts
  * import { epochSlice } from "./permutation.ts";
@@ -147,7 +147,7 @@ export function epochSlice(epoch: number, splits: number, pickSpace: number): Ep
   return { pass: Math.floor(epoch / splits), offset: (epoch % splits) * size, size };
 }
 
-/** Pick p of an augmented epoch names sample `floor(p / k)`, view `p % k` (spec §9.1). */
+/** Pick p of an augmented epoch names sample `floor(p / k)`, view `p % k`. */
 export function pickToSample(pick: number, augment: number): { sample: number; view: number } {
   return { sample: Math.floor(pick / augment), view: pick % augment };
 }
@@ -169,7 +169,7 @@ export class PickKey {
   ) {}
 
   /**
-   * The u64 mix of spec §9.1 (wrapping arithmetic):
+   * The u64 mix of flodl's pick keys (wrapping arithmetic):
    * `h = seed·0x9E3779B97F4A7C15 + epoch·0xBF58476D1CE4E5B9; h ^= sample·0x94D049BB133111EB;
    * h ^= repeat·0xD6E8FEB86659FD93; h ^= h >> 33`.
    */

@@ -1,5 +1,5 @@
 /**
- * A rank's data plane (spec §9.2), sized from the run's knobs: the device pool
+ * A rank's data plane, sized from the run's knobs: the device pool
  * (`vramPool`, `vramMaxUsage`), and, in front of a source read asynchronously (a pack file,
  * HTTP Range requests), the RAM cache (`sampleCache`, `ramMaxUsage`) and the disk stage
  * (`diskStage`, in the run's stage folder). An in-memory dataset gets the device pool only:
@@ -40,7 +40,7 @@ export type TrainSource = BatchDataSet | AsyncBatchSource;
  */
 export const FALLBACK_HOST_BYTES = 2 ** 30;
 
-/** Batches whose host reads start ahead of the one trained (spec §9.2 prefetch; min useful 2). */
+/** Batches whose host reads start ahead of the one trained (prefetch; min useful 2). */
 export const PREFETCH_BATCHES = 2;
 
 /** Bytes of host memory available now (see the module comment). */

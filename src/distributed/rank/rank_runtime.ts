@@ -199,7 +199,7 @@ export class RankRuntime<M extends Module> implements RankApi {
   collective(c: CollectiveCall): Promise<CollectiveAck> {
     return this.#controlled(async () => {
       const rank = this.#setup.rank, batches = this.#stepsSinceAvg;
-      // The rank's replica of the outer optimizer, built at its first reduce (spec §4.4: once per rank).
+      // The rank's replica of the outer optimizer, built at its first reduce (once per rank).
       if (c.outer) this.#outer ??= new OuterStepper(outerFromSpec(c.outer));
       const out = await allReduce(this.#device, this.#params.map((p) => p.data), this.#buffers, c, rank, c.outer ? this.#outer : undefined);
       if (out.status !== "done") return { rank, status: out.status, batches };

@@ -19,10 +19,10 @@ export type OptimFactory = (params: Parameter[]) => Optimizer | Promise<Optimize
 export type TrainFn<M extends Module> = (model: M, batch: Tensor[]) => Variable | Promise<Variable>;
 /** Rank-side eval over a held-out dataset; returns the metric. */
 export type EvalFn<M extends Module> = (model: M, dataset: BatchDataSet) => number | Promise<number>;
-/** Per-batch delivery transform, keyed per pick (spec §9.1); must keep the row count. */
+/** Per-batch delivery transform, keyed per pick; must keep the row count. */
 export type TransformFn = (rows: Tensor[], keys: readonly PickKey[]) => Tensor[] | Promise<Tensor[]>;
 
-/** What `epochFn` may touch: the rank's model, LR and counters (spec §6 "manual control"). */
+/** What `epochFn` may touch: the rank's model, LR and counters. */
 export interface RankWorker<M extends Module> {
   readonly rank: number;
   readonly device: Device;

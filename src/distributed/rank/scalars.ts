@@ -1,6 +1,6 @@
 /**
  * `recordScalar(name, value)` inside `trainFn`: a per-rank accumulator of (sum, count)
- * drained at the end of each chunk and rolled up by the coordinator (spec §7.3).
+ * drained at the end of each chunk and rolled up by the coordinator.
  * Lives on `globalThis` so two copies of the library in one worker share it.
  */
 const KEY = Symbol.for("flodl-webgpu.scalars");

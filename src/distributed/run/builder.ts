@@ -45,7 +45,7 @@ import type { Timeline } from "../../monitor/mod.ts";
 
 /**
  * Fluent builder returned by {@link Trainer.builder}: every method of flodl's `DdpBuilder`,
- * camelCased, with the same meaning and defaults (spec/flodl-ddp-semantics.md). One web
+ * camelCased, with the same meaning and defaults. One web
  * deviation: the default backend is Cpu (mode cpu-cadence), which runs on every page;
  * Nccl is the ranks' shared-memory collective (a page needs cross-origin isolation).
  *
@@ -361,7 +361,7 @@ export class DdpBuilder<M extends Module> {
    * `deno run -A <program> --join <token>` in examples/train.ts). They come after the
    * `.cluster(...)` ranks; `run()` resolves once every slot joined and passed the join checks
    * (program, model layout, dataset size, wire dtype), and rejects naming the rank otherwise.
-   * With `maxSlots` the slots past `slots` are spare (elastic membership, flodl 0.7 §8.4): a
+   * With `maxSlots` the slots past `slots` are spare (elastic membership): a
    * rank joining one while the run goes is checked the same way (refused: the run goes on)
    * and admitted at the next epoch boundary.
    */
@@ -403,7 +403,7 @@ export class DdpBuilder<M extends Module> {
   }
 
   /**
-   * Cooperative tier (spec §1.5): same configuration and validation as {@link run}, but
+   * Cooperative tier: same configuration and validation as {@link run}, but
    * you drive the loop: `for (let plan; (plan = await w.nextPlan()); ) { for (let b; (b = await
    * w.nextBatch()); ) { ...; if ((await w.step(loss)).shutdown) break; } }`, then `w.finish()`.
    * With several ranks the loop runs in each rank worker (the entry module re-runs there);

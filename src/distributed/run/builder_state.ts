@@ -57,7 +57,7 @@ export interface RemoteRanksSpec {
   /** How many remote ranks the run waits for before it trains (>= 1; >= 0 with `maxSlots`). */
   slots: number;
   /**
-   * Elastic membership (spec §8.4): remote slots in all, `slots` of them awaited before the
+   * Elastic membership: remote slots in all, `slots` of them awaited before the
    * run starts, the rest spare: a rank may join a spare slot while the run goes, and is
    * admitted at the next epoch boundary with the consensus parameters (and a fresh
    * optimizer). Default `slots` (no spare). Credentials need a slot per rank: L + maxSlots.
@@ -82,7 +82,7 @@ export interface RemoteRanksSpec {
   /** Seconds to wait for every slot to join (default 600). */
   joinTimeoutSecs?: number;
   /**
-   * Each relay's token once its slot is open (spec §1.1: a relay sums the frames of the
+   * Each relay's token once its slot is open (a relay sums the frames of the
    * ranks on its host; run it there, `deno run -A scripts/relay.ts <token>`). Relays are
    * the credentials' slots made relays with `assignRelay` (after every rank slot); the run
    * waits for them as for its ranks.

@@ -1,5 +1,5 @@
 /**
- * The cooperative tier (spec §1.5): the user writes the loop body, the controller keeps
+ * The cooperative tier: the user writes the loop body, the controller keeps
  * authority over cadence, partitioning, reduces, eval and callbacks. The same chunk
  * machinery as `run()` (ChunkRun) serves both, so the trained model matches.
  *

@@ -1,5 +1,5 @@
 /**
- * The run's disk-stage folder (spec §9.2 `diskStage`, `diskStageDir`): made by the
+ * The run's disk-stage folder (`diskStage`, `diskStageDir`): made by the
  * coordinator before any rank starts (an unusable `diskStageDir` fails `run()` naming it),
  * holding one stage file per rank, and removed when the run ends however it ends (a rank
  * that dies never deletes its own file). A fresh folder per run, inside `diskStageDir`

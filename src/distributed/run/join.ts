@@ -2,7 +2,7 @@
  * A remote rank: a process (or tab) on any machine that joins a run with the join token
  * the coordinator printed. It runs the same rank runtime as a worker rank; only the
  * transport differs (the NATS link instead of comlink). Re-entry follows the worker's
- * rules (DESIGN.md "Rank-side closures"): the rank role is entered before the program's
+ * rules: the rank role is entered before the program's
  * builder is created, the program module's top level runs, and the builder created at the
  * coordinator's line:col is this rank's. Browser-safe: Deno is only asked for a host name
  * and its main module when it is there.

@@ -176,7 +176,7 @@ async function launchRanks<M extends Module>(
       const joined = await remote.joined(want);
       const far = remote.transports.map((t) => new RankClient(t.rank, t));
       clients.push(...far);
-      // A rank behind a relay sends its reduce frames there (spec §1.1); the relay's client loses them with it.
+      // A rank behind a relay sends its reduce frames there; the relay's client loses them with it.
       const relayOf = new Map(remote.relays.flatMap((r) => r.ranks.map((k) => [k, r.link.rank] as const)));
       for (const r of remote.relays) relays.push(new RelayClient(r.link, far.filter((c) => r.ranks.includes(c.rank))));
       const farHellos = await Promise.all(far.map((c) =>

@@ -1,5 +1,5 @@
 /**
- * SPMD re-entry (DESIGN.md "Rank-side closures"): a rank worker re-imports the module
+ * SPMD re-entry: a rank worker re-imports the module
  * that called `Trainer.builder()`, and the builder created at the same call site
  * (URL:line:col) is the rank's. Role and registry live on `globalThis` under
  * `Symbol.for` keys, because a production build can hold two copies of this library

@@ -1,5 +1,5 @@
 /**
- * A relay (spec §1.1, §4.2): one process per host (or site) that sums the reduce frames of
+ * A relay: one process per host (or site) that sums the reduce frames of
  * the ranks there before they reach the coordinator, so the coordinator's inbound bytes
  * per reduce grow with relays, not ranks. It never divides: the coordinator folds the sum
  * like a frame and divides once (coordinator/relay_client.ts, averaging.ts).

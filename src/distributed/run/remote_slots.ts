@@ -28,7 +28,7 @@ export interface RemoteSlots {
   transports: NatsTransport[];
   /** The spare slots' transports (elastic membership), ranks after those. */
   spares: NatsTransport[];
-  /** The relays' links (spec §1.1) and the ranks each sums; `joined` waits for their hellos too. */
+  /** The relays' links and the ranks each sums; `joined` waits for their hellos too. */
   relays: { link: RankLink; ranks: number[] }[];
   /** Wait for every awaited slot's hello and check it; resolves with the hellos, rejects naming the rank. */
   joined(want: JoinExpectation): Promise<RemoteHello[]>;

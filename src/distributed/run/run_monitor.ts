@@ -1,5 +1,5 @@
 /**
- * The run's monitor outputs (spec §10), fed by the coordinator: the timeline, the record
+ * The run's monitor outputs, fed by the coordinator: the timeline, the record
  * stream (log and dashboard plane), sub-epoch reports and the saved dashboard. Built only
  * when a monitor knob is set; every write is best-effort (monitoring never stops training).
  */

@@ -1,5 +1,5 @@
 /**
- * The single-device path (spec §1.1): one rank, in process, no workers, no averaging.
+ * The single-device path: one rank, in process, no workers, no averaging.
  * Plans are synthesized per epoch (the whole permutation's full batches).
  */
 import { Device } from "../../gpu/mod.ts";
@@ -82,7 +82,7 @@ async function trainSingle<M extends Module>(
   const resume = persistence.resume;
   // One rank never averages, so every step it takes is a step since the last averaging:
   // the rank asks its scheduler for lr(startStep + steps so far), and each epoch's plan
-  // carries the step the run started from (spec §6; advancing it as well counted each
+  // carries the step the run started from (advancing it as well counted each
   // epoch's steps twice). `globalStep` is what a checkpoint records.
   const startStep = resume?.globalStep ?? 0;
   let globalStep = startStep;

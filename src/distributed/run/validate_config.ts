@@ -1,5 +1,5 @@
 /**
- * Build-time validation and resolution of a run config (spec §1.2). flodl clamps or
+ * Build-time validation and resolution of a run config. flodl clamps or
  * raises several knobs silently; here a user value is never clamped or replaced: it is
  * rejected with a message naming the builder method, the expected range and the value.
  */
@@ -58,7 +58,7 @@ function finite(knob: string, v: unknown, min?: number, minOpen = false): void {
 }
 
 /**
- * Check every rule of spec §1.2 "Build-time validation" plus the ranges of knobs flodl
+ * Check every build-time validation rule of flodl plus the ranges of knobs flodl
  * clamps. Rules needing W or the dataset length run only when `ctx` provides them.
  * @throws {TypeError} A required knob is missing or a value has the wrong type.
  * @throws {RangeError} A value is out of range; the message names the knob, range and value.

@@ -19,7 +19,7 @@ const SPAN = 4096;
 /**
  * `(1 − alpha)·pre + alpha·post` (alpha = 1 copies `post` exactly), and in the same pass
  * the squared norms Σ(pre − post)², Σpre², Σpost² as a 3-element tensor: adopting a
- * consensus and measuring the divergence (spec §4.6) in two dispatches.
+ * consensus and measuring the divergence in two dispatches.
  * @throws {RangeError} When shapes differ or alpha is outside [0, 1].
  */
 export function lerpWithNorms(pre: Tensor, post: Tensor, alpha: number): { out: Tensor; norms: Tensor } {

@@ -1,5 +1,5 @@
 /**
- * Callbacks and metrics (spec §7): eval on the elected rank in eval mode with a final eval
+ * Callbacks and metrics: eval on the elected rank in eval mode with a final eval
  * tagged numEpochs, epochFn once per epoch, recordScalar roll-ups, metricsFn; the Async
  * policy with EASGD and outer optimizers; the cooperative tier.
  */

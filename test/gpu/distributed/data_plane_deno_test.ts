@@ -1,5 +1,5 @@
 /**
- * The data-plane knobs in the trainer (spec §9.2), on MNIST subsets:
+ * The data-plane knobs in the trainer, on MNIST subsets:
  * - 2 ranks train the MLP from a pack file (a `PackSource`) through a RAM cache too small
  *   for their share and a disk stage: the same losses and accuracy as from memory (cpu-sync
  *   with a static split and an f32 wire, so both runs follow one schedule), every sample once

@@ -1,5 +1,5 @@
 /**
- * Runs that survive (spec §8.4): a worker that vanishes or a GPU device destroyed
+ * Runs that survive: a worker that vanishes or a GPU device destroyed
  * mid-epoch costs a rank, not the run; the coordinator's coverage ledger shows every
  * sample trained exactly once per epoch. maxFailure stops the run with a bundle that
  * resumeFrom continues, and across both runs each sample is trained once per epoch. A

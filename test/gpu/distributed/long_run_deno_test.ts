@@ -1,5 +1,5 @@
 /**
- * A long run stays flat (spec §8 faults issue): MNIST MLP, 2 ranks, 20 epochs on a subset;
+ * A long run stays flat (faults issue): MNIST MLP, 2 ranks, 20 epochs on a subset;
  * each rank's GPU bytes (live + pooled) and the coordinator's heap measured at epochs 2
  * and 20. Deno only (the heap figure is Deno's).
  */

@@ -1,5 +1,5 @@
 /**
- * Death at the barrier (spec §8.4, NCCL): a rank that vanishes inside an nccl-* collective,
+ * Death at the barrier (NCCL): a rank that vanishes inside an nccl-* collective,
  * after writing its slot and before the first barrier, leaves its peers waiting there. The
  * coordinator learns it from the silence, aborts the group (the survivors return with
  * nothing changed), rebuilds it over the survivors with new numbering and retries the

@@ -1,5 +1,5 @@
 /**
- * A relay for real (spec §1.1, issue 10): a nats-server on loopback, the coordinator with
+ * A relay for real (issue 10): a nats-server on loopback, the coordinator with
  * one local worker rank here, two remote rank processes (`test/fixtures/remote_rank.ts`)
  * behind one relay process (`scripts/relay.ts`). The run trains to the band of the same
  * world all local, every sample once, and per reduce the coordinator takes in one frame

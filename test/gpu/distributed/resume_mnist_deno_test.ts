@@ -1,5 +1,5 @@
 /**
- * Stop and resume on MNIST (spec §8): a 3-rank MLP run loses a worker in epoch 2 with
+ * Stop and resume on MNIST: a 3-rank MLP run loses a worker in epoch 2 with
  * maxFailure(absolute(1)): the bundle says max_failure_exceeded and join() rejects saying
  * so; a second run loads the bundle in its factories (loadCheckpointFile, loadStateFile)
  * and resumes; over both runs every sample is trained once per epoch, and the final

@@ -1,6 +1,6 @@
 /**
  * What a single-device run reports (in process, no workers): per-batch delivered and
- * compute-only ms kept apart (spec §3.2), and history entries carrying every
+ * compute-only ms kept apart, and history entries carrying every
  * `RunEpochMetrics` field the multi-rank coordinator fills.
  */
 import { type BatchEvent, observe, type RunEpochMetrics, Trainer, SGD, crossEntropy, Variable } from "../../../src/index.ts";

@@ -1,5 +1,5 @@
 /**
- * The step a rank gives its learning-rate scheduler, in every mode and world size (spec §6):
+ * The step a rank gives its learning-rate scheduler, in every mode and world size:
  * `lr(globalStep + stepsSinceAvg)`, where globalStep is the cohort's batches folded by the
  * last reduce the rank adopted and stepsSinceAvg its own batches that reduce did not fold.
  * A probe schedule (tiny.ts) makes each batch event's learning rate tell the step its rank
@@ -42,7 +42,7 @@ async function probe(b: DdpBuilder<TinyLinear>, world: number, dir: string, stem
 }
 
 /**
- * Replays spec §6 for rank r: it asks for base + n, n counting its batches since the base
+ * Replays flodl's LR schedule for rank r: it asks for base + n, n counting its batches since the base
  * was set; adopting round k's consensus sets base to the global step after round k and
  * takes the steps round k folded out of n. Returns what breaks the formula, or undefined.
  */

@@ -104,7 +104,7 @@ gpuTest("bf16 wire ships exactly half the bytes of f32 per reduce; join() is the
   const f32 = await run(false), bf16 = await run(true);
   assert(f32.bytes > 0, "f32 bytes counted");
   assertEquals(bf16.bytes * 2, f32.bytes, "bf16 bytes per reduce × 2");
-  // The last reduce ships f32 frames (spec §4.5). Averaging bf16 frames leaves about half
+  // The last reduce ships f32 frames. Averaging bf16 frames leaves about half
   // the values bf16-representable (low 16 bits zero); exact f32 averages almost none.
   const values = flat(bf16.state);
   const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);

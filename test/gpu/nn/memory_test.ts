@@ -1,5 +1,5 @@
 /**
- * GPU memory is flat across training steps (DESIGN.md "Memory"): the MNIST MLP trained
+ * GPU memory is flat across training steps: the MNIST MLP trained
  * for 300 steps holds exactly the same pooled + live bytes at step 300 as at step 20, and
  * creates no new buffers after warm-up; every step records with few submits.
  */

@@ -1,5 +1,5 @@
 /**
- * Streaming datasets and the host tiers (spec §9): a pack file read by index through a
+ * Streaming datasets and the host tiers: a pack file read by index through a
  * local file, HTTP Range requests and memory; the RAM cache and the disk stage serving the
  * same bytes as the source across epochs, with counters that add up; PyTorch's side
  * (numpy, an independent safetensors parser and writer) reads ours and we read theirs.

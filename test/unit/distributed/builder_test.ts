@@ -1,5 +1,5 @@
 /**
- * Every build-time rule of spec §1.2 (and the web's deviations) makes `run()` reject before
+ * Every build-time rule of flodl (and the web's deviations) makes `run()` reject before
  * any rank starts, with a message naming the knob and the bad value. No GPU needed: the
  * rules are checked before an adapter is asked for.
  */
@@ -76,7 +76,7 @@ Deno.test("a builder the entry module does not reach: run() rejects naming the c
   if (!/rank [01]/.test(e.message)) throw new Error(`message names no rank: ${e.message}`);
 });
 
-/** Every public method of flodl 0.7's DdpBuilder (seed/ddp_builder.rs), snake_case as written there. */
+/** Every public method of flodl 0.7's DdpBuilder, snake_case as written there. */
 const FLODL_METHODS = [
   "dataset", "sample_dataset", "batch_size", "num_epochs", "policy", "backend", "outer_optimizer", "outer_optimizer_arc",
   "elche", "overhead_target", "max_anchor", "min_anchor", "anchor", "divergence_threshold", "no_divergence_guard",

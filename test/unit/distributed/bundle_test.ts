@@ -1,5 +1,5 @@
 /**
- * Checkpoint bundles (spec §8.1, §8.3): exact round trips on memory and on disk, meta.json
+ * Checkpoint bundles: exact round trips on memory and on disk, meta.json
  * written last, atomicity under failing storage, every corrupt or hostile file refused
  * (before allocating what it claims), resume checks, and the tar archive for download/upload.
  */

@@ -1,5 +1,5 @@
 /**
- * ElChe's timing feed (spec §3.2): marginal delivered time when every rank that moved has a
+ * ElChe's timing feed: marginal delivered time when every rank that moved has a
  * marginal sample, else compute-only time for every rank; Sync always compute-only. Scripted
  * per-batch timings go through `Cadence` as the coordinator feeds it, and the resulting
  * ElChe state is compared with a fresh ElChe fed by this file's own reading of the rule.
@@ -53,7 +53,7 @@ function send(c: Cadence, w: Scripted[][]): void {
   });
 }
 
-/** This file's reading of §3.2, written with plain loops: [ms, batches, fill | null] or null. */
+/** This file's reading of ElChe's cadence rule, written with plain loops: [ms, batches, fill | null] or null. */
 function expectedFeed(w: Scripted[][], policy: ApplyPolicy): [number[], number[], number[] | null] | null {
   const movers = w.filter((b) => b.length > 0);
   const delivered = policy !== "sync" && movers.length > 0 && movers.every((b) => b.length >= 2);

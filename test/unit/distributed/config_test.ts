@@ -22,7 +22,7 @@ Deno.test("ElCheMode.split and fromParts are inverse over the five modes", () =>
   assertEquals(cpuEquivalent("nccl-cadence"), "cpu-cadence");
 });
 
-Deno.test("ElCheConfig presets differ from the base defaults as in spec §2.3", () => {
+Deno.test("ElCheConfig presets differ from the base defaults as in flodl", () => {
   const base = new ElCheConfig();
   assertEquals(
     [base.mode, base.anchor, base.relaxUp, base.metaController, base.noDivergenceGuard, base.gamma, base.bf16Wire],
@@ -70,7 +70,7 @@ Deno.test("EvalCadence, EpochCallbackPolicy and Reduction values", () => {
   assertEquals(Object.values(Reduction), ["mean", "sum", "max", "min", "last"]);
 });
 
-Deno.test("defaultRunConfig holds the defaults of spec §1.2 (web: backend Cpu)", () => {
+Deno.test("defaultRunConfig holds the defaults of flodl (web: backend Cpu)", () => {
   const c = defaultRunConfig();
   assertEquals(
     [c.policy, c.backend, c.lrScaleRatio, c.heartbeatTimeoutSecs, c.snapshotTimeoutSecs, c.reportsPerEpoch, c.augment],

@@ -1,5 +1,5 @@
 /**
- * What a run promises (spec §8.4): a sample counts as trained only once a reduce folded the
+ * What a run promises: a sample counts as trained only once a reduce folded the
  * work that holds it. Fake ranks (test/util/fake_ranks.ts) are lost, or have a frame
  * refused, in the windows between a chunk's completion and the reduce that would fold it;
  * the count comes from the ranks' own side: each rank logs the batches every frame it gave

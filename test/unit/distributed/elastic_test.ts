@@ -1,5 +1,5 @@
 /**
- * Elastic membership (spec §8.4) on the real coordinator over fake ranks on a virtual clock
+ * Elastic membership on the real coordinator over fake ranks on a virtual clock
  * (test/util/fake_ranks.ts): a spare slot's rank asks to join at chosen moments (mid-epoch,
  * during a reduce, in the epoch a member dies, after one left) and is admitted only at the
  * next epoch boundary, with the consensus; every epoch trains each sample exactly once.

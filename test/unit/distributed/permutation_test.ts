@@ -73,7 +73,7 @@ Deno.test("pickToSample maps pick p to sample p / k, view p % k", () => {
   assertEquals(pickToSample(7, 1), { sample: 7, view: 0 });
 });
 
-Deno.test("PickKey.mix follows the u64 wrapping mix of spec §9.1", () => {
+Deno.test("PickKey.mix follows the u64 wrapping mix of flodl", () => {
   const cases: [number, number, number, number, bigint][] = [
     // seed, epoch, sample, repeat, want
     [42, 0, 0, 0, 0xf519f86e98b4a745n],

@@ -1,5 +1,5 @@
 /**
- * Relays (spec §1.1, §4.2) against a real nats-server on loopback: the coordinator's reduce
+ * Relays against a real nats-server on loopback: the coordinator's reduce
  * cycle (reduce_cycle.ts) with one direct rank and two fake remote ranks behind a relay
  * (run/relay.ts, served in this process over its own connection). The consensus is checked
  * against a float64 reference of Σ m_k θ_k / Σ m_k over what every rank sent; the relay's

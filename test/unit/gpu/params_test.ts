@@ -1,6 +1,6 @@
 /**
  * Every TS mirror of a WGSL uniform struct lists the same fields, types and order as
- * the struct text in shaders/ (STYLE.md practice 3), and every struct in shaders/ that
+ * the struct text in shaders/, and every struct in shaders/ that
  * is bound as a uniform has a mirror.
  */
 import "../../../src/index.ts";

@@ -1,6 +1,6 @@
 /**
  * flodl's Warmup(inner = Cosine to a floor), the schedule of ddp-bench's gpt-nano ("warmup 20%
- * then cosine to 1e-5", spec/flodl-ddp-semantics.md), against the whole float64 formula written
+ * then cosine to 1e-5"), against the whole float64 formula written
  * out here without the inner scheduler.
  */
 import { CosineScheduler, WarmupScheduler } from "../../../src/optim/mod.ts";
