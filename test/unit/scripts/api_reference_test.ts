@@ -38,3 +38,10 @@ Deno.test("the lint names the file and kind of a public symbol without a doc com
   assertEquals(problems.length, 1, problems.join("\n"));
   assert(/^test\/fixtures\/api\/undocumented\.ts:\d+:\d+: missing-jsdoc: /.test(problems[0]), problems[0]);
 });
+
+Deno.test("docs/API.md is what the package's doc comments give (run npm run docs:api after a doc edit)", async () => {
+  const committed = await Deno.readTextFile(new URL("../../../docs/API.md", import.meta.url));
+  const fresh = await page();
+  const at = [...fresh].findIndex((ch, i) => ch !== committed[i]);
+  assertEquals(fresh === committed ? "" : `first difference at line ${fresh.slice(0, at).split("\n").length}`, "");
+});
