@@ -37,10 +37,15 @@ fn tanh_safe(v: f32) -> f32 {
 }
 
 // NOTE: relu's gradient at 0 is 0, as in PyTorch; NaN passes through relu (max() would drop
-// it on IEEE maxNum hardware, hiding a diverged model).
+// it on IEEE maxNum hardware, hiding a diverged model). Kind 1 of the two functions below,
+// apart for code inlined many times over (matmul's stores), where a whole switch would be
+// copied at each call before the compiler drops its dead cases.
+fn relu_value(v: f32) -> f32 { return select(max(v, 0.0), v, is_nan(v)); }
+fn relu_gradient(y: f32, g: f32) -> f32 { return select(0.0, g, y > 0.0); }
+
 fn act_forward(kind: u32, v: f32) -> f32 {
   switch (kind) {
-    case 1u: { return select(max(v, 0.0), v, is_nan(v)); }
+    case 1u: { return relu_value(v); }
     case 2u: { return 0.5 * v * erfc(-v * SQRT1_2); }
     case 3u: { return 0.5 * v * (1.0 + tanh_safe(SQRT_2_OVER_PI * (v + 0.044715 * v * v * v))); }
     case 4u: { return tanh_safe(v); }
@@ -52,7 +57,7 @@ fn act_forward(kind: u32, v: f32) -> f32 {
 
 fn act_backward(kind: u32, s: f32, g: f32) -> f32 {
   switch (kind) {
-    case 1u: { return select(0.0, g, s > 0.0); }
+    case 1u: { return relu_gradient(s, g); }
     case 2u: { return (0.5 * erfc(-s * SQRT1_2) + s * INV_SQRT_2PI * exp(-0.5 * s * s)) * g; }
     case 3u: {
       let t = tanh_safe(SQRT_2_OVER_PI * (s + 0.044715 * s * s * s));

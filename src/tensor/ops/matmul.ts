@@ -356,8 +356,9 @@ function gemmPre(
       b,
       ...(vec4 ? { c4: target } : { c: target }),
       bias,
-      // Every entry binds the side input (the shared store reads it under RES): A when unused.
-      mask: epi.mask?.s ?? epi.res ?? a,
+      // Every entry with an epilogue binds the side input (its late pass and the shared store
+      // read it under RES): A when unused. The row-sum entries have none, so no binding.
+      mask: epi.rowSums ? undefined : epi.mask?.s ?? epi.res ?? a,
       rowsum: epi.rowSums,
     },
     groups: [Math.ceil(n / (tn * t.wgx)), Math.ceil(m / (tm * t.wgy)), plan.batch],
