@@ -144,3 +144,161 @@ export function embeddingBag(
   const r = T.bagInputs(weight.shape, raw(index)!, raw(offsets), weight.data.device);
   return apply(T.embeddingBagOp, [weight, v(r.index), v(r.offsets)], options);
 }
+
+// ---- the layers' ops, for models written as functions of their weights ----------------
+
+/**
+ * The matrix product as torch.matmul, batch dims broadcast; `transA`/`transB` read the last
+ * two dims of a or b transposed in place (no copy).
+ * @throws {RangeError} When the inner dims differ or the batch dims do not broadcast (both shapes named).
+ */
+export function matmul(a: Variable, b: Variable, options: T.MatmulAttrs = {}): Variable {
+  return apply(T.matmulOp, [a, b], options);
+}
+
+/**
+ * x·weightᵀ + bias as torch.nn.functional.linear: x [..., in], weight [out, in], bias [out].
+ * `activation` ("relu", "gelu", "geluTanh", "tanh", "sigmoid", "silu") runs in the same
+ * dispatch, the f32 operations of the two ops apart.
+ * @throws {RangeError} When the shapes do not fit (named).
+ */
+export function linear(
+  x: Variable,
+  weight: Variable,
+  bias?: Variable | null,
+  options: { activation?: T.Activation } = {},
+): Variable {
+  const inputs = bias ? [x, weight, bias] : [x, weight];
+  if (options.activation === undefined) return apply(T.linearOp, inputs, undefined);
+  const op = T.linearActOps[options.activation];
+  if (!op) {
+    throw new RangeError(
+      `linear: activation must be one of ${Object.keys(T.linearActOps).join(", ")}, got ${JSON.stringify(options.activation)}`,
+    );
+  }
+  return apply(op, inputs, undefined);
+}
+
+/**
+ * residual + dropout(linear(x, weight, bias)) in one dispatch (a transformer block's
+ * `x + drop(ff_down(h))`); `dropout` p in [0, 1), none by default, drawn from the global seed
+ * stream as `dropout` would unless `seed` is given.
+ * @throws {RangeError} When the residual does not have the output's shape, or p is out of range.
+ */
+export function linearResidual(
+  x: Variable,
+  weight: Variable,
+  bias: Variable | null | undefined,
+  residual: Variable,
+  options: { dropout?: number; seed?: number } = {},
+): Variable {
+  const p = options.dropout ?? 0;
+  const dropout = p > 0 ? { p, training: true, seed: options.seed ?? T.nextSeed() } : null;
+  return apply(T.linearResidualOp, bias ? [x, weight, bias, residual] : [x, weight, residual], { bias: !!bias, dropout });
+}
+
+/**
+ * 2-D convolution as torch.nn.functional.conv2d: x [N, Cin, H, W], weight [Cout, Cin/groups,
+ * kH, kW], optional bias [Cout]; `stride`, `padding`, `dilation`, `groups`.
+ * @throws {TypeError} On a wrong rank or dtype. @throws {RangeError} See `ops.conv2dShape`.
+ */
+export function conv2d(x: Variable, weight: Variable, bias?: Variable | null, options: T.Conv2dOptions = {}): Variable {
+  return apply(T.conv2dOp, bias ? [x, weight, bias] : [x, weight], options);
+}
+
+/**
+ * Transposed 2-D convolution as torch.nn.functional.conv_transpose2d: weight [Cin,
+ * Cout/groups, kH, kW]; `outputPadding` besides conv2d's options.
+ * @throws {TypeError} On a wrong rank or dtype. @throws {RangeError} For shapes that do not fit (named).
+ */
+export function convTranspose2d(
+  x: Variable,
+  weight: Variable,
+  bias?: Variable | null,
+  options: T.ConvTranspose2dOptions = {},
+): Variable {
+  return apply(T.convTranspose2dOp, bias ? [x, weight, bias] : [x, weight], options);
+}
+
+/** 2-D max pooling as torch.nn.functional.max_pool2d (stride defaults to kernelSize). */
+export function maxPool2d(x: Variable, options: T.MaxPool2dOptions): Variable {
+  return apply(T.maxPool2dOp, [x], options);
+}
+/** 2-D average pooling as torch.nn.functional.avg_pool2d (countIncludePad true by default). */
+export function avgPool2d(x: Variable, options: T.AvgPool2dOptions): Variable {
+  return apply(T.avgPool2dOp, [x], options);
+}
+/** Adaptive average pooling to `outputSize` (one number or [h, w]) as torch.nn.functional.adaptive_avg_pool2d. */
+export function adaptiveAvgPool2d(x: Variable, outputSize: T.Size2d): Variable {
+  return apply(T.adaptiveAvgPool2dOp, [x], { outputSize });
+}
+
+/**
+ * Batch normalization as torch.nn.functional.batch_norm: statistics over every dim but 1.
+ * `training` (default false) normalizes with the batch's and updates `runningMean` and
+ * `runningVar` in place (`momentum` 0.1); else it uses them. `eps` 1e-5.
+ * @throws {RangeError} When a statistic or an affine parameter is not [C], or an option is out of range.
+ */
+export function batchNorm(
+  x: Variable,
+  runningMean: Tensor,
+  runningVar: Tensor,
+  weight?: Variable | null,
+  bias?: Variable | null,
+  options: { training?: boolean; momentum?: number; eps?: number } = {},
+): Variable {
+  const inputs = [x, v(runningMean), v(runningVar)];
+  if (weight) inputs.push(weight);
+  if (bias) inputs.push(bias);
+  const { training = false, momentum = 0.1, eps = 1e-5 } = options;
+  return apply(T.batchNormOp, inputs, { training, momentum, eps, weight: !!weight, bias: !!bias });
+}
+
+/**
+ * Layer normalization over the trailing `normalizedShape` dims as
+ * torch.nn.functional.layer_norm; `eps` 1e-5.
+ * @throws {TypeError} For a bad normalizedShape. @throws {RangeError} When it does not match x's trailing dims.
+ */
+export function layerNorm(
+  x: Variable,
+  normalizedShape: number | number[],
+  weight?: Variable | null,
+  bias?: Variable | null,
+  eps = 1e-5,
+): Variable {
+  const inputs = [x, ...(weight ? [weight] : []), ...(bias ? [bias] : [])];
+  return apply(T.layerNormOp, inputs, { normalizedShape, eps, weight: !!weight, bias: !!bias });
+}
+
+/**
+ * RMS normalization over the trailing `normalizedShape` dims (flodl's RMSNorm,
+ * torch.nn.functional.rms_norm); `eps` 1e-5.
+ * @throws {TypeError} For a bad normalizedShape. @throws {RangeError} When it does not match x's trailing dims.
+ */
+export function rmsNorm(x: Variable, normalizedShape: number | number[], weight?: Variable | null, eps = 1e-5): Variable {
+  return apply(T.rmsNormOp, weight ? [x, weight] : [x], { normalizedShape, eps, weight: !!weight });
+}
+
+/**
+ * Inverted dropout as torch.nn.functional.dropout: identity unless `training` (default true)
+ * and p > 0; the mask's seed comes from the global stream (`manualSeed`) unless given.
+ * @throws {RangeError} When p is outside [0, 1) or the seed is not a u32.
+ */
+export function dropout(x: Variable, p = 0.5, training = true, seed?: number): Variable {
+  if (!(p >= 0 && p < 1)) throw new RangeError(`dropout: p must be in [0, 1), got ${p}`);
+  if (!training || p === 0) return x;
+  return apply(T.dropoutOp, [x], { p, training: true, seed: seed ?? T.nextSeed() });
+}
+
+/**
+ * Rows of `weight` [V, D] picked by `index` (an i32 tensor, a Variable over one, or 1-D host
+ * values checked before the upload) as torch.nn.functional.embedding; row `paddingIdx` gets
+ * no gradient.
+ * @throws {TypeError} When the index is not i32. @throws {RangeError} For a host index outside [0, V).
+ */
+export function embedding(index: Variable | T.Indices, weight: Variable, paddingIdx?: number): Variable {
+  const idx = index instanceof Variable
+    ? index
+    : v(T.toIndexTensor(index, T.embeddingRule(weight.shape[0]), weight.data.device));
+  return apply(T.embeddingOp, [weight, idx], { paddingIdx });
+}

@@ -57,7 +57,7 @@ export { GRU, LSTM } from "./rnn.ts";
 export type { LstmState, RnnOptions } from "./rnn.ts";
 export { GRUCell, LSTMCell } from "./rnn_cell.ts";
 export type { RnnCellOptions } from "./rnn_cell.ts";
-export * as F from "./functional.ts";
+export * as F from "./f.ts";
 export {
   bceLoss,
   bceWithLogitsLoss,
