@@ -26,7 +26,37 @@ export {
   Tensor,
   zeros,
 } from "./tensor/mod.ts";
-export type { DType, Shape, TensorOptions } from "./tensor/mod.ts";
+export type {
+  Activation,
+  AvgPool1dOptions,
+  AvgPool2dOptions,
+  BceWithLogitsOptions,
+  Conv1dOptions,
+  Conv2dOptions,
+  ConvTranspose2dOptions,
+  CrossEntropyOptions,
+  Dims,
+  DType,
+  EmbeddingBagMode,
+  EmbeddingBagOptions,
+  Indices,
+  KlDivOptions,
+  KlDivReduction,
+  LossOptions,
+  LossReduction,
+  MatmulAttrs,
+  MaxPool1dOptions,
+  MaxPool2dOptions,
+  NllLossOptions,
+  RandomOptions,
+  RopeOptions,
+  Shape,
+  SigmoidFocalLossOptions,
+  Size1d,
+  Size2d,
+  SmoothL1Options,
+  TensorOptions,
+} from "./tensor/mod.ts";
 export { bf16ToF32, f32ToBf16, packBf16, unpackBf16 } from "./tensor/mod.ts";
 export { setIndexChecks } from "./tensor/mod.ts";
 export {
