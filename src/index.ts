@@ -69,7 +69,7 @@ export {
   pickFile,
   unpackTar,
 } from "./io/mod.ts";
-export type { FileStore } from "./io/mod.ts";
+export type { ArchiveEntry, FileStore, HostOptimState, PackOptions } from "./io/mod.ts";
 // A dataset larger than memory: `PackSource.open(await openRangedFile(path) | await openRangedUrl(url))`.
 export { openRangedFile, openRangedUrl, rangedBytes } from "./io/mod.ts";
 export type { RangedFile } from "./io/mod.ts";
@@ -82,7 +82,28 @@ export {
   saveDashboard,
   Timeline,
 } from "./monitor/mod.ts";
-export type { DashboardData, MonitorRecord, TimelineEvent } from "./monitor/mod.ts";
+export type {
+  BatchPoint,
+  DashboardData,
+  DashboardHtmlOptions,
+  EpochMetricsLike,
+  EpochRow,
+  EvalPoint,
+  InteriorRecord,
+  LeafRecord,
+  MembershipRow,
+  MetaRecord,
+  MonitorRecord,
+  NodeRecord,
+  RankActivityData,
+  RankRow,
+  ReduceRow,
+  TimelineEntry,
+  TimelineEvent,
+  TimelineSample,
+  TimelineSummary,
+  TreeRow,
+} from "./monitor/mod.ts";
 // Autograd.
 export { cat, constant, isGradEnabled, noGrad, Parameter, stack, Variable, variable, where } from "./autograd/mod.ts";
 // Layers, activations, losses, checkpoints and safetensors.

@@ -10,38 +10,61 @@ import type { TimelineEntry } from "./timeline.ts";
 
 /** One epoch (the coordinator's `RunEpochMetrics`; arrays indexed by rank). */
 export interface EpochRow {
+  /** 0-based epoch. */
   epoch: number;
+  /** Mean training loss of the epoch over every rank's batches. */
   avgLoss: number;
+  /** Wall ms of the epoch. */
   epochMs: number;
+  /** Mean batch loss per rank. */
   perRankLoss: number[];
+  /** Samples each rank trained. */
   perRankSamples: number[];
   /** Samples per ms of share-complete time. */
   perRankThroughput: number[];
+  /** Each rank's fraction of the epoch's batches. */
   perRankBatchShare: number[];
   /** Per rank, the data plane's values of the epoch (`data_*` keys; the "Data plane" table). */
   perRankData?: Record<string, number>[];
+  /** Scalars the program recorded in the epoch (`recordScalar`), by name. */
   scalars?: Record<string, number>;
+  /** Reduces in the epoch. */
   reduces?: number;
+  /** Mean wire bytes (up + down) per reduce in the epoch. */
   wireBytesPerReduce?: number;
+  /** Mean ms per reduce (trigger to adoption). */
   reduceMs?: number;
+  /** ElChe's anchor at the epoch's end (0 on a single device). */
   anchor?: number;
+  /** ElChe's batch counts per rank at the epoch's end. */
   batchCounts?: number[];
 }
 
 /** One reduce (the coordinator's `ReduceEvent`). */
 export interface ReduceRow {
+  /** 0-based reduce number of the run. */
   round: number;
+  /** Epoch the reduce fell in. */
   epoch: number;
   /** Wall ms from trigger to the last adoption. */
   ms: number;
+  /** ms spent averaging on the CPU. */
   averageMs?: number;
+  /** Bytes of rank frames received. */
   bytesUp?: number;
+  /** Bytes of consensus frames sent. */
   bytesDown?: number;
+  /** ElChe's anchor after the reduce. */
   anchor?: number;
+  /** Steps per rank folded into this consensus. */
   steps?: number[];
+  /** ElChe's batch counts per rank after the reduce. */
   counts?: number[];
+  /** Per rank, its divergence from the consensus as the controller measured it. */
   divergence?: number[];
+  /** The convergence guard's verdict: "stable", "suppressGrowth" or "nudgeDown". */
   verdict?: string;
+  /** No rank had trained since the last reduce (zero mass): the guard was not fed. */
   zeroMass?: boolean;
   /** Mean batch loss of the window (filled by the recorder from the batches since the last reduce). */
   loss?: number;
@@ -49,29 +72,43 @@ export interface ReduceRow {
 
 /** One batch (the coordinator's `BatchEvent`). */
 export interface BatchRow {
+  /** Rank that trained the batch. */
   rank: number;
+  /** Epoch of the batch. */
   epoch: number;
+  /** The batch's loss. */
   loss: number;
+  /** Wall ms of the step, data waits included. */
   ms?: number;
+  /** Compute-only ms of the step (recording + GPU). */
   computeMs?: number;
+  /** Learning rate of the step. */
   lr?: number;
+  /** Samples in the batch. */
   samples?: number;
 }
 
 /** A stored batch-loss point: the mean of `n` consecutive batches of a rank, ending at its `index`-th batch. */
 export interface BatchPoint {
+  /** Rank of the batches. */
   rank: number;
+  /** Epoch of the last of them. */
   epoch: number;
+  /** The rank's batch count at the last of them (1-based). */
   index: number;
+  /** Mean loss of the `n` batches. */
   loss: number;
+  /** Batches averaged into this point. */
   n: number;
 }
 
 /** Where one rank runs (the "Ranks" table). A spare slot nobody filled has only its rank. */
 export interface RankRow {
+  /** The rank. */
   rank: number;
   /** Host name ("" or absent: the coordinator's host). */
   host?: string;
+  /** GPU adapter name. */
   adapter?: string;
   /** "worker" (a Web Worker of the coordinator's process), "remote" (over NATS), "local" (the coordinator's thread). */
   transport?: string;
@@ -81,28 +118,41 @@ export interface RankRow {
 export interface MembershipRow {
   /** ms since the Unix epoch. */
   ts: number;
+  /** The rank that joined or was lost. */
   rank: number;
+  /** Whether it joined or was lost. */
   kind: "joined" | "lost";
   /** 0-based: the epoch a joined rank trains from, the frontier epoch when a rank was lost. */
   epoch: number;
+  /** Why a rank was lost (its error or "left"). */
   reason?: string;
+  /** Host name of the rank. */
   host?: string;
+  /** GPU adapter name of the rank. */
   adapter?: string;
+  /** How it reached the coordinator (as `RankRow.transport`). */
   transport?: string;
 }
 
+/** The eval metric after one epoch. */
 export interface EvalPoint {
+  /** Epoch after which the eval ran. */
   epoch: number;
+  /** The eval metric's value. */
   value: number;
 }
 
 /** Everything one dashboard shows. Times are ms since the Unix epoch. */
 export interface DashboardData {
+  /** Shown as the page's title. */
   title?: string;
+  /** When the run started. */
   startedAt?: number;
+  /** When it finished (absent while it runs). */
   finishedAt?: number;
   /** Knob → value, for display. */
   config?: Record<string, string | number | boolean | null>;
+  /** Ranks of the run. */
   worldSize: number;
   /** Adapter name per rank. */
   devices?: string[];
@@ -110,9 +160,13 @@ export interface DashboardData {
   ranks?: RankRow[];
   /** Ranks joined and lost, in order. */
   membership?: MembershipRow[];
+  /** One row per finished epoch. */
   epochs: EpochRow[];
+  /** One row per reduce. */
   reduces?: ReduceRow[];
+  /** Batch-loss points, per rank, bounded. */
   batches?: BatchPoint[];
+  /** The eval metric after each epoch that ran one. */
   evals?: EvalPoint[];
   /** Name of the eval metric ("accuracy"). */
   evalLabel?: string;
@@ -120,18 +174,25 @@ export interface DashboardData {
   slowdown?: number[];
   /** Each rank's compute, throttle, reduce and idle time, binned (the timeline's rank lanes). */
   activity?: RankActivityData;
+  /** Run events in time order (joins, losses, checkpoints, …). */
   timeline?: TimelineEntry[];
   /** The record plane, bounded (the recorder keeps the newest). */
   records?: MonitorRecord[];
 }
 
+/** Options of {@link DashboardRecorder}. */
 export interface DashboardRecorderOptions {
+  /** Ranks of the run. */
   worldSize: number;
+  /** The dashboard's title. */
   title?: string;
+  /** Adapter name per rank. */
   devices?: string[];
   /** Host, adapter and transport per rank. */
   ranks?: RankRow[];
+  /** Knob → value, for display. */
   config?: DashboardData["config"];
+  /** Name of the eval metric. */
   evalLabel?: string;
   /** Per rank: how many times slower it was made (its batches' last (s - 1)/s is throttle). */
   slowdown?: number[];
@@ -141,6 +202,7 @@ export interface DashboardRecorderOptions {
   maxRecords?: number;
   /** Reduce rows kept (default 20 000, oldest dropped). */
   maxReduces?: number;
+  /** Clock in ms since the Unix epoch (default `Date.now`). */
   now?: () => number;
 }
 
@@ -169,9 +231,14 @@ export class DashboardRecorder {
   readonly #timeline: TimelineEntry[] = [];
   readonly #ranks: RankRow[];
   readonly #membership: MembershipRow[] = [];
+  /** When the recorder was made (ms since the Unix epoch). */
   readonly startedAt: number;
   #finishedAt: number | undefined;
 
+  /**
+   * A recorder for a run of `opts.worldSize` ranks.
+   * @throws {RangeError} When `worldSize` is not an integer >= 1.
+   */
   constructor(opts: DashboardRecorderOptions) {
     if (!Number.isInteger(opts.worldSize) || opts.worldSize < 1) {
       throw new RangeError(`DashboardRecorder: worldSize must be an integer >= 1, got ${opts.worldSize}`);
