@@ -10,7 +10,16 @@
  */
 // The device.
 export { collectGarbage, Device, DeviceLostError, GpuError } from "./gpu/mod.ts";
-export type { DeviceOptions, MemoryStats, StepScoped } from "./gpu/mod.ts";
+export type {
+  AdapterKind,
+  DeviceOptions,
+  MatmulClass,
+  MatmulClassTilings,
+  MatmulTiling,
+  MemoryStats,
+  PoolStats,
+  StepScoped,
+} from "./gpu/mod.ts";
 // Tensors.
 export {
   arange,

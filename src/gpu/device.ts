@@ -70,8 +70,11 @@ export interface Dispatch {
 
 /** A byte range of a buffer, bound as a storage binding. */
 export interface BufferRange {
+  /** The buffer. */
   buffer: GPUBuffer;
+  /** First byte bound (a multiple of the adapter's storage offset alignment). */
   offset: number;
+  /** Bytes bound. */
   size: number;
 }
 

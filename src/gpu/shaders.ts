@@ -19,7 +19,7 @@
 type Glob = (pattern: string, options: { query: string; import: string; eager: true }) => Record<string, string>;
 
 /** A stretch of an expanded family: which file its lines come from. */
-interface Segment {
+export interface Segment {
   /** Path under `shaders/` (`unary.wgsl`, `lib/reduce.wgsl`). */
   file: string;
   /** First line of the stretch in the expanded text (1-based). */
@@ -29,8 +29,10 @@ interface Segment {
 }
 
 /** A family after includes: its text and where each line came from. */
-interface Expanded {
+export interface Expanded {
+  /** The WGSL text with every include in place. */
   text: string;
+  /** Its stretches in order, each with the file its lines come from. */
   segments: Segment[];
 }
 
