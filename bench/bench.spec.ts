@@ -2,13 +2,16 @@
  * Runs the bench page (bench/engine.html) in Chromium (WebGPU on SwiftShader without a GPU)
  * and writes bench/results/<date>-chromium[-<BENCH_TAG>].json; prints the tables.
  * BENCH_SIZES=256,512 limits W1; BENCH_ONLY=ours,tf limits the contenders. The second test
- * times matmul tilings on first use (bench/tiling_first_use.ts; BENCH_TILINGS=8x8x8x1,…).
+ * times matmul tilings on first use (bench/tiling_first_use.ts; BENCH_TILINGS=8x8x8x1,…); the
+ * third each contender's first MLP step in a fresh browser context (bench/first_step.ts).
  */
 import { expect, test } from "@playwright/test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { ratios, reportLines } from "./report.ts";
-import type { SuiteOptions, SuiteResult } from "./suite.ts";
+import type { FirstStep, SuiteOptions, SuiteResult } from "./suite.ts";
+import type { BenchPage } from "./page.ts";
+import { CONTENDERS, type Contender } from "./contenders.ts";
 
 test("flodl-webgpu vs TF.js webgpu vs jax-js in Chromium", async ({ page, browser }) => {
   page.on("console", (m) => console.log(m.text()));
@@ -50,4 +53,29 @@ test("matmul tilings on first use: compile included (bench/tiling_first_use.ts)"
   const rows = await page.evaluate((t) => (globalThis as unknown as { bench: { firstUse(t?: string[]): Promise<unknown[]> } }).bench.firstUse(t), tilings);
   console.log(`load ${loadavg().map((x) => x.toFixed(1)).join(" ")}; ${rows.length} tilings`);
   expect(rows.length).toBeGreaterThan(0);
+});
+
+test("first MLP step per contender, each in a fresh context (bench/first_step.ts)", async ({ browser }) => {
+  const only = (process.env.BENCH_ONLY?.split(",") ?? CONTENDERS) as Contender[];
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
+  const loadBefore = loadavg().map((x) => x.toFixed(1)).join(" ");
+  const rows: FirstStep[] = [];
+  for (let round = 0; round < rounds; round++) {
+    for (const who of only) {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      page.on("pageerror", (e) => console.log("pageerror", e.message));
+      await page.goto("/bench/engine.html");
+      await expect(page.locator("#status")).toHaveText("ready", { timeout: 180_000 });
+      const r = await page.evaluate((w) => (globalThis as unknown as { bench: BenchPage }).bench.firstStep(w), who);
+      await context.close();
+      rows.push(r);
+      console.log(`${r.name}: set up ${(r.setupMs / 1e3).toFixed(1)} s, first step at ${(r.firstStepMs / 1e3).toFixed(1)} s (${r.stepMs.first.toFixed(0)} ms), then ${r.stepMs.steady} ms a step`);
+    }
+  }
+  const s = (ms: number) => (ms / 1000).toFixed(1);
+  console.log(`\nFirst MLP step in a fresh context, Chromium ${browser.version()}, load ${loadBefore} before, ${loadavg().map((x) => x.toFixed(1)).join(" ")} after; seconds since navigation:\n`);
+  console.log("| Contender | Set up | First step at | First step alone | Later steps (ms) |\n|---|---|---|---|---|");
+  for (const r of rows) console.log(`| ${r.name} ${r.version} | ${s(r.setupMs)} | ${s(r.firstStepMs)} | ${s(r.stepMs.first)} | ${r.stepMs.steady} |`);
+  for (const r of rows) expect(r.ok, `${r.name}: W2 loss off the float64 reference`).toBe(true);
 });

@@ -11,7 +11,7 @@ import main from "../playwright.config.ts";
  */
 export default defineConfig({
   testDir: ".",
-  testMatch: /(bench|ddp)\.spec\.ts$/,
+  testMatch: /(bench|ddp|cold_start)\.spec\.ts$/,
   timeout: 3_600_000,
   workers: 1,
   reporter: "list",

@@ -10,6 +10,7 @@ import { oursMatmul, oursMlp, setupOurs } from "./ours.ts";
 import { profileOurs, type StepProfile } from "./profile.ts";
 import { CONTENDERS, type Contender, LABELS } from "./contenders.ts";
 import { W1, type W1Result, W2, W2_MODES, type W2Mode, type W2Result } from "./workloads.ts";
+import type { Device } from "../src/gpu/mod.ts";
 
 
 export interface ContenderResult {
@@ -41,6 +42,56 @@ export interface SuiteResult {
   totalS: number;
 }
 
+/** A contender set up on this runtime's adapter; `device` is ours only. */
+async function setup(who: Contender): Promise<{ version: string; adapter: string; tiling?: string; device?: Device }> {
+  if (who === "ours") {
+    const s = await setupOurs();
+    return { version: "0.1.0 (this tree)", adapter: s.adapter, tiling: s.tiling, device: s.device };
+  }
+  if (who === "tf") return { ...(await setupTf()) };
+  return { version: "0.1.25", adapter: (await setupJax()).adapter };
+}
+
+function mlpOf(ours: Device | undefined): Record<Contender, (m: W2Mode) => Promise<W2Result>> {
+  return { ours: (m) => oursMlp(ours!, m), tf: tfMlp, jax: jaxMlp };
+}
+
+/** One contender's cold start on W2 (bench/first_step.ts): ms since this process or page began. */
+export interface FirstStep {
+  who: Contender;
+  name: string;
+  version: string;
+  adapter: string;
+  /** The contender's library loaded and its backend or device ready. */
+  setupMs: number;
+  /** Its first MLP step returned its loss (compiles included). */
+  firstStepMs: number;
+  /** The first step alone, and the mean step of the timed run after the warm-up. */
+  stepMs: { first: number; steady: number };
+  ok: boolean;
+}
+
+/**
+ * Set up one contender and train W2 once (its first mode) and nothing else, so that its first
+ * step pays every compile the MLP needs: meant for a fresh process or page per contender.
+ */
+export async function firstStep(who: Contender): Promise<FirstStep> {
+  const s = await setup(who);
+  const setupMs = performance.now();
+  const r = await mlpOf(s.device)[who](W2_MODES[0]);
+  const firstStepMs = setupMs + r.firstStepMs;
+  return {
+    who,
+    name: LABELS[who],
+    version: s.version,
+    adapter: s.adapter,
+    setupMs: +setupMs.toFixed(1),
+    firstStepMs: +firstStepMs.toFixed(1),
+    stepMs: { first: r.firstStepMs, steady: +(r.ms / r.steps).toFixed(1) },
+    ok: r.ok,
+  };
+}
+
 const describe = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message}\n${e.stack ?? ""}` : String(e));
 
 /** Run W1 at every size and W2 in both modes for each contender; never throws for a contender's failure. */
@@ -62,35 +113,24 @@ export async function runSuite(options: SuiteOptions = {}): Promise<SuiteResult>
     }
   };
 
-  let ours: Awaited<ReturnType<typeof setupOurs>> | undefined;
+  let ours: Device | undefined;
   for (const who of only) {
     results[who] = { name: LABELS[who], version: "?", adapter: "?", w1: [], w2: [] };
     await guard(who, "setup", async () => {
       const r = results[who]!;
-      if (who === "ours") {
-        ours = await setupOurs();
-        Object.assign(r, { version: "0.1.0 (this tree)", adapter: ours.adapter, tiling: ours.tiling });
-      } else if (who === "tf") {
-        const s = await setupTf();
-        Object.assign(r, { version: s.version, adapter: s.adapter });
-      } else {
-        const s = await setupJax();
-        Object.assign(r, { version: "0.1.25", adapter: s.adapter });
-      }
+      const s = await setup(who);
+      ours ??= s.device;
+      Object.assign(r, { version: s.version, adapter: s.adapter, tiling: s.tiling });
       log(`${LABELS[who]} ${r.version} on ${r.adapter}${r.tiling ? ` tiling ${r.tiling}` : ""}`);
     });
   }
 
   const matmul: Record<Contender, (n: number) => Promise<W1Result>> = {
-    ours: (n) => oursMatmul(ours!.device, n),
+    ours: (n) => oursMatmul(ours!, n),
     tf: tfMatmul,
     jax: jaxMatmul,
   };
-  const mlp: Record<Contender, (m: W2Mode) => Promise<W2Result>> = {
-    ours: (m) => oursMlp(ours!.device, m),
-    tf: tfMlp,
-    jax: jaxMlp,
-  };
+  const mlp = mlpOf(ours);
   for (const n of sizes) {
     for (const who of only) {
       const r = await guard(who, `W1 n=${n}`, () => matmul[who](n));
@@ -110,7 +150,7 @@ export async function runSuite(options: SuiteOptions = {}): Promise<SuiteResult>
   let profile: StepProfile | undefined;
   if ((options.profile ?? true) && ours && !results.ours?.error) {
     try {
-      profile = await profileOurs(ours.device);
+      profile = await profileOurs(ours);
     } catch (e) {
       log(`profile failed: ${describe(e)}`);
     }

@@ -16,7 +16,7 @@ export default defineConfig({
   root,
   server: { port: 5190, strictPort: true, host: "127.0.0.1", fs: { allow: [root] }, hmr: false, watch: null, headers: ISOLATION_HEADERS },
   optimizeDeps: {
-    entries: ["bench/engine.html", "bench/ddp.html"],
+    entries: ["bench/engine.html", "bench/ddp.html", "bench/cold_start.html"],
     include: ["comlink", "@tensorflow/tfjs", "@tensorflow/tfjs-backend-webgpu", "@jax-js/jax"],
   },
   worker: main.worker,

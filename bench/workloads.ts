@@ -81,6 +81,8 @@ export interface W2Result {
   lastLoss: number;
   /** Both losses within tolerance of the float64 reference. */
   ok: boolean;
+  /** Warm-up step 1 from its call to its loss read back: the first one compiles (bench/first_step.ts). */
+  firstStepMs: number;
 }
 
 /** mulberry32 PRNG: uniform floats in [0, 1). */
@@ -150,7 +152,7 @@ export const lossOk = (first: number, last: number) =>
   Math.abs(first - W2.refFirst) <= W2.tolFirst && Math.abs(last - W2.refLast) <= W2.tolLast;
 
 /** The W2 result record from a timed run. */
-export function w2Result(mode: W2Mode, ms: number, firstLoss: number, lastLoss: number): W2Result {
+export function w2Result(mode: W2Mode, ms: number, firstLoss: number, lastLoss: number, firstStepMs: number): W2Result {
   return {
     mode,
     steps: W2.steps,
@@ -161,6 +163,7 @@ export function w2Result(mode: W2Mode, ms: number, firstLoss: number, lastLoss: 
     firstLoss: round(firstLoss, 4),
     lastLoss: round(lastLoss, 4),
     ok: lossOk(firstLoss, lastLoss),
+    firstStepMs: round(firstStepMs, 1),
   };
 }
 

@@ -17,6 +17,8 @@ export interface ProgramArgs {
   testSubset: number;
   epochs: number;
   batch: number;
+  /** In a browser: the URL base the data files are fetched from (bench/cold_start_page.ts). */
+  baseUrl?: string;
 }
 
 /** Seconds a rank may stay silent (flodl's heartbeat_timeout_secs) before it counts as lost. */
@@ -28,7 +30,7 @@ if (!MODELS.includes(args.model)) {
 }
 const recipe = RECIPES[args.model];
 // MNIST classifiers standardized as npm start does; conv-ae reads pixels in [0, 1].
-const data = await loadTaskData(args.model, { subset: args.subset, testSubset: args.testSubset });
+const data = await loadTaskData(args.model, { subset: args.subset, testSubset: args.testSubset, baseUrl: args.baseUrl });
 const vocabSize = data.vocab?.itos.length;
 
 /** Training samples, held-out samples and vocabulary actually loaded (the coordinator reports them). */

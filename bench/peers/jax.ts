@@ -87,10 +87,11 @@ export async function jaxMlp(mode: W2Mode): Promise<W2Result> {
     [p, m, v, t] = out;
     return out[4];
   };
-  let firstLoss = NaN;
+  let firstLoss = NaN, firstStepMs = NaN;
   for (let i = 0; i < W2.warmup; i++) {
+    const t = performance.now();
     const l = (await step().data())[0];
-    if (i === 0) firstLoss = l;
+    if (i === 0) [firstLoss, firstStepMs] = [l, performance.now() - t];
   }
   let last = NaN;
   const t0 = performance.now();
@@ -104,5 +105,5 @@ export async function jaxMlp(mode: W2Mode): Promise<W2Result> {
   t.dispose();
   x.dispose();
   y.dispose();
-  return w2Result(mode, ms, firstLoss, last);
+  return w2Result(mode, ms, firstLoss, last, firstStepMs);
 }
