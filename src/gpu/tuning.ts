@@ -87,11 +87,13 @@ export interface MatmulTiling {
  * Register tiling for lavapipe (SwiftShader: below). There every storage load is a
  * loop over the 8 SIMD lanes and dominates, so the kernel wants the most FMAs per load,
  * tm·tn/(tm+tn): 32×32 blocks. wgx = 8 fills one SIMD batch along N. bench/matmul_sweep.ts
- * (lavapipe, 1024³): 32×32 3.3 GFLOP/s, 16×32 2.5, 16×16 1.9, 8×8 1.0, 8×4 0.5; the cost is
- * compile time, about 6 s per pipeline variant on first use, in every process: Mesa 22.3's
- * disk cache does not spare it (2026-12-03: the same variant took 5.2–5.8 s in each of two
- * processes sharing a fresh MESA_SHADER_CACHE_DIR), and Deno's createComputePipeline blocks
- * the thread meanwhile.
+ * (lavapipe, 1024³): 32×32 3.3 GFLOP/s, 16×32 2.5, 16×16 1.9, 8×8 1.0, 8×4 0.5. The cost
+ * is compile time on a machine's first run: lavapipe compiles a pipeline in two halves, NIR
+ * when it is created (Deno blocks in createComputePipeline, in every process: 0.3–0.6 s a
+ * matmul variant) and LLVM at its first dispatch, which Mesa's disk cache keeps for later
+ * processes; that second half is 1–2.5 s a 32×32 variant and about a third of that at 16×16.
+ * 16×16 would bring a fresh machine's first gpt-nano step from 47 to 22 s, but slows its and
+ * char-rnn's steps by 15–30%, so 32×32 stays (bench/README.md "Mesa's cache").
  */
 export const MATMUL_CPU: MatmulTiling = { tm: 32, tn: 32, wgx: 8, wgy: 1, bk: 0 };
 /**
