@@ -280,6 +280,56 @@ export function rmsNorm(x: Variable, normalizedShape: number | number[], weight?
 }
 
 /**
+ * Group normalization as torch.nn.functional.group_norm: x [N, C, *] is split into
+ * `numGroups` groups of C / numGroups channels, each normalized over its channels and every
+ * spatial position (biased variance), then scaled and shifted per channel by `weight` and
+ * `bias` [C]. Built on layerNorm's kernels (the groups are rows), so it has its gradients.
+ * @throws {RangeError} When x has fewer than 2 dims, numGroups does not divide C, weight or
+ * bias is not [C], or eps is not a finite number >= 0.
+ */
+export function groupNorm(
+  x: Variable,
+  numGroups: number,
+  weight?: Variable | null,
+  bias?: Variable | null,
+  eps = 1e-5,
+): Variable {
+  const shape = x.shape;
+  if (shape.length < 2) throw new RangeError(`groupNorm: x must be [N, C, *] (at least 2 dims), got [${shape}]`);
+  const [n, c] = shape;
+  if (!Number.isInteger(numGroups) || numGroups < 1 || c % numGroups !== 0) {
+    throw new RangeError(`groupNorm: numGroups must be a positive integer dividing the ${c} channels, got ${numGroups}`);
+  }
+  for (const [name, p] of [["weight", weight], ["bias", bias]] as const) {
+    if (p && !(p.shape.length === 1 && p.shape[0] === c)) throw new RangeError(`groupNorm: ${name} must be [${c}], got [${p.shape}]`);
+  }
+  if (!(eps >= 0) || !Number.isFinite(eps)) throw new RangeError(`groupNorm: eps must be a finite number >= 0, got ${eps}`);
+  const perGroup = shape.reduce((a, d) => a * d, 1) / (n * numGroups);
+  const normed = apply(T.layerNormOp, [x.reshape([n, numGroups, perGroup])], { normalizedShape: [perGroup], eps, weight: false, bias: false })
+    .reshape(shape);
+  if (!weight && !bias) return normed;
+  const perChannel = [1, c, ...shape.slice(2).map(() => 1)];
+  const scaled = weight ? normed.mul(weight.reshape(perChannel)) : normed;
+  return bias ? scaled.add(bias.reshape(perChannel)) : scaled;
+}
+
+/**
+ * Channel dropout as torch.nn.functional.dropout2d on x [N, C, H, W]: each (sample, channel)
+ * plane is zeroed with probability p and the others scaled by 1 / (1 − p); identity unless
+ * `training` (default true) and p > 0. The mask's seed comes from the global stream unless
+ * given. (PyTorch also takes an unbatched [C, H, W]; here add the batch dim first.)
+ * @throws {RangeError} When x is not 4-D, p is outside [0, 1) or the seed is not a u32.
+ */
+export function dropout2d(x: Variable, p = 0.5, training = true, seed?: number): Variable {
+  if (!(p >= 0 && p < 1)) throw new RangeError(`dropout2d: p must be in [0, 1), got ${p}`);
+  if (x.shape.length !== 4) throw new RangeError(`dropout2d: x must be [N, C, H, W], got [${x.shape}]`);
+  if (!training || p === 0) return x;
+  const [n, c] = x.shape;
+  const planes = v(T.ones([n, c, 1, 1], { device: x.data.device }));
+  return x.mul(apply(T.dropoutOp, [planes], { p, training: true, seed: seed ?? T.nextSeed() }));
+}
+
+/**
  * Inverted dropout as torch.nn.functional.dropout: identity unless `training` (default true)
  * and p > 0; the mask's seed comes from the global stream (`manualSeed`) unless given.
  * @throws {RangeError} When p is outside [0, 1) or the seed is not a u32.

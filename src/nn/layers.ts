@@ -10,6 +10,7 @@ import { nextSeed, type Size2d, type Tensor } from "../tensor/mod.ts";
 import { fusedActivation } from "./activation.ts";
 import { initDefault } from "./init.ts";
 import { Module } from "./module.ts";
+import { dropout2d, groupNorm } from "./functional.ts";
 
 /** Options shared by layers that own parameters. */
 export interface LayerOptions {
@@ -344,6 +345,46 @@ export class LayerNorm extends Module {
   forward(x: Variable): Variable {
     const inputs = this.weight ? [x, this.weight, this.bias!] : [x];
     return apply(T.layerNormOp, inputs, { normalizedShape: this.normalizedShape, eps: this.eps, weight: !!this.weight, bias: !!this.bias });
+  }
+}
+
+/**
+ * Group normalization (PyTorch's nn.GroupNorm): `numGroups` groups of the `numChannels`
+ * channels of x [N, C, *], with a per-channel `weight` (ones) and `bias` (zeros) unless
+ * `affine` is false; see {@link groupNorm}.
+ */
+export class GroupNorm extends Module {
+  readonly weight?: Parameter;
+  readonly bias?: Parameter;
+  readonly eps: number;
+  constructor(readonly numGroups: number, readonly numChannels: number, options: { device?: Device; eps?: number; affine?: boolean } = {}) {
+    super();
+    if (!Number.isInteger(numChannels) || numChannels < 1) throw new RangeError(`GroupNorm: numChannels must be a positive integer, got ${numChannels}`);
+    if (!Number.isInteger(numGroups) || numGroups < 1 || numChannels % numGroups !== 0) {
+      throw new RangeError(`GroupNorm: numGroups must be a positive integer dividing numChannels ${numChannels}, got ${numGroups}`);
+    }
+    this.eps = options.eps ?? 1e-5;
+    if (!(this.eps >= 0) || !Number.isFinite(this.eps)) throw new RangeError(`GroupNorm: eps must be a finite number >= 0, got ${this.eps}`);
+    const device = options.device ?? Device.default;
+    if (options.affine !== false) {
+      this.weight = new Parameter(T.ones([numChannels], { device }), "weight");
+      this.bias = new Parameter(T.zeros([numChannels], { device }), "bias");
+    }
+  }
+  forward(x: Variable): Variable {
+    if (x.shape[1] !== this.numChannels) throw new RangeError(`GroupNorm: expected ${this.numChannels} channels (x [N, C, *]), got x [${x.shape}]`);
+    return groupNorm(x, this.numGroups, this.weight, this.bias, this.eps);
+  }
+}
+
+/** Channel dropout (PyTorch's nn.Dropout2d) on x [N, C, H, W], identity in eval mode; see {@link dropout2d}. */
+export class Dropout2d extends Module {
+  constructor(readonly p = 0.5) {
+    super();
+    if (!(p >= 0 && p < 1)) throw new RangeError(`Dropout2d: p must be in [0, 1), got ${p}`);
+  }
+  forward(x: Variable): Variable {
+    return dropout2d(x, this.p, this.training);
   }
 }
 

@@ -145,3 +145,35 @@ export function rmsNormRef(
   }
   return { y, dx, dw };
 }
+
+/**
+ * Group norm of x [n, c, s] (s: every spatial position) as torch.nn.functional.group_norm:
+ * `groups` groups of c / groups channels, each normalized over its channels × s values
+ * (biased variance), then weight and bias [c] per channel; gradients of x, weight and bias
+ * for `dy`. A group is a row of {@link layerNormRef} with the per-channel weight folded in.
+ */
+export function groupNormRef(
+  x: ArrayLike<number>,
+  n: number,
+  c: number,
+  s: number,
+  groups: number,
+  weight: ArrayLike<number> | undefined,
+  bias: ArrayLike<number> | undefined,
+  eps: number,
+  dy: ArrayLike<number>,
+): { y: Float64Array; dx: Float64Array; dw: Float64Array; db: Float64Array } {
+  const len = (c / groups) * s, channel = (i: number) => Math.floor(i / s) % c;
+  const w = (i: number) => (weight ? weight[channel(i)] : 1);
+  // The layer norm of each group without affine: its x̂, and dx for the gradient dy·w at x̂.
+  const dyw = Float64Array.from({ length: n * c * s }, (_, i) => dy[i] * w(i));
+  const plain = layerNormRef(x, n * groups, len, undefined, undefined, eps, dyw);
+  const y = new Float64Array(n * c * s), dw = new Float64Array(c), db = new Float64Array(c);
+  for (let i = 0; i < y.length; i++) {
+    const xh = plain.y[i];
+    y[i] = xh * w(i) + (bias ? bias[channel(i)] : 0);
+    dw[channel(i)] += dy[i] * xh;
+    db[channel(i)] += dy[i];
+  }
+  return { y, dx: plain.dx, dw, db };
+}
