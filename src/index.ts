@@ -186,6 +186,7 @@ export {
   softmax,
   Softplus,
   Tanh,
+  Upsample,
 } from "./nn/mod.ts";
 export type {
   AttentionCallOptions,
@@ -196,6 +197,8 @@ export type {
   ConvTranspose2dLayerOptions,
   DecodedSafetensors,
   EmbeddingBagLayerOptions,
+  InterpolateMode,
+  InterpolateOptions,
   KeyStyle,
   LayerOptions,
   LoadCheckpointOptions,

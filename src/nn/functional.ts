@@ -313,6 +313,79 @@ export function groupNorm(
   return bias ? scaled.add(bias.reshape(perChannel)) : scaled;
 }
 
+/** How {@link interpolate} resamples: "nearest" on 3-D to 5-D x, "linear" 3-D, "bilinear" 4-D, "trilinear" 5-D. */
+export type InterpolateMode = "nearest" | "linear" | "bilinear" | "trilinear";
+
+/** Options of {@link interpolate}: exactly one of `size` and `scaleFactor`. */
+export interface InterpolateOptions {
+  /** The output's spatial size: one number for every spatial dim, or one per dim. */
+  size?: number | number[];
+  /** The factor of every spatial dim (or one per dim); the output is ⌊in · factor⌋. */
+  scaleFactor?: number | number[];
+  /** Default "nearest". */
+  mode?: InterpolateMode;
+  /** The linear modes only: corner pixels' centres map onto each other (default false). */
+  alignCorners?: boolean;
+}
+
+const SPATIAL_DIMS: Record<InterpolateMode, number[]> = { nearest: [1, 2, 3], linear: [1], bilinear: [2], trilinear: [3] };
+
+/**
+ * Resampling as torch.nn.functional.interpolate over x [N, C, *spatial]: "nearest" takes
+ * source index ⌊dst · in/out⌋ (or ⌊dst / scaleFactor⌋); the linear modes weigh the two
+ * neighbours of source position (dst + ½)·scale − ½ (clamped at 0), or dst·(in − 1)/(out − 1)
+ * with `alignCorners`. Built one spatial dim at a time from indexSelect and a broadcast
+ * weighted sum, so x gets its gradient from ops that have one.
+ * @throws {RangeError} For a mode that does not fit x's rank, both or neither of size and
+ * scaleFactor, a size or factor that is not positive, or alignCorners with "nearest".
+ */
+export function interpolate(x: Variable, options: InterpolateOptions): Variable {
+  const { size, scaleFactor, mode = "nearest" } = options;
+  const spatial = x.shape.length - 2;
+  if (!Object.hasOwn(SPATIAL_DIMS, mode)) throw new RangeError(`interpolate: mode must be one of ${Object.keys(SPATIAL_DIMS).join(", ")}, got ${JSON.stringify(mode)}`);
+  if (!SPATIAL_DIMS[mode].includes(spatial)) {
+    throw new RangeError(`interpolate: mode "${mode}" takes x with ${SPATIAL_DIMS[mode].map((d) => d + 2).join(" or ")} dims, got [${x.shape}]`);
+  }
+  if ((size === undefined) === (scaleFactor === undefined)) throw new RangeError(`interpolate: give exactly one of size and scaleFactor, got ${size === undefined ? "neither" : "both"}`);
+  if (mode === "nearest" && options.alignCorners !== undefined) throw new RangeError(`interpolate: alignCorners applies to the linear modes only, got it with "nearest"`);
+  const perDim = (v: number | number[], name: string): number[] => {
+    const a = typeof v === "number" ? Array(spatial).fill(v) : [...v];
+    if (a.length !== spatial || !a.every((e) => e > 0 && Number.isFinite(e))) {
+      throw new RangeError(`interpolate: ${name} must be a positive number or ${spatial} of them, got ${JSON.stringify(v)}`);
+    }
+    return a;
+  };
+  const factors = scaleFactor === undefined ? undefined : perDim(scaleFactor, "scaleFactor");
+  const sizes = size === undefined ? factors!.map((f, d) => Math.floor(x.shape[d + 2] * f)) : perDim(size, "size");
+  if (!sizes.every((s) => Number.isInteger(s) && s >= 1)) throw new RangeError(`interpolate: the output size must be whole and >= 1 per dim, got [${sizes}]`);
+  const device = x.data.device, align = options.alignCorners ?? false;
+  let y = x;
+  for (let d = 0; d < spatial; d++) {
+    const dim = d + 2, len = x.shape[dim], out = sizes[d];
+    if (out === len && !factors) continue;
+    // PyTorch's source scale: in/out, or 1/scaleFactor when one was given.
+    const scale = factors ? 1 / factors[d] : len / out;
+    const index = (i: number[]) => T.fromArray(Int32Array.from(i), [i.length], { device, dtype: "i32" });
+    if (mode === "nearest") {
+      y = y.indexSelect(dim, index(Array.from({ length: out }, (_, i) => Math.min(Math.floor(i * scale), len - 1))));
+      continue;
+    }
+    const lo: number[] = [], hi: number[] = [], w = new Float32Array(out);
+    for (let i = 0; i < out; i++) {
+      const src = align ? (out > 1 ? (i * (len - 1)) / (out - 1) : 0) : Math.max((i + 0.5) * scale - 0.5, 0);
+      const i0 = Math.min(Math.floor(src), len - 1);
+      lo.push(i0);
+      hi.push(i0 < len - 1 ? i0 + 1 : i0);
+      w[i] = src - i0;
+    }
+    const shape = x.shape.map((_, k) => (k === dim ? out : 1));
+    const far = v(T.fromArray(w, shape, { device }));
+    const near = v(T.fromArray(w.map((e) => 1 - e), shape, { device }));
+    y = y.indexSelect(dim, index(lo)).mul(near).add(y.indexSelect(dim, index(hi)).mul(far));
+  }
+  return y;
+}
+
 /**
  * Channel dropout as torch.nn.functional.dropout2d on x [N, C, H, W]: each (sample, channel)
  * plane is zeroed with probability p and the others scaled by 1 / (1 − p); identity unless

@@ -10,7 +10,7 @@ import { nextSeed, type Size2d, type Tensor } from "../tensor/mod.ts";
 import { fusedActivation } from "./activation.ts";
 import { initDefault } from "./init.ts";
 import { Module } from "./module.ts";
-import { dropout2d, groupNorm } from "./functional.ts";
+import { dropout2d, groupNorm, interpolate, type InterpolateOptions } from "./functional.ts";
 
 /** Options shared by layers that own parameters. */
 export interface LayerOptions {
@@ -374,6 +374,18 @@ export class GroupNorm extends Module {
   forward(x: Variable): Variable {
     if (x.shape[1] !== this.numChannels) throw new RangeError(`GroupNorm: expected ${this.numChannels} channels (x [N, C, *]), got x [${x.shape}]`);
     return groupNorm(x, this.numGroups, this.weight, this.bias, this.eps);
+  }
+}
+
+/** Resampling (PyTorch's nn.Upsample): {@link interpolate} with these options. */
+export class Upsample extends Module {
+  readonly options: InterpolateOptions;
+  constructor(options: InterpolateOptions) {
+    super();
+    this.options = { ...options };
+  }
+  forward(x: Variable): Variable {
+    return interpolate(x, this.options);
   }
 }
 

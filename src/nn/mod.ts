@@ -29,6 +29,7 @@ export {
   Linear,
   MaxPool1d,
   MaxPool2d,
+  Upsample,
 } from "./layers.ts";
 export type { BatchNormLayerOptions, Conv1dLayerOptions, Conv2dLayerOptions, EmbeddingBagLayerOptions, ConvTranspose2dLayerOptions, LayerOptions } from "./layers.ts";
 export {
@@ -73,3 +74,4 @@ export {
   smoothL1Loss,
   softmax,
 } from "./functional.ts";
+export type { InterpolateMode, InterpolateOptions } from "./functional.ts";
