@@ -1,7 +1,8 @@
 /**
  * Recurrent layers with PyTorch's semantics, parameter names and default initialisation:
- * LSTM and GRU (multi-layer, `batchFirst`, dropout between layers); their cells are
- * ./rnn_cell.ts.
+ * LSTM and GRU (multi-layer, `batchFirst`, dropout between layers, bidirectional); their
+ * cells are ./rnn_cell.ts. A reverse direction runs the same ops on the sequence flipped in
+ * time (an indexSelect), and its output is flipped back beside the forward one.
  *
  * A layer is one matmul for the input projections of all steps (x·W_ihᵀ + b_ih, on the tape
  * as a `linear`) and one recurrence op (src/tensor/ops/rnn.ts): per step a matmul
@@ -25,9 +26,15 @@ export interface RnnOptions extends LayerOptions {
   batchFirst?: boolean;
   /** Dropout probability on each layer's output except the last, in training mode. In [0, 1); default 0. */
   dropout?: number;
+  /**
+   * Each layer also runs the sequence backwards with weights of its own (`*_l{k}_reverse`);
+   * its output is both directions' h side by side ([…, 2·hiddenSize]) and the states are
+   * [2·numLayers, batch, hiddenSize], forward then reverse per layer. Default false.
+   */
+  bidirectional?: boolean;
 }
 
-/** LSTM state: hidden and cell, [numLayers, batch, hidden] for {@link LSTM}, [batch, hidden] for LSTMCell (./rnn_cell.ts). */
+/** LSTM state: hidden and cell, [numLayers · directions, batch, hidden] for {@link LSTM}, [batch, hidden] for LSTMCell (./rnn_cell.ts). */
 export interface LstmState {
   h: Variable;
   c: Variable;
@@ -96,7 +103,9 @@ abstract class RnnBase extends Module {
   readonly bias: boolean;
   readonly batchFirst: boolean;
   readonly dropout: number;
-  readonly #layers: Weights[] = [];
+  readonly bidirectional: boolean;
+  /** Per layer, its forward direction's weights then (bidirectional) its reverse's. */
+  readonly #layers: Weights[][] = [];
 
   constructor(readonly mode: T.RnnMode, readonly inputSize: number, readonly hiddenSize: number, options: RnnOptions) {
     super();
@@ -111,14 +120,24 @@ abstract class RnnBase extends Module {
     }
     this.bias = options.bias ?? true;
     this.batchFirst = options.batchFirst ?? false;
-    const gates = mode === "lstm" ? 4 : 3;
+    this.bidirectional = options.bidirectional ?? false;
+    const gates = mode === "lstm" ? 4 : 3, dirs = this.directions;
     for (let k = 0; k < this.numLayers; k++) {
-      const inSize = k === 0 ? inputSize : hiddenSize;
-      this.#layers.push(makeWeights(this, `_l${k}`, gates, inSize, hiddenSize, this.bias, options, 4 * k));
+      const inSize = k === 0 ? inputSize : dirs * hiddenSize;
+      // PyTorch's parameter order: weight_ih, weight_hh, bias_ih, bias_hh of l{k}, then of l{k}_reverse.
+      this.#layers.push(
+        Array.from({ length: dirs }, (_, d) =>
+          makeWeights(this, `_l${k}${d ? "_reverse" : ""}`, gates, inSize, hiddenSize, this.bias, options, 4 * (k * dirs + d))),
+      );
     }
   }
 
-  /** Run every layer; `h0`/`c0` are [numLayers, B, H] or absent (zeros). */
+  /** 2 when bidirectional, else 1: the states hold numLayers · directions rows. */
+  get directions(): number {
+    return this.bidirectional ? 2 : 1;
+  }
+
+  /** Run every layer; `h0`/`c0` are [numLayers · directions, B, H] or absent (zeros). */
   protected run(x: Variable, h0?: Variable, c0?: Variable): { output: Variable; h: Variable; c?: Variable } {
     const name = this.constructor.name;
     if ((x.ndim !== 2 && x.ndim !== 3) || x.shape[x.ndim - 1] !== this.inputSize) {
@@ -136,11 +155,12 @@ abstract class RnnBase extends Module {
     }
     const seq = this.batchFirst ? x.transpose(0, 1) : x;
     const [steps, batch] = seq.shape;
-    const H = this.hiddenSize, L = this.numLayers;
+    const H = this.hiddenSize, L = this.numLayers, D = this.directions;
     for (const [label, s] of [["h0", h0], ["c0", c0]] as const) {
-      if (s && (s.ndim !== 3 || s.shape[0] !== L || s.shape[1] !== batch || s.shape[2] !== H)) {
+      if (s && (s.ndim !== 3 || s.shape[0] !== L * D || s.shape[1] !== batch || s.shape[2] !== H)) {
+        const rows = D === 1 ? "numLayers" : "2·numLayers (bidirectional)";
         throw new RangeError(
-          `${name}: ${label} must be [numLayers, batch, hiddenSize] = [${L}, ${batch}, ${H}], got ${fmt(s.shape)}`,
+          `${name}: ${label} must be [${rows}, batch, hiddenSize] = [${L * D}, ${batch}, ${H}], got ${fmt(s.shape)}`,
         );
       }
     }
@@ -149,25 +169,29 @@ abstract class RnnBase extends Module {
     const layerOf = (
       s: Variable | undefined,
       k: number,
-    ) => (s ? (L === 1 ? s : s.narrow(0, k, 1)).reshape([batch, H]) : zero!);
+    ) => (s ? (L * D === 1 ? s : s.narrow(0, k, 1)).reshape([batch, H]) : zero!);
+    // The reverse direction runs the sequence flipped in time, and its output is flipped back.
+    const reversed = D === 2 ? T.fromArray(Int32Array.from({ length: steps }, (_, t) => steps - 1 - t), [steps], { device, dtype: "i32" }) : undefined;
+    const flip = (v: Variable) => (steps === 1 ? v : v.indexSelect(0, reversed!));
     const hs: Variable[] = [], cs: Variable[] = [];
     let inp = seq;
     for (let k = 0; k < L; k++) {
-      const out = runLayer(
-        this.mode,
-        inp,
-        this.#layers[k],
-        layerOf(h0, k),
-        this.mode === "lstm" ? layerOf(c0, k) : undefined,
-      );
-      if (this.mode === "lstm") {
-        inp = out.narrow(0, 0, steps);
-        hs.push(out.narrow(0, steps - 1, 1));
-        cs.push(out.narrow(0, steps, 1));
-      } else {
-        inp = out;
-        hs.push(steps === 1 ? out : out.narrow(0, steps - 1, 1));
+      const outs: Variable[] = [];
+      for (let d = 0; d < D; d++) {
+        const row = k * D + d;
+        const out = runLayer(
+          this.mode,
+          d ? flip(inp) : inp,
+          this.#layers[k][d],
+          layerOf(h0, row),
+          this.mode === "lstm" ? layerOf(c0, row) : undefined,
+        );
+        const hSeq = this.mode === "lstm" ? out.narrow(0, 0, steps) : out;
+        outs.push(d ? flip(hSeq) : hSeq);
+        hs.push(steps === 1 && this.mode === "gru" ? out : out.narrow(0, steps - 1, 1));
+        if (this.mode === "lstm") cs.push(out.narrow(0, steps, 1));
       }
+      inp = D === 1 ? outs[0] : cat(outs, 2);
       if (this.training && this.dropout > 0 && k < L - 1) {
         inp = apply(T.dropoutOp, [inp], { p: this.dropout, training: true, seed: nextSeed() });
       }
@@ -186,16 +210,18 @@ abstract class RnnBase extends Module {
       this.bias ? "" : "bias=false",
       this.batchFirst ? "batch_first=true" : "",
       this.dropout ? `dropout=${this.dropout}` : "",
+      this.bidirectional ? "bidirectional=true" : "",
     ].filter(Boolean);
     return [`${this.inputSize}, ${this.hiddenSize}`, ...extra].join(", ");
   }
 }
 
 /**
- * Multi-layer LSTM with PyTorch's semantics (torch.nn.LSTM, unidirectional, no projection):
+ * Multi-layer LSTM with PyTorch's semantics (torch.nn.LSTM, either direction or both, no projection):
  * gates i, f, g, o; parameters `weight_ih_l{k}` [4H, in], `weight_hh_l{k}` [4H, H],
- * `bias_ih_l{k}`, `bias_hh_l{k}` [4H], all initialised U(−1/√H, 1/√H), so PyTorch state
- * dicts load by name. Dropout (training only) on every layer's output but the last.
+ * `bias_ih_l{k}`, `bias_hh_l{k}` [4H] (and `*_l{k}_reverse` when bidirectional, whose layers
+ * above the first take 2H inputs), all initialised U(−1/√H, 1/√H), so PyTorch state dicts
+ * load by name. Dropout (training only) on every layer's output but the last.
  *
  * Dispatches per time step and layer: 2 forward (h·W_hhᵀ + b_hh, fused gates), 2 backward.
  * @throws {RangeError} For sizes that are not integers >= 1 or dropout outside [0, 1).
@@ -218,9 +244,9 @@ export class LSTM extends RnnBase {
    * Run the sequence (flodl's `forward_seq`; PyTorch's `lstm(x, (h0, c0))`).
    * @param x [seq, batch, inputSize], or [batch, seq, inputSize] with `batchFirst`; unbatched
    *   [seq, inputSize] as in PyTorch (states and results then lose the batch dim).
-   * @param state Initial h and c, each [numLayers, batch, hiddenSize]; zeros when absent.
+   * @param state Initial h and c, each [numLayers · directions, batch, hiddenSize]; zeros when absent.
    * @returns The last layer's h at every step (shaped as x, with hiddenSize features) and the
-   *   final h and c of every layer, [numLayers, batch, hiddenSize].
+   *   final h and c of every layer and direction, [numLayers · directions, batch, hiddenSize].
    * @throws {RangeError} When x or the state has the wrong shape (both shapes shown).
    */
   forwardSeq(x: Variable, state?: LstmState): { output: Variable; h: Variable; c: Variable } {
@@ -235,9 +261,10 @@ export class LSTM extends RnnBase {
 }
 
 /**
- * Multi-layer GRU with PyTorch's semantics (torch.nn.GRU, unidirectional): gates r, z, n with
+ * Multi-layer GRU with PyTorch's semantics (torch.nn.GRU, either direction or both): gates r, z, n with
  * n = tanh(W_in x + b_in + r·(W_hn h + b_hn)); parameters `weight_ih_l{k}` [3H, in],
- * `weight_hh_l{k}` [3H, H], `bias_ih_l{k}`, `bias_hh_l{k}` [3H], initialised U(−1/√H, 1/√H).
+ * `weight_hh_l{k}` [3H, H], `bias_ih_l{k}`, `bias_hh_l{k}` [3H] (and `*_l{k}_reverse`),
+ * initialised U(−1/√H, 1/√H).
  *
  * Dispatches per time step and layer: 2 forward, 2 backward.
  * @throws {RangeError} For sizes that are not integers >= 1 or dropout outside [0, 1).
@@ -260,8 +287,9 @@ export class GRU extends RnnBase {
    * Run the sequence (flodl's `forward_seq`; PyTorch's `gru(x, h0)`).
    * @param x [seq, batch, inputSize], or [batch, seq, inputSize] with `batchFirst`; unbatched
    *   [seq, inputSize] as in PyTorch (h0 and results then lose the batch dim).
-   * @param h0 Initial hidden state [numLayers, batch, hiddenSize]; zeros when absent.
-   * @returns The last layer's h at every step and the final h of every layer [numLayers, batch, hiddenSize].
+   * @param h0 Initial hidden state [numLayers · directions, batch, hiddenSize]; zeros when absent.
+   * @returns The last layer's h at every step and the final h of every layer and direction
+   *   [numLayers · directions, batch, hiddenSize].
    * @throws {RangeError} When x or h0 has the wrong shape (both shapes shown).
    */
   forwardSeq(x: Variable, h0?: Variable): { output: Variable; h: Variable } {

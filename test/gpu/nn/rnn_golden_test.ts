@@ -1,7 +1,8 @@
 /**
- * LSTM, GRU and their cells against PyTorch (test/fixtures/make_rnn_golden.py): PyTorch's
- * state dict is loaded by its own keys with `loadStateDict` (strict), then outputs, final
- * states and the gradients of the input, the initial states and every parameter must match.
+ * LSTM, GRU (one direction and bidirectional) and their cells against PyTorch
+ * (test/fixtures/make_rnn_golden.py): PyTorch's state dict is loaded by its own keys with
+ * `loadStateDict` (strict), then outputs, final states and the gradients of the input, the
+ * initial states and every parameter must match.
  */
 import { fromArray, GRU, GRUCell, LSTM, LSTMCell, type Tensor, Variable } from "../../../src/index.ts";
 import type { Module } from "../../../src/nn/mod.ts";
@@ -25,14 +26,14 @@ async function checkGrads(m: Module, grads: Record<string, number[]>, tag: strin
   for (const [name, p] of params) assertRelClose(await p.grad!.toArray(), grads[name], 1e-3, `${tag} ${name} grad`);
 }
 
-for (const g of golden.seq) {
+for (const g of [...golden.seq, ...golden.bidirectional]) {
   gpuTest(
     `${g.kind.toUpperCase()} loads PyTorch's state dict and matches its outputs and gradients: ${g.name}`,
     async () => {
-      const opts = { numLayers: g.layers, batchFirst: g.batchFirst, bias: g.bias };
+      const opts = { numLayers: g.layers, batchFirst: g.batchFirst, bias: g.bias, bidirectional: g.bidirectional };
       const m = g.kind === "lstm" ? new LSTM(g.input, g.hidden, opts) : new GRU(g.input, g.hidden, opts);
       load(m, g.state as State);
-      const [T, B, L, H] = [g.steps, g.batch, g.layers, g.hidden];
+      const [T, B, L, H] = [g.steps, g.batch, g.layers * (g.bidirectional ? 2 : 1), g.hidden];
       const x = new Variable(fromArray(g.x, g.batchFirst ? [B, T, g.input] : [T, B, g.input]), true);
       const h0 = new Variable(fromArray(g.h0, [L, B, H]), true);
       const c0 = g.c0 ? new Variable(fromArray(g.c0, [L, B, H]), true) : undefined;

@@ -258,6 +258,19 @@ gpuTest("RNN modules refuse bad sizes and shapes naming the knob and the value",
     "[1,3,9]",
   );
   assertThrows(() => new GRUCell(7, 9).forward(x), RangeError, "GRUCell(7, 9)", "[batch, 7]", "[5,3,7]");
+  const bi = new GRU(7, 9, { bidirectional: true });
+  assertThrows(() => bi.forwardSeq(x, h), RangeError, "h0 must be [2·numLayers (bidirectional), batch, hiddenSize] = [2, 3, 9]", "[1,3,9]");
+});
+
+gpuTest("bidirectional LSTM has PyTorch's parameters, in its order, and its output and state shapes", () => {
+  const lstm = new LSTM(7, 9, { numLayers: 2, bidirectional: true });
+  const names = lstm.namedParameters().map(([n, p]) => `${n} [${p.shape}]`);
+  const layer = (k: number, inSize: number) =>
+    ["", "_reverse"].flatMap((d) => [`weight_ih_l${k}${d} [36,${inSize}]`, `weight_hh_l${k}${d} [36,9]`, `bias_ih_l${k}${d} [36]`, `bias_hh_l${k}${d} [36]`]);
+  assertEquals(names, [...layer(0, 7), ...layer(1, 18)]);
+  const { output, h, c } = lstm.forwardSeq(new Variable(fromArray(new Float32Array(5 * 3 * 7), [5, 3, 7])));
+  assertEquals([output.shape, h.shape, c.shape], [[5, 3, 18], [4, 3, 9], [4, 3, 9]]);
+  assert(lstm.extraRepr().includes("bidirectional=true"), lstm.extraRepr());
 });
 
 gpuTest("LSTM, GRU and the cells take unbatched input as PyTorch does (the batch dim dropped)", async () => {
