@@ -1,7 +1,8 @@
 /**
  * A PyTorch state dict with BatchNorm (LeNet, test/fixtures/safetensors/interop.py) loads
  * strict into our twin, `num_batches_tracked` (I64) included, and gives torch's eval output;
- * our file loads strict into torch, which sees I64 counters. Runs Debian's /usr/bin/python3
+ * our file loads strict into torch, which sees I64 counters. The same both ways for a
+ * bidirectional 2-layer LSTM with a Linear head. Runs Debian's /usr/bin/python3
  * with torch (apt-get install python3-torch); Deno only (it spawns a process).
  */
 import {
@@ -11,6 +12,7 @@ import {
   fromArray,
   Linear,
   loadSafetensors,
+  LSTM,
   MaxPool2d,
   Module,
   saveSafetensors,
@@ -40,6 +42,16 @@ class LeNet extends Module {
     x = this.pool.forward(this.bn2.forward(this.conv2.forward(x)).relu());
     x = this.bn3.forward(this.fc1.forward(x.flatten(1))).relu();
     return this.fc3.forward(this.fc2.forward(x).relu());
+  }
+}
+
+/** Twin of interop.py's BiLSTM. */
+class BiLSTM extends Module {
+  rnn = new LSTM(7, 6, { numLayers: 2, batchFirst: true, bidirectional: true });
+  head = new Linear(12, 3);
+  forward(x: Variable): Variable {
+    const out = this.rnn.forward(x); // [B, T, 12]
+    return this.head.forward(out.narrow(1, out.shape[1] - 1, 1).reshape([out.shape[0], 12]));
   }
 }
 
@@ -143,4 +155,21 @@ gpuTest("an I64 count beyond the i32 range is refused, naming the file, tensor a
     "[-2147483648, 2147483647]",
   );
   assertEquals([...await bn.weight!.data.toArray()], [1, 1], "nothing written");
+});
+
+gpuTest("a torch-saved bidirectional LSTM loads strict by PyTorch's names and gives torch's output; ours loads back into torch", async () => {
+  await withTemp(async (path) => {
+    const torch = await python("bilstm-save", path);
+    const model = new BiLSTM();
+    const r = loadSafetensors(model, Deno.readFileSync(path), path);
+    assertEquals([r.missing, r.unexpected], [[], []], "strict load");
+    const x = () => new Variable(fromArray(torch.x, [2, 5, 7]));
+    assertRelClose(await model.forward(x()).toArray(), torch.y, 1e-4, "output against torch's");
+    // Ours (other values: a fresh seed) into torch, strict; torch then computes our output.
+    const mine = new BiLSTM();
+    Deno.writeFileSync(path, await saveSafetensors(mine));
+    const back = await python("bilstm-load", path);
+    for (const [k, t] of mine.stateDict()) assertEquals(back.state[k].values, [...await t.toArray()], `${k} values in torch`);
+    assertRelClose(await mine.forward(x()).toArray(), back.y, 1e-4, "torch's output of our weights");
+  });
 });
