@@ -186,6 +186,9 @@ export {
   softmax,
   Softplus,
   Tanh,
+  TransformerDecoderLayer,
+  TransformerEncoder,
+  TransformerEncoderLayer,
   Upsample,
 } from "./nn/mod.ts";
 export type {
@@ -196,6 +199,7 @@ export type {
   Conv2dLayerOptions,
   ConvTranspose2dLayerOptions,
   DecodedSafetensors,
+  DecoderMasks,
   EmbeddingBagLayerOptions,
   InterpolateMode,
   InterpolateOptions,
@@ -215,7 +219,9 @@ export type {
   SafetensorsDType,
   SaveCheckpointOptions,
   SaveOptions,
+  SelfAttentionMasks,
   StateEntry,
+  TransformerLayerOptions,
 } from "./nn/mod.ts";
 // Optimizers, gradient clipping and learning-rate schedules.
 export {

@@ -57,6 +57,8 @@ export { RMSNorm } from "./rms_norm.ts";
 export type { RMSNormOptions } from "./rms_norm.ts";
 export { PositionalEmbedding, rotaryEmbedding } from "./positional.ts";
 export { GRU, LSTM } from "./rnn.ts";
+export { TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer } from "./transformer.ts";
+export type { DecoderMasks, SelfAttentionMasks, TransformerLayerOptions } from "./transformer.ts";
 export type { LstmState, RnnOptions } from "./rnn.ts";
 export { GRUCell, LSTMCell } from "./rnn_cell.ts";
 export type { RnnCellOptions } from "./rnn_cell.ts";
