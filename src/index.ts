@@ -176,6 +176,7 @@ export {
   saveCheckpointFile,
   saveSafetensors,
   scaledDotProductAttention,
+  attentionWeights,
   SELU,
   Sequential,
   Sigmoid,

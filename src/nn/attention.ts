@@ -2,18 +2,28 @@
  * Attention for Variables: the functional scaled-dot-product attention (the fused kernel of
  * src/tensor/ops/attention.ts on the tape) and PyTorch's nn.MultiheadAttention.
  */
-import { apply, Parameter, Variable } from "../autograd/mod.ts";
+import { apply, Parameter, Variable, where } from "../autograd/mod.ts";
 import { Device } from "../gpu/mod.ts";
 import * as T from "../tensor/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
+import { fmt } from "../tensor/shape.ts";
+import { dropout, matmul, softmax } from "./functional.ts";
 import { xavierUniform, zeros } from "./init.ts";
 import { Linear } from "./layers.ts";
 import { Module } from "./module.ts";
 
 /** Masks and flags of an attention call; a mask hides a key where it is nonzero (f32 or i32). */
 export interface AttentionCallOptions {
-  /** [Tq, Tk]: nonzero hides key j from query i (PyTorch's boolean attn_mask; float additive masks are not supported). */
+  /** [Tq, Tk]: nonzero hides key j from query i (PyTorch's boolean attn_mask). */
   attnMask?: Tensor | Variable;
+  /**
+   * Added to the scores before the softmax (PyTorch's float attn_mask: ALiBi, relative
+   * positions; -inf hides): broadcast to [B, H, Tq, Tk], e.g. [Tq, Tk] or [B, H, Tq, Tk]
+   * (MultiheadAttention also takes PyTorch's [B·H, Tq, Tk]). A Variable gets its gradient.
+   * The call then runs the composed path ({@link attentionWeights}), not the fused kernel;
+   * a row whose biases are all -inf gives NaN, as PyTorch.
+   */
+  attnBias?: Tensor | Variable;
   /** [B, Tk]: nonzero marks key j of batch b as padding (PyTorch's key_padding_mask, True = ignore). */
   keyPaddingMask?: Tensor | Variable;
   /** Hide key j from query i when j > i (top-left aligned, as torch's is_causal). */
@@ -48,8 +58,69 @@ export function scaledDotProductAttention(
   v: Variable,
   options: AttentionCallOptions & { dropoutP?: number; scale?: number; seed?: number } = {},
 ): Variable {
+  if (options.attnBias) return attentionWeights(q, k, v, options).output;
   const { inputs, attrs } = T.attentionCall(q, k, v, maskVars(options));
   return apply(T.attentionOp, inputs, attrs);
+}
+
+/**
+ * Scaled dot-product attention composed from its steps, as PyTorch's math path, returning
+ * the weights too: S = q·kᵀ·scale + attnBias, hidden keys (masks, causal) left out, P =
+ * softmax(S) (a row with no visible key gives zeros, as the fused kernel), dropout on P in
+ * training, output P·v. `weights` is P after dropout, [B, H, Tq, Tk], as PyTorch returns
+ * it. Every step is an op with a gradient (q, k, v and a Variable attnBias). Keeps a
+ * B·H·Tq·Tk matrix: for the weights and float biases, not for speed.
+ * @throws {RangeError} For inputs that are not [B, H, T, D] alike, or a mask or bias shape that does not fit (named).
+ */
+export function attentionWeights(
+  q: Variable,
+  k: Variable,
+  v: Variable,
+  options: AttentionCallOptions & { dropoutP?: number; scale?: number; seed?: number } = {},
+): { output: Variable; weights: Variable } {
+  if (q.ndim !== 4 || k.ndim !== 4 || v.ndim !== 4) {
+    throw new RangeError(`attention: q, k and v must be [B, H, T, D], got ${fmt(q.shape)}, ${fmt(k.shape)}, ${fmt(v.shape)}`);
+  }
+  const [b, h, tq, d] = q.shape, tk = k.shape[2];
+  if (k.shape[0] !== b || k.shape[1] !== h || k.shape[3] !== d || v.shape[0] !== b || v.shape[1] !== h || v.shape[2] !== tk) {
+    throw new RangeError(`attention: k [B, H, Tk, D] and v [B, H, Tk, Dv] must fit q ${fmt(q.shape)}, got k ${fmt(k.shape)}, v ${fmt(v.shape)}`);
+  }
+  const device = q.data.device;
+  let s = matmul(q, k, { transB: true }).mul(options.scale ?? 1 / Math.sqrt(d));
+  const bias = options.attnBias && asVar(options.attnBias);
+  if (bias) {
+    const fits = bias.ndim <= 4 && bias.shape.every((n, i) => n === 1 || n === [b, h, tq, tk][4 - bias.ndim + i]);
+    if (!fits) throw new RangeError(`attention: attnBias must broadcast to [B, H, Tq, Tk] = ${fmt([b, h, tq, tk])}, got ${fmt(bias.shape)}`);
+    s = s.add(bias);
+  }
+  // Hidden keys as one 0/1 tensor broadcast to [B, H, Tq, Tk]: masks and causal summed, > 0 hides.
+  const hides: Tensor[] = [];
+  if (options.attnMask) {
+    const m = asVar(options.attnMask).data;
+    if (m.shape.length !== 2 || m.shape[0] !== tq || m.shape[1] !== tk) throw new RangeError(`attention: attnMask must be [Tq, Tk] = [${tq}, ${tk}], got ${fmt(m.shape)}`);
+    hides.push(T.ne(T.cast(m, "f32"), 0));
+  }
+  if (options.keyPaddingMask) {
+    const m = asVar(options.keyPaddingMask).data;
+    if (m.shape.length !== 2 || m.shape[0] !== b || m.shape[1] !== tk) throw new RangeError(`attention: keyPaddingMask must be [B, Tk] = [${b}, ${tk}], got ${fmt(m.shape)}`);
+    hides.push(T.reshape(T.ne(T.cast(m, "f32"), 0), [b, 1, 1, tk]));
+  }
+  if (options.causal) {
+    hides.push(T.fromArray(Float32Array.from({ length: tq * tk }, (_, i) => (i % tk > Math.floor(i / tk) ? 1 : 0)), [tq, tk], { device }));
+  }
+  let p: Variable;
+  if (hides.length) {
+    const hidden = T.gt(hides.reduce((a, m) => T.add(a, m)), 0);
+    // A finite fill, not -inf: a row with every key hidden then stays finite through the
+    // softmax and its backward, and the second where gives it zeros (and no gradient).
+    p = where(hidden, 0, softmax(where(hidden, -1e30, s), -1));
+  } else {
+    p = softmax(s, -1);
+  }
+  const dropoutP = options.dropoutP ?? 0;
+  if (!(dropoutP >= 0 && dropoutP < 1)) throw new RangeError(`attention: dropoutP must be in [0, 1), got ${dropoutP}`);
+  if (dropoutP > 0) p = dropout(p, dropoutP, true, options.seed);
+  return { output: matmul(p, v), weights: p };
 }
 
 /** The call's options with its masks as Variables. */
@@ -84,10 +155,11 @@ export interface MultiheadAttentionOptions {
  * projection, zero biases, Linear's default for out_proj.weight). Heads split E into
  * H slices of D = E / H; attention runs in the fused kernel.
  *
- * `forward(query, key = query, value = key, { attnMask, keyPaddingMask, causal })` returns
- * the attention output only (PyTorch's `need_weights=False`: the weights are never formed).
- * Unsupported PyTorch options: kdim/vdim ≠ E, add_bias_kv, add_zero_attn, 3-D attn masks,
- * float additive masks.
+ * `forward(query, key = query, value = key, { attnMask, keyPaddingMask, causal, attnBias })`
+ * returns the attention output only (PyTorch's `need_weights=False`: the weights are never
+ * formed, unless a float `attnBias` sends the call to the composed path);
+ * {@link forwardWithWeights} is `need_weights=True`. Unsupported PyTorch options: kdim/vdim ≠
+ * E, add_bias_kv, add_zero_attn, 3-D boolean masks (a 3-D float mask is an `attnBias`).
  * @throws {RangeError} From the constructor when embedDim is not divisible by numHeads or
  *   dropout is outside [0, 1); from forward for inputs whose last dim is not embedDim.
  * @example
@@ -178,6 +250,26 @@ export class MultiheadAttention extends Module {
    * Self-attention: `forward(x)` or `forward(x, x, x, { causal: true })`.
    */
   forward(query: Variable, key: Variable = query, value: Variable = key, options: AttentionCallOptions = {}): Variable {
+    return this.#attend(query, key, value, options).output;
+  }
+
+  /**
+   * {@link forward} with PyTorch's `need_weights=True`: also the attention weights (after
+   * dropout, as PyTorch), averaged over the heads to [B, Tq, Tk] (`averageAttnWeights`, the
+   * default) or per head [B, H, Tq, Tk], batch first whatever `batchFirst`. Runs the composed
+   * path ({@link attentionWeights}); the weights carry gradients.
+   */
+  forwardWithWeights(
+    query: Variable,
+    key: Variable = query,
+    value: Variable = key,
+    options: AttentionCallOptions & { averageAttnWeights?: boolean } = {},
+  ): { output: Variable; weights: Variable } {
+    const r = this.#attend(query, key, value, options, true);
+    return { output: r.output, weights: options.averageAttnWeights === false ? r.weights! : r.weights!.mean(1) };
+  }
+
+  #attend(query: Variable, key: Variable, value: Variable, options: AttentionCallOptions, withWeights = false): { output: Variable; weights?: Variable } {
     this.#checkInput("query", query);
     this.#checkInput("key", key);
     this.#checkInput("value", value);
@@ -186,8 +278,22 @@ export class MultiheadAttention extends Module {
     const kb = key === query ? qb : toBatchFirst(key);
     const vb = value === key ? kb : toBatchFirst(value);
     const dropoutP = this.training ? this.dropout : 0;
-    let o: Variable;
-    if (query === key && key === value) {
+    let o: Variable, weights: Variable | undefined;
+    if (withWeights || options.attnBias) {
+      let bias = options.attnBias && asVar(options.attnBias);
+      if (bias?.ndim === 3) {
+        // PyTorch's per-head float mask [B·H, Tq, Tk].
+        const [b, tq] = qb.shape, tk = kb.shape[1];
+        if (bias.shape[0] !== b * this.numHeads) {
+          throw new RangeError(`MultiheadAttention: a 3-D attnBias must be [B·H, Tq, Tk] = [${b * this.numHeads}, ${tq}, ${tk}], got ${fmt(bias.shape)}`);
+        }
+        bias = bias.reshape([b, this.numHeads, tq, tk]);
+      }
+      const q = this.#heads(this.#project(qb, 0));
+      const k = this.#heads(this.#project(kb, 1));
+      const v = this.#heads(this.#project(vb, 2));
+      ({ output: o, weights } = attentionWeights(q, k, v, { ...options, attnBias: bias, dropoutP }));
+    } else if (query === key && key === value) {
       // Self-attention: one projection by the whole of in_proj, [B, T, 3E], one permute to
       // [3, B, H, T, D], and attention on it packed (one gradient, nothing to accumulate).
       const [b, t] = qb.shape;
@@ -205,7 +311,7 @@ export class MultiheadAttention extends Module {
     const [b, , t] = o.shape;
     const merged = o.permute([0, 2, 1, 3]).reshape([b, t, this.embedDim]);
     const out = this.outProj.forward(merged);
-    return this.batchFirst ? out : out.transpose(0, 1);
+    return { output: this.batchFirst ? out : out.transpose(0, 1), weights };
   }
 
   override extraRepr(): string {

@@ -4,5 +4,5 @@
  * importers need, so functional.ts cannot re-export them without a cycle).
  */
 export * from "./functional.ts";
-export { scaledDotProductAttention } from "./attention.ts";
+export { attentionWeights, scaledDotProductAttention } from "./attention.ts";
 export { rotaryEmbedding } from "./positional.ts";

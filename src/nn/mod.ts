@@ -51,7 +51,7 @@ export {
   Softplus,
   Tanh,
 } from "./activation.ts";
-export { MultiheadAttention, scaledDotProductAttention } from "./attention.ts";
+export { attentionWeights, MultiheadAttention, scaledDotProductAttention } from "./attention.ts";
 export type { AttentionCallOptions, MultiheadAttentionOptions } from "./attention.ts";
 export { RMSNorm } from "./rms_norm.ts";
 export type { RMSNormOptions } from "./rms_norm.ts";

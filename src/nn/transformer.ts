@@ -30,7 +30,7 @@ export interface TransformerLayerOptions {
 
 /** Masks of a self-attention block (PyTorch's src_mask / src_key_padding_mask; is_causal as `causal`). */
 export interface SelfAttentionMasks {
-  /** [T, T]: nonzero hides key j from query i (boolean masks only). */
+  /** [T, T]: nonzero hides key j from query i (a float additive mask is the attention's `attnBias`, not taken here). */
   mask?: Tensor | Variable;
   /** [B, T]: nonzero marks padding. */
   keyPaddingMask?: Tensor | Variable;
