@@ -6,7 +6,7 @@ import { apply, Parameter, Variable, where } from "../autograd/mod.ts";
 import { Device } from "../gpu/mod.ts";
 import * as T from "../tensor/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
-import { fmt } from "../tensor/shape.ts";
+import { fmt } from "../tensor/mod.ts";
 import { dropout, matmul, softmax } from "./functional.ts";
 import { xavierUniform, zeros } from "./init.ts";
 import { Linear } from "./layers.ts";

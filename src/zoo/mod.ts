@@ -6,6 +6,8 @@
  *   batch norm and dropout) and `convAe` (a convolutional autoencoder).
  * - On the Brown Corpus as characters: `charRnn` (an LSTM) and `gptNano` (a causal
  *   transformer, `GptNano`).
+ * - `ResNet20` (basic blocks, BatchNorm, 16/32/64 channels) for 32×32 images, PyTorch's
+ *   member names; not yet one of the benchmark's models (`MODELS`).
  * - `RECIPES[name]`: each model's data, loss, eval metric, optimizer and schedule, with the
  *   benchmark's epochs, batch and learning rate; `loadTaskData(name)` loads its train and
  *   test sets; `buildModel(name, device)` builds it by name.
@@ -26,6 +28,8 @@
 export { accuracy, buildModel, CHAR_MODELS, charRnn, convAe, gptNano, lenet, logistic, mlp, MODELS, trainEpoch } from "./models.ts";
 export type { ModelName } from "./models.ts";
 export { GptBlock, GptNano } from "./gpt_nano.ts";
+export { BasicBlock, ResNet20 } from "./resnet.ts";
+export type { ResNet20Options } from "./resnet.ts";
 export type { GptNanoOptions } from "./gpt_nano.ts";
 export {
   classifyLoss,

@@ -2,7 +2,7 @@
  * A PyTorch state dict with BatchNorm (LeNet, test/fixtures/safetensors/interop.py) loads
  * strict into our twin, `num_batches_tracked` (I64) included, and gives torch's eval output;
  * our file loads strict into torch, which sees I64 counters. The same both ways for a
- * bidirectional 2-layer LSTM with a Linear head. Runs Debian's /usr/bin/python3
+ * bidirectional 2-layer LSTM with a Linear head and for the zoo's ResNet-20. Runs Debian's /usr/bin/python3
  * with torch (apt-get install python3-torch); Deno only (it spawns a process).
  */
 import {
@@ -19,6 +19,7 @@ import {
   Variable,
 } from "../../../src/index.ts";
 import { encodeSafetensors } from "../../../src/io/mod.ts";
+import { ResNet20 } from "../../../src/zoo/mod.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 import { mulberry32, randn } from "../../util/random.ts";
@@ -171,5 +172,26 @@ gpuTest("a torch-saved bidirectional LSTM loads strict by PyTorch's names and gi
     const back = await python("bilstm-load", path);
     for (const [k, t] of mine.stateDict()) assertEquals(back.state[k].values, [...await t.toArray()], `${k} values in torch`);
     assertRelClose(await mine.forward(x()).toArray(), back.y, 1e-4, "torch's output of our weights");
+  });
+});
+
+gpuTest("a torch-trained ResNet-20 loads strict into the zoo's and gives torch's eval output; ours loads back into torch", async () => {
+  await withTemp(async (path) => {
+    const torch = await python("resnet20-save", path);
+    const model = new ResNet20();
+    const r = loadSafetensors(model, Deno.readFileSync(path), path);
+    assertEquals([r.missing, r.unexpected], [[], []], "strict load");
+    assertEquals([...model.stateDict().keys()].sort(), Object.keys(torch.state).sort(), "state dict keys");
+    assertEquals(model.numParameters(), 272_186, "parameters: torch counts 272,186 for the same network");
+    const x = () => new Variable(fromArray(torch.x, [2, 1, 32, 32]));
+    model.eval();
+    assertRelClose(await model.forward(x()).toArray(), torch.y, 1e-3, "eval output against torch's");
+    const mine = new ResNet20();
+    mine.forward(new Variable(fromArray(randn(2 * 1024, mulberry32(18)), [2, 1, 32, 32]))); // moves the running statistics
+    Deno.writeFileSync(path, await saveSafetensors(mine));
+    const back = await python("resnet20-load", path);
+    for (const [k, t] of mine.stateDict()) assertEquals(back.state[k].values, [...await t.toArray()], `${k} values in torch`);
+    mine.eval();
+    assertRelClose(await mine.forward(x()).toArray(), back.y, 1e-3, "torch's eval output of our weights");
   });
 });
