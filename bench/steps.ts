@@ -1,19 +1,21 @@
 /**
- * Training steps of src/zoo/models.ts models (the MNIST MLP and LeNet), batch 64 of seeded
+ * Training steps of src/zoo/models.ts models (the MNIST MLP, LeNet, ResNet-20), batch 64 of seeded
  * random MNIST-shaped data, cross entropy, Adam (foreach), one submit per step: samples/s
  * with the loss read at the end (the GPU kept fed) and with the loss awaited every step
  * (step ms = the wall of one step including Deno's readback wait). Rounds interleave the
  * models so load hits them alike. Also the kernel GFLOP/s of our n×n matmul with `--matmul`,
  * timed as many dispatches in one submit (so a GPU's ~10 ms submit floor does not hide it).
  *
- *   deno run -A --no-check bench/steps.ts [--models mlp,lenet] [--rounds 3] [--steps 30] [--matmul 1024,2048]
+ *   deno run -A --no-check bench/steps.ts [--models mlp,lenet,resnet20] [--rounds 3] [--steps 30] [--matmul 1024,2048]
+ *     [--profile]   then each model's GPU time by kernel family and entry (bench/profile.ts's replay, ×3)
  *
  * Used for the before/after tables of bench/README.md and by bench/gpu.sh.
  */
 import process from "node:process";
 import { Adam, crossEntropy, Device, fromArray, rand, Variable } from "../src/index.ts";
 import { ops } from "../src/engine.ts";
-import { lenet, mlp } from "../src/zoo/mod.ts";
+import { lenet, mlp, resnet20 } from "../src/zoo/mod.ts";
+import { profileKernels, timeMedian } from "./profile.ts";
 import { labelsI32, median, uniformF32 } from "./workloads.ts";
 
 const arg = (name: string, dflt: string) => {
@@ -23,6 +25,7 @@ const arg = (name: string, dflt: string) => {
 const MODELS = {
   mlp: { build: mlp, input: [64, 784] as number[] },
   lenet: { build: lenet, input: [64, 1, 28, 28] as number[] },
+  resnet20: { build: resnet20, input: [64, 1, 28, 28] as number[] },
 };
 type Name = keyof typeof MODELS;
 const names = arg("models", "mlp,lenet").split(",").filter(Boolean) as Name[];
@@ -56,8 +59,8 @@ function countLaunches(f: () => void): string[] {
 }
 const launchLists = new Map<Name, string[]>();
 
-/** samples/s of `steps` steps after 3 warm-ups; `every`: await each step's loss. */
-async function trainSteps(name: Name, every: boolean): Promise<{ sps: number; last: number; spCpuS: number }> {
+/** A model of MODELS with Adam, a seeded batch, one step's recording, and its disposal. */
+function setup(name: Name) {
   const { build, input } = MODELS[name];
   const model = build(device);
   const opt = new Adam(model.parameters(), { lr: 1e-3, foreach: true });
@@ -71,6 +74,22 @@ async function trainSteps(name: Name, every: boolean): Promise<{ sps: number; la
     opt.zeroGrad();
     return loss.data;
   };
+  const dispose = () => {
+    opt.resetState();
+    for (const p of model.parameters()) {
+      p.zeroGrad();
+      p.data.dispose();
+    }
+    x.dispose();
+    y.dispose();
+    device.endStep();
+  };
+  return { input, step, dispose };
+}
+
+/** samples/s of `steps` steps after 3 warm-ups; `every`: await each step's loss. */
+async function trainSteps(name: Name, every: boolean): Promise<{ sps: number; last: number; spCpuS: number }> {
+  const { input, step, dispose } = setup(name);
   try {
     for (let i = 0; i < 3; i++) {
       let loss: ReturnType<typeof step> | undefined;
@@ -93,14 +112,32 @@ async function trainSteps(name: Name, every: boolean): Promise<{ sps: number; la
     if (!Number.isFinite(last)) throw new Error(`bench/steps: ${name} ended at loss ${last}`);
     return { sps: (steps * input[0] * 1000) / ms, last, spCpuS: (steps * input[0] * 1e6) / (u.user + u.system) };
   } finally {
-    opt.resetState();
-    for (const p of model.parameters()) {
-      p.zeroGrad();
-      p.data.dispose();
+    dispose();
+  }
+}
+
+/** One step's GPU time by kernel family and by entry, after 2 warm-ups. */
+async function profileModel(name: Name): Promise<void> {
+  const { step, dispose } = setup(name);
+  try {
+    for (let i = 0; i < 2; i++) {
+      await step().toArray();
+      device.endStep();
     }
-    x.dispose();
-    y.dispose();
-    device.endStep();
+    const p = await profileKernels(device, step, await timeMedian(3, () => device.sync()), 3);
+    console.log(`\n${name}: ${p.launches} launches, Σ kernel ${p.kernelMs.toFixed(0)} ms\n| family or entry | launches | ms | share |\n|---|---|---|---|`);
+    for (const f of p.families) console.log(`| ${f.family} | ${f.launches} | ${f.ms.toFixed(0)} | ${(100 * f.share).toFixed(1)}% |`);
+    const byEntry = new Map<string, { n: number; ms: number }>();
+    for (const k of p.kernels) {
+      const e = byEntry.get(k.kernel) ?? { n: 0, ms: 0 };
+      e.n++, e.ms += k.ms;
+      byEntry.set(k.kernel, e);
+    }
+    for (const [k, e] of [...byEntry].sort((a, b) => b[1].ms - a[1].ms).slice(0, 8)) {
+      console.log(`| ${k} | ${e.n} | ${e.ms.toFixed(0)} | ${((100 * e.ms) / p.kernelMs).toFixed(1)}% |`);
+    }
+  } finally {
+    dispose();
   }
 }
 
@@ -157,5 +194,6 @@ for (const [k, xs] of res) {
   console.log(`| ${k} | ${median(xs).toFixed(k.includes("ms") ? 2 : 1)} | ${xs.map((x) => x.toFixed(1)).join(", ")} |`);
 }
 for (const [name, seen] of launchLists) console.log(`${name} launches per step (${seen.length}): ${seen.join(", ")}`);
+if (Deno.args.includes("--profile")) for (const name of names) await profileModel(name);
 console.log(`load ${Deno.loadavg()[0].toFixed(1)}`);
 device.destroy();

@@ -50,9 +50,9 @@ export const builder = Trainer.builder(model, (params) => recipe.optimizer(param
   .evalFn(evaluate)
   .evalEvery(EvalCadence.epochs(1));
 // A rank is silent while it computes a step, and without a GPU (lavapipe) one step of 64
-// sequences takes 4 s (char-rnn) to 20 s (gpt-nano), more with ranks sharing cores: the default
-// 30 s heartbeat would declare a busy rank lost.
-if (recipe.data === "brown") builder.heartbeatTimeoutSecs(600);
+// takes 4 s (char-rnn), 7 s (resnet20) or 20 s (gpt-nano), more with ranks sharing cores: the
+// default 30 s heartbeat would declare a busy rank lost.
+if (recipe.data === "brown" || settings.model === "resnet20") builder.heartbeatTimeoutSecs(600);
 // The schedule counts global steps: every rank's batches.
 const schedule = recipe.scheduler;
 if (schedule) builder.scheduler(() => schedule(settings.lr, settings.epochs * Math.floor(train.len() / settings.batch)));

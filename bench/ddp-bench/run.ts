@@ -1,8 +1,8 @@
 /**
- * flodl's ddp-bench, ported: the six models of flodl's ddp-bench trained solo and in
+ * flodl's ddp-bench, ported: seven models of flodl's ddp-bench trained solo and in
  * cpu-sync / cpu-cadence / cpu-async with 2 ranks, then with one rank `--slow` times slower,
- * each run in its own process (bench/ddp-bench/one.ts); PyTorch trains char-rnn and gpt-nano
- * on the same sequences for the same steps (bench/ddp-bench/torch_seq.py); the report, in
+ * each run in its own process (bench/ddp-bench/one.ts); PyTorch trains char-rnn, gpt-nano and
+ * resnet20 on the same samples for the same steps (bench/ddp-bench/torch_ref.py); the report, in
  * flodl's format with its published 0.5 numbers beside ours, goes to bench/results/ as
  * markdown, JSON and an HTML page of per-epoch curves (bench/ddp-bench/report.ts).
  *
@@ -10,12 +10,12 @@
  *
  * Scale (defaults sized for a 2-core machine without a GPU; flodl's are 5 epochs of all
  * 60000 images, 50 of all of tiny-Shakespeare):
- *   --models logistic,mlp,lenet,conv-ae,char-rnn,gpt-nano
+ *   --models logistic,mlp,lenet,conv-ae,char-rnn,gpt-nano,resnet20
  *   --modes solo,cpu-sync,cpu-cadence,cpu-async     --slow-modes cpu-sync,cpu-cadence,cpu-async
  *   --slow 3            the slow rank's factor (rank 1; 0 = no slow-rank runs)
  *   --epochs 2          --subset 2048 --test-subset 1000 (MNIST images)   --batch 64
  *   --char-epochs 2     --char-subset 128 --char-test-subset 32 (sequences of 128)   --char-batch 64
- *   --torch / --no-torch   the PyTorch reference for the character models (default on)
+ *   --torch / --no-torch   the PyTorch reference of char-rnn, gpt-nano and resnet20 (default on)
  *   --tag <name>        results file name: bench/results/<date>-ddp-bench[-<tag>].{json,md,html}
  */
 import { exitNow } from "../../examples/exit.ts";
@@ -107,21 +107,30 @@ async function runOne(cfg: RunConfig, k: number): Promise<RunResult | null> {
   }
 }
 
-/** Export the character models' exact sequences for torch_seq.py (same subset, same split, same vocabulary). */
-async function exportSequences(path: string): Promise<void> {
-  const data = await loadTaskData("char-rnn", { subset: scale.chars.subset, testSubset: scale.chars.testSubset });
+/** The models with a PyTorch reference (torch_ref.py). */
+const TORCH_MODELS: readonly ModelName[] = ["char-rnn", "gpt-nano", "resnet20"];
+
+/**
+ * Export `model`'s exact samples for torch_ref.py: the same subset and split, and the
+ * vocabulary of the character models, or the standardized images of resnet20.
+ */
+async function exportSamples(model: ModelName, path: string): Promise<void> {
+  const s = CHAR_MODELS.includes(model) ? scale.chars : scale.mnist;
+  const data = await loadTaskData(model, { subset: s.subset, testSubset: s.testSubset });
   const rows = (ds: typeof data.train) => {
     const [x, y] = ds.getBatch(Array.from({ length: ds.len() }, (_, i) => i));
-    return { input: Array.from(x.data as Int32Array), target: Array.from(y.data as Int32Array), n: ds.len() };
+    return { input: Array.from(x.data as ArrayLike<number>), target: Array.from(y.data as Int32Array), n: ds.len() };
   };
-  await Deno.writeTextFile(path, JSON.stringify({ vocab: data.vocab!.itos, seqLen: 128, train: rows(data.train), validation: rows(data.test) }));
+  const shape = data.vocab ? { vocab: data.vocab.itos, seqLen: 128 } : { imageShape: data.train.fields[0].shape };
+  await Deno.writeTextFile(path, JSON.stringify({ ...shape, train: rows(data.train), validation: rows(data.test) }));
 }
 
-async function runTorch(model: ModelName, seqPath: string): Promise<TorchResult | null> {
+async function runTorch(model: ModelName, dataPath: string): Promise<TorchResult | null> {
   const t0 = performance.now();
+  const s = CHAR_MODELS.includes(model) ? scale.chars : scale.mnist;
   const res = await new Deno.Command("/usr/bin/python3", {
-    args: [new URL("./torch_seq.py", import.meta.url).pathname, "--model", model, "--data", seqPath, "--epochs", String(scale.chars.epochs),
-      "--batch", String(scale.chars.batch)],
+    args: [new URL("./torch_ref.py", import.meta.url).pathname, "--model", model, "--data", dataPath, "--epochs", String(s.epochs),
+      "--batch", String(s.batch)],
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -150,10 +159,10 @@ for (const model of models) {
     const r = await runOne(cfg, k++);
     if (r) runs.push(r);
   }
-  if (torch && CHAR_MODELS.includes(model)) {
-    const seqPath = `${work}/sequences.json`;
-    await exportSequences(seqPath);
-    const r = await runTorch(model, seqPath);
+  if (torch && TORCH_MODELS.includes(model)) {
+    const dataPath = `${work}/samples.json`;
+    await exportSamples(model, dataPath);
+    const r = await runTorch(model, dataPath);
     if (r) torchRuns.push(r);
   }
 }

@@ -4,7 +4,7 @@
  * d = 128, feed-forward 512 with exact GELU), a final LayerNorm and a linear head, causal.
  * Dropout 0.1 on the embeddings and on both residual branches, as flodl's.
  *
- * Parameter names are those of bench/ddp-bench/torch_seq.py's `GptNano`, so a state dict
+ * Parameter names are those of bench/ddp-bench/torch_ref.py's `GptNano`, so a state dict
  * moves between the two.
  */
 import {
@@ -39,14 +39,29 @@ export interface GptNanoOptions {
 
 /** One pre-norm block: x + drop(attn(ln1 x)), then x + drop(ff_down(gelu(ff_up(ln2 x)))). */
 export class GptBlock extends Module {
+  /** LayerNorm before attention. */
   readonly ln1: LayerNorm;
+  /** Causal self-attention, `heads` heads, batch first. */
   readonly attn: MultiheadAttention;
+  /** LayerNorm before the feed-forward. */
   readonly ln2: LayerNorm;
+  /** Feed-forward up projection, Linear(d, dFF). */
   readonly ff_up: Linear;
+  /** Feed-forward down projection, Linear(dFF, d). */
   readonly ff_down: Linear;
-  readonly act = new GELU();
+  /** Exact GELU between the projections. */
+  readonly act: GELU = new GELU();
+  /** Dropout on both residual branches. */
   readonly drop: Dropout;
 
+  /**
+   * A block with fresh layers, each initialised as its PyTorch default.
+   * @param d Embedding width.
+   * @param heads Attention heads (must divide d).
+   * @param dFF Feed-forward hidden width.
+   * @param dropout Dropout probability of the residual branches.
+   * @param device Device of the parameters.
+   */
   constructor(d: number, heads: number, dFF: number, dropout: number, device: Device) {
     super();
     this.ln1 = new LayerNorm(d, { device });
@@ -74,13 +89,25 @@ export class GptBlock extends Module {
  *   and from forward when T exceeds maxLen.
  */
 export class GptNano extends Module {
+  /** Token embedding [vocab, d]. */
   readonly tok_emb: Embedding;
+  /** Learned position embedding [maxLen, d]. */
   readonly pos_emb: PositionalEmbedding;
+  /** Dropout on the summed embeddings. */
   readonly drop: Dropout;
+  /** The {@link GptBlock}s in order. */
   readonly blocks: Sequential;
+  /** Final LayerNorm. */
   readonly ln_f: LayerNorm;
+  /** Output projection Linear(d, vocab) to the logits. */
   readonly head: Linear;
 
+  /**
+   * gpt-nano with fresh weights, each layer initialised as its PyTorch default.
+   * @param vocabSize Rows of the token embedding and width of the logits.
+   * @param device Device of the parameters.
+   * @param options Sizes and dropout; flodl's gpt-nano by default.
+   */
   constructor(readonly vocabSize: number, device: Device, options: GptNanoOptions = {}) {
     super();
     const d = options.dModel ?? 128, heads = options.heads ?? 4, layers = options.layers ?? 4;
@@ -93,6 +120,7 @@ export class GptNano extends Module {
     this.head = new Linear(d, vocabSize, { device });
   }
 
+  /** ids i32 [B, T] → logits [B, T, vocab]. */
   forward(ids: Variable): Variable {
     const x = this.tok_emb.forward(ids).add(this.pos_emb.forward(ids.shape[1]));
     return this.head.forward(this.ln_f.forward(this.blocks.forward(this.drop.forward(x))));

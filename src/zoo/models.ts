@@ -1,10 +1,10 @@
 /**
- * The six models of flodl's ddp-bench, shared by `npm start`, the demo
+ * Seven models of flodl's ddp-bench, shared by `npm start`, the demo
  * page, bench/ddp-bench, the examples and the tests: on MNIST logistic regression, the
- * 784-256-10 MLP, LeNet and the convolutional autoencoder; on characters (the Brown Corpus)
- * char-rnn (LSTM) and gpt-nano (causal transformer, gpt_nano.ts). One builder
- * function per model; what each trains on, its loss, eval and optimizer are in
- * recipes.ts.
+ * 784-256-10 MLP, LeNet, the convolutional autoencoder and ResNet-20 (resnet.ts); on
+ * characters (the Brown Corpus) char-rnn (LSTM) and gpt-nano (causal transformer,
+ * gpt_nano.ts). One builder function per model; what each trains on, its loss, eval and
+ * optimizer are in recipes.ts.
  */
 import {
   BatchNorm2d,
@@ -29,9 +29,11 @@ import {
   Dropout,
 } from "../index.ts";
 import { GptNano } from "./gpt_nano.ts";
+import { ResNet20 } from "./resnet.ts";
 
 /** Model names the CLI and the demo accept. */
-export const MODELS = ["logistic", "mlp", "lenet", "conv-ae", "char-rnn", "gpt-nano"] as const;
+export const MODELS = ["logistic", "mlp", "lenet", "conv-ae", "char-rnn", "gpt-nano", "resnet20"] as const;
+/** One of {@link MODELS}. */
 export type ModelName = (typeof MODELS)[number];
 
 /** The models that read characters (ids i32 [B, T]) rather than MNIST images. */
@@ -106,6 +108,15 @@ export function gptNano(device: Device, vocabSize: number): Module {
 }
 
 /**
+ * ResNet-20 (resnet.ts) on MNIST: one input channel, and a stem padding of 3 so the 28×28
+ * images meet the stages on the 32×32 grid of the CIFAR-10 network (the same as padding each
+ * image to 32×32 with zeros). [n, 1, 28, 28] → logits [n, 10].
+ */
+export function resnet20(device: Device): Module {
+  return new ResNet20({ inChannels: 1, stemPadding: 3, device });
+}
+
+/**
  * Build a model by name. `vocabSize` (characters) is used by char-rnn and gpt-nano only.
  * @throws {RangeError} When a character model gets no vocabSize.
  */
@@ -129,6 +140,8 @@ export function buildModel(name: ModelName, device: Device, vocabSize?: number):
       return charRnn(device, chars());
     case "gpt-nano":
       return gptNano(device, chars());
+    case "resnet20":
+      return resnet20(device);
   }
 }
 

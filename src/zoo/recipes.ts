@@ -13,11 +13,13 @@ import {
   loadMnist,
   type Module,
   mseLoss,
+  MultiStepLR,
   noGrad,
   type Optimizer,
   type Parameter,
   RMSprop,
   type Scheduler,
+  SGD,
   type Tensor,
   toDevice,
   Variable,
@@ -32,11 +34,15 @@ export type Metric = "accuracy" | "mse" | "ce";
 export interface Recipe {
   /** MNIST images or Brown Corpus characters. */
   data: "mnist" | "brown";
+  /** What `evaluate` returns. */
   metric: Metric;
-  /** flodl's defaults: epochs, per-rank batch, learning rate. */
+  /** Epochs of flodl's benchmark run. */
   epochs: number;
+  /** Per-rank batch size. */
   batch: number;
+  /** Peak learning rate (the schedule's base, if any). */
   lr: number;
+  /** The optimizer over a rank's parameters at learning rate `lr`. */
   optimizer: (params: Parameter[], lr: number) => Optimizer;
   /** Per-step schedule over `totalSteps` global steps (every rank's batches counted), if any. */
   scheduler?: (lr: number, totalSteps: number) => Scheduler;
@@ -139,11 +145,22 @@ export const RECIPES: Record<ModelName, Recipe> = {
     loss: nextCharLoss,
     evaluate: validationCe,
   },
+  // He et al. (2016) for CIFAR-10, as flodl's ddp-bench: SGD with momentum 0.9 and weight
+  // decay 1e-4 at 0.1, divided by 10 at half and at three quarters of the steps; on MNIST,
+  // with the other image models' epochs and batch.
+  resnet20: {
+    ...mnist("accuracy", classifyLoss, (m, d) => accuracy(m, d, 500)),
+    lr: 0.1,
+    optimizer: (params, lr) => new SGD(params, { lr, momentum: 0.9, weightDecay: 1e-4, foreach: true }),
+    scheduler: (lr, total) => new MultiStepLR(lr, [Math.floor(total / 2), Math.floor((total * 3) / 4)], 0.1),
+  },
 };
 
 /** What a model trains and evaluates on. */
 export interface TaskData {
+  /** The training set: [image f32 [1, 28, 28], label i32] or [ids i32 [128], next ids i32 [128]] a sample. */
   train: BatchDataSet;
+  /** The held-out set the eval reads (MNIST test, Brown validation). */
   test: BatchDataSet;
   /** Character models: the corpus's vocabulary. */
   vocab?: CharVocab;

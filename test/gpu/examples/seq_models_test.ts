@@ -1,12 +1,13 @@
 /**
- * The ddp-bench models added for issue 11 (src/zoo/models.ts: conv-ae, char-rnn, gpt-nano):
+ * The ddp-bench models added for issues 11 and 28 (src/zoo/models.ts: conv-ae, char-rnn,
+ * gpt-nano, resnet20):
  * each builds, runs one forward and backward on a tiny batch through its recipe's loss
  * (src/zoo/recipes.ts), with the expected output shape, a loss equal to the f64 loss of its
  * own outputs and a finite, nonzero gradient for every parameter; gpt-nano is causal; and
  * sampleText (examples/sample.ts) draws from the model's distribution.
  */
 import { CharVocab, fromArray, type Module, noGrad, Variable } from "../../../src/index.ts";
-import { buildModel } from "../../../src/zoo/mod.ts";
+import { buildModel, ResNet20 } from "../../../src/zoo/mod.ts";
 import { RECIPES } from "../../../src/zoo/mod.ts";
 import { draw, sampleText } from "../../../examples/sample.ts";
 import { assert, assertEquals, assertRelClose } from "../../util/assert.ts";
@@ -49,6 +50,30 @@ gpuTest("conv-ae: [3,1,28,28] in and out, MSE against the input matches f64, eve
   for (let i = 0; i < xs.length; i++) want += (y[i] - xs[i]) ** 2;
   const loss = RECIPES["conv-ae"].loss(model, [x]);
   assertRelClose(await loss.data.toArray(), [want / xs.length], 1e-4, "conv-ae MSE");
+  loss.backward();
+  await checkGrads(model);
+});
+
+gpuTest("resnet20: [2,1,28,28] to logits [2,10], CE matches f64, a stem padding of 3 equals zero-padding to 32×32", async (device) => {
+  const model = buildModel("resnet20", device);
+  const x = uniform(2 * 28 * 28, mulberry32(5)).map((v) => 4 * v - 2);
+  const xt = fromArray(x, [2, 1, 28, 28], { device }), labels = fromArray(new Int32Array([3, 8]), [2], { device });
+  model.eval(); // batch statistics of 2 images would differ between the two grids' borders
+  const out = noGrad(() => model.forward(new Variable(xt)));
+  assertEquals(out.shape, [2, 10], "resnet20 logits shape");
+  // The same weights with the CIFAR stem (padding 1) on the images padded by 2 zeros a side.
+  const cifar = new ResNet20({ inChannels: 1, device });
+  cifar.loadStateDict(model.stateDict());
+  cifar.eval();
+  const padded = new Float32Array(2 * 32 * 32);
+  for (let n = 0; n < 2; n++) for (let r = 0; r < 28; r++) for (let c = 0; c < 28; c++) padded[n * 1024 + (r + 2) * 32 + c + 2] = x[n * 784 + r * 28 + c];
+  const outPadded = noGrad(() => cifar.forward(new Variable(fromArray(padded, [2, 1, 32, 32], { device }))));
+  const [y, yPadded] = await Promise.all([out.data.toArray(), outPadded.data.toArray()]);
+  assertRelClose(y, yPadded, 1e-4, "stem padding 3 vs zero-padded 32×32 input");
+  model.train();
+  const loss = RECIPES.resnet20.loss(model, [xt, labels]);
+  const logits = await noGrad(() => model.forward(new Variable(xt))).data.toArray();
+  assertRelClose(await loss.data.toArray(), [ceRef(logits, [3, 8], 10)], 1e-4, "resnet20 CE");
   loss.backward();
   await checkGrads(model);
 });

@@ -2,7 +2,8 @@
  * A PyTorch state dict with BatchNorm (LeNet, test/fixtures/safetensors/interop.py) loads
  * strict into our twin, `num_batches_tracked` (I64) included, and gives torch's eval output;
  * our file loads strict into torch, which sees I64 counters. The same both ways for a
- * bidirectional 2-layer LSTM with a Linear head and for the zoo's ResNet-20. Runs Debian's /usr/bin/python3
+ * bidirectional 2-layer LSTM with a Linear head, for a 2-layer TransformerEncoder (batch first
+ * and sequence first) and for the zoo's ResNet-20. Runs Debian's /usr/bin/python3
  * with torch (apt-get install python3-torch); Deno only (it spawns a process).
  */
 import {
@@ -10,12 +11,15 @@ import {
   BatchNorm2d,
   Conv2d,
   fromArray,
+  LayerNorm,
   Linear,
   loadSafetensors,
   LSTM,
   MaxPool2d,
   Module,
   saveSafetensors,
+  TransformerEncoder,
+  TransformerEncoderLayer,
   Variable,
 } from "../../../src/index.ts";
 import { encodeSafetensors } from "../../../src/io/mod.ts";
@@ -53,6 +57,19 @@ class BiLSTM extends Module {
   forward(x: Variable): Variable {
     const out = this.rnn.forward(x); // [B, T, 12]
     return this.head.forward(out.narrow(1, out.shape[1] - 1, 1).reshape([out.shape[0], 12]));
+  }
+}
+
+/** Twin of interop.py's Encoder: `encoder.layers.{0,1}.*` and `encoder.norm.*`, as torch names them. */
+class Encoder extends Module {
+  readonly encoder: TransformerEncoder;
+  constructor(batchFirst: boolean) {
+    super();
+    const layer = new TransformerEncoderLayer(8, 2, { dimFeedforward: 16, dropout: 0, batchFirst });
+    this.encoder = new TransformerEncoder(layer, 2, { norm: new LayerNorm(8) });
+  }
+  forward(x: Variable): Variable {
+    return this.encoder.forward(x);
   }
 }
 
@@ -158,22 +175,32 @@ gpuTest("an I64 count beyond the i32 range is refused, naming the file, tensor a
   assertEquals([...await bn.weight!.data.toArray()], [1, 1], "nothing written");
 });
 
-gpuTest("a torch-saved bidirectional LSTM loads strict by PyTorch's names and gives torch's output; ours loads back into torch", async () => {
-  await withTemp(async (path) => {
-    const torch = await python("bilstm-save", path);
-    const model = new BiLSTM();
-    const r = loadSafetensors(model, Deno.readFileSync(path), path);
-    assertEquals([r.missing, r.unexpected], [[], []], "strict load");
-    const x = () => new Variable(fromArray(torch.x, [2, 5, 7]));
-    assertRelClose(await model.forward(x()).toArray(), torch.y, 1e-4, "output against torch's");
-    // Ours (other values: a fresh seed) into torch, strict; torch then computes our output.
-    const mine = new BiLSTM();
-    Deno.writeFileSync(path, await saveSafetensors(mine));
-    const back = await python("bilstm-load", path);
-    for (const [k, t] of mine.stateDict()) assertEquals(back.state[k].values, [...await t.toArray()], `${k} values in torch`);
-    assertRelClose(await mine.forward(x()).toArray(), back.y, 1e-4, "torch's output of our weights");
+/**
+ * `<net>-save` in torch, loaded strict here: torch's output on its input. Then a fresh one of
+ * ours (other values: a fresh seed) into torch by `<net>-load`, strict: torch's values and its
+ * output of our weights. The input keeps its shape both ways (`shape`).
+ */
+function roundTrip(net: string, what: string, make: () => Module, shape: number[]): void {
+  gpuTest(`a torch-saved ${what} loads strict by PyTorch's names and gives torch's output; ours loads back into torch`, async () => {
+    await withTemp(async (path) => {
+      const torch = await python(`${net}-save`, path);
+      const model = make();
+      const r = loadSafetensors(model, Deno.readFileSync(path), path);
+      assertEquals([r.missing, r.unexpected], [[], []], "strict load");
+      const x = () => new Variable(fromArray(torch.x, shape));
+      assertRelClose(await model.forward(x()).toArray(), torch.y, 1e-4, "output against torch's");
+      const mine = make();
+      Deno.writeFileSync(path, await saveSafetensors(mine));
+      const back = await python(`${net}-load`, path);
+      for (const [k, t] of mine.stateDict()) assertEquals(back.state[k].values, [...await t.toArray()], `${k} values in torch`);
+      assertRelClose(await mine.forward(x()).toArray(), back.y, 1e-4, "torch's output of our weights");
+    });
   });
-});
+}
+
+roundTrip("bilstm", "bidirectional LSTM", () => new BiLSTM(), [2, 5, 7]);
+roundTrip("encoder-bf", "TransformerEncoder (2 layers, a final norm, batch first)", () => new Encoder(true), [2, 5, 8]);
+roundTrip("encoder-sf", "TransformerEncoder (2 layers, a final norm, sequence first)", () => new Encoder(false), [2, 5, 8]);
 
 gpuTest("a torch-trained ResNet-20 loads strict into the zoo's and gives torch's eval output; ours loads back into torch", async () => {
   await withTemp(async (path) => {
