@@ -47,7 +47,7 @@ export async function coldStart(model: ModelName, ranks: number, steps: number, 
   let left = ranks;
   const done = Promise.withResolvers<void>();
   builder.batchSize(batch).numEpochs(1).cluster({ ranks: Array.from({ length: ranks }, () => ({})) });
-  observe(builder.state, {
+  observe(builder, {
     batch: (e) => {
       if (Number.isNaN(firstStepMs[e.rank])) {
         firstStepMs[e.rank] = performance.now();

@@ -88,7 +88,7 @@ if (fakeRuns) {
 
 if (realRuns) {
   const { data, DIM, SAMPLES, sampleKey, tiny } = await import("../test/fixtures/programs/tiny.ts");
-  const { observe } = await import("../src/distributed/run/launch.ts");
+  const { observe } = await import("../src/distributed/run/builder.ts");
   const all = new Float32Array(data.getBatch([...Array(SAMPLES).keys()])[0].data as Float32Array);
   const keys = Array.from({ length: SAMPLES }, (_, i) => sampleKey(all, i));
   if (new Set(keys).size !== SAMPLES || all.length !== SAMPLES * DIM) throw new Error("coverage_soak: sample keys are not unique");
@@ -105,7 +105,7 @@ if (realRuns) {
       const lost: number[] = [];
       const b = tiny.clone().elche(ElCheConfig[mode]()).bf16Wire(true).batchSize(16).numEpochs(1).lrScaleRatio(0)
         .heartbeatTimeoutSecs(2).cluster({ ranks: [{}, {}, {}] });
-      observe(b.state, { rankLost: (r) => lost.push(r) });
+      observe(b, { rankLost: (r) => lost.push(r) });
       const h = await b.run();
       await h.join();
       if (lost.join() !== "1") throw new Error(`ranks lost: [${lost}], want [1]`);

@@ -101,7 +101,7 @@ export async function runOnce(
     .bf16Wire(bf16)
     .cluster({ ranks: Array.from({ length: ranks - remote }, (_, r) => ({ slowdown: slowdown[r] ?? 1 })) });
   if (remote) builder.remoteRanks({ ...remoteSpec!, slots: remote });
-  observe(builder.state, {
+  observe(builder, {
     batch: (e) => {
       const now = seen(e.epoch);
       firstBatch ||= now;

@@ -179,7 +179,7 @@ async function trainer(): Promise<void> {
   let events = 0, coordCollections = 0;
   let last = 0, next = EVERY, rssWarm: number | undefined, rss = 0, warmDone = false;
   let mapsWarm: ReturnType<typeof mappings> | undefined, mapsLast: ReturnType<typeof mappings> | undefined;
-  observe(builder.state, {
+  observe(builder, {
     batch: (e) => {
       steps[e.rank]++;
       if (collectEvery && ++events % collectEvery === 0 && collectGarbage()) coordCollections++;

@@ -136,7 +136,7 @@ export class Session {
         this.events.eval(epoch, value, this);
       });
     this.drift?.reset(s.ranks, s.mode === "cpu-async" ? elche.easgdAlpha ?? 1 : 1);
-    observe(b.state, {
+    observe(b, {
       batch: (e) => {
         this.view.appendBatch(e);
         this.recorder.batch(e);

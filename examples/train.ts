@@ -201,7 +201,7 @@ async function main(a: TrainArgs): Promise<void> {
     tty: Deno.stdout.isTerminal(),
     formatEval: EVAL_TEXT[recipe.metric],
   });
-  observe(builder.state, {
+  observe(builder, {
     batch: (e) => progress.batch(e),
     reduce: (e) => progress.reduce(e),
     rankJoined: (rank, epoch, p) => console.log(`rank ${rank} (${p.host || "remote"}) admitted: it trains from epoch ${epoch + 1} on`),

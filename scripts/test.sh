@@ -25,6 +25,9 @@ deno check -q src/index.ts src/zoo/mod.ts workers/rank.ts examples/ test/unit/ t
 echo "== lint (deno lint)"
 deno lint -q
 
+echo "== docs (deno doc --lint over the package's entries; docs/API.md up to date)"
+deno run -A scripts/api_reference.ts --check
+
 adapter=$(deno eval 'const a = await navigator.gpu?.requestAdapter(); console.log(a ? (a.info.description || a.info.architecture || a.info.vendor) : "none")' 2>/dev/null || echo "none")
 if [ "$adapter" = "none" ]; then
   echo "No WebGPU adapter for Deno: GPU tests will fail. Without a GPU install Mesa's lavapipe:" >&2

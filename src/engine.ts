@@ -39,10 +39,11 @@ export type {
   ScalarType,
 } from "./gpu/mod.ts";
 export { apply } from "./autograd/mod.ts";
-export type { Operand, VariableNode } from "./autograd/mod.ts";
+export type { Operand, TapeNode, VariableNode } from "./autograd/mod.ts";
+export type { OpContext, OpDef, OpResult } from "./tensor/mod.ts";
 export { MAX_HEADER_BYTES, tensorEntry, toBf16Bits, toFloat32 } from "./nn/mod.ts";
 export { AdamBase, CLIP_PARAMS, OPTIM_PARAMS } from "./optim/mod.ts";
-export type { UpdateArgs } from "./optim/mod.ts";
+export type { ClipParamFields, OptimParamFields, Segments, UpdateArgs } from "./optim/mod.ts";
 export {
   checkIndices,
   counterDelta,
@@ -57,4 +58,4 @@ export {
   planeTotals,
   vramCapacity,
 } from "./data/mod.ts";
-export type { BuilderState } from "./distributed/mod.ts";
+export type { Source } from "./data/mod.ts";

@@ -39,24 +39,35 @@ export interface FlodlPluginOptions {
 
 /** The part of a Vite plugin this package's plugins use. */
 export interface VitePluginLike {
+  /** Plugin name, shown in Vite's warnings and errors (`flodl-webgpu:...`). */
   name: string;
+  /** Run only in `vite build` or only in the dev server; absent: both. */
   apply?: "build" | "serve";
+  /** Config to merge into the user's (Vite's `config` hook). */
   config?(): Record<string, unknown>;
+  /** Vite's `transform` hook: sees each module's `code` and `id`; here it only emits chunks. */
   transform?(this: { emitFile(file: EmittedChunk): string }, code: string, id: string): void;
+  /** Rollup's `generateBundle` hook: adds files to the output (`environment` is Vite 6's). */
   generateBundle?(this: { emitFile(file: EmittedAsset): string; environment?: { name: string } }): void;
 }
 
 /** A chunk a plugin adds to the build. */
-interface EmittedChunk {
+export interface EmittedChunk {
+  /** Always "chunk" (Rollup's `EmittedChunk`). */
   type: "chunk";
+  /** Module id to make an entry chunk of. */
   id: string;
+  /** Keep every export of the module, as it has them. */
   preserveSignature: "strict";
 }
 
 /** A file a plugin adds to the build's output. */
-interface EmittedAsset {
+export interface EmittedAsset {
+  /** Always "asset" (Rollup's `EmittedAsset`). */
   type: "asset";
+  /** Output path, relative to the build's output folder (`_headers`). */
   fileName: string;
+  /** The file's text. */
   source: string;
 }
 

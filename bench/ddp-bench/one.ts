@@ -31,7 +31,7 @@ builder
   .numEpochs(cfg.epochs)
   .cluster({ ranks: cfg.slowdown.map((slowdown) => ({ slowdown })) });
 if (cfg.mode !== "solo") builder.elche(ElCheConfig.defaultFor(cfg.mode)).bf16Wire(true);
-observe(builder.state, {
+observe(builder, {
   batch: (e) => {
     batches.push({ rank: e.rank, epoch: e.epoch, ms: e.ms, computeMs: e.computeMs });
   },

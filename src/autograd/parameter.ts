@@ -6,6 +6,7 @@ import { Variable } from "./variable.ts";
  * gradient) persist across steps. Optimizers take parameters, not modules.
  */
 export class Parameter extends Variable {
+  /** A leaf over `data` (kept: `data.keep()` unless it is) that requires a gradient; `name` shows in messages. */
   constructor(data: Tensor, name = "") {
     super(data.kept ? data : data.keep(), true, null);
     this.name = name;

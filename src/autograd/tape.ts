@@ -8,10 +8,15 @@ import { accumulate, clone, type OpDef, type Tensor } from "../tensor/mod.ts";
  * imports nothing from `variable.ts` (which records onto it through `apply`): no cycle.
  */
 export interface TapeNode<V> {
+  /** The op that ran; its `backward` turns the output gradient into the inputs'. */
   readonly op: OpDef<any>;
+  /** The attributes the op ran with (passed back to its backward as `ctx.attrs`). */
   readonly attrs: unknown;
+  /** The op's inputs, in order (the values gradients flow back to). */
   readonly inputs: readonly V[];
+  /** Tensors the forward saved for the backward (`OpResult.saved`; empty when none). */
   readonly saved: readonly Tensor[];
+  /** The forward's output tensor (the data of the variable this node made). */
   readonly output: Tensor;
 }
 

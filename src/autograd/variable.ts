@@ -70,6 +70,7 @@ export class Variable {
    */
   uses = 0;
 
+  /** Wrap `data` (not copied); `node` is the op that made it (set by {@link apply}), `null` for a leaf. */
   constructor(data: Tensor, requiresGrad = false, node: VariableNode | null = null) {
     this.data = data;
     this.requiresGrad = requiresGrad;
@@ -132,6 +133,7 @@ export class Variable {
     return this.data.item();
   }
 
+  /** `Variable([2, 3])`, with `, requiresGrad` when gradients flow to it. */
   toString(): string {
     return `Variable(${fmt(this.shape)}${this.requiresGrad ? ", requiresGrad" : ""})`;
   }
@@ -145,73 +147,95 @@ export class Variable {
   }
 
   // ---- arithmetic (broadcasting) ----
+  /** Elementwise `this + o` with broadcasting (a number adds a constant). */
   add(o: Operand): Variable {
     return typeof o === "number" ? this.#un(T.affineOp, { scale: 1, shift: o }) : this.#bin(T.addOp, o);
   }
+  /** Elementwise `this − o` with broadcasting. */
   sub(o: Operand): Variable {
     return typeof o === "number" ? this.#un(T.affineOp, { scale: 1, shift: -o }) : this.#bin(T.subOp, o);
   }
+  /** Elementwise `this · o` with broadcasting (a number scales). */
   mul(o: Operand): Variable {
     return typeof o === "number" ? this.#un(T.affineOp, { scale: o }) : this.#bin(T.mulOp, o);
   }
+  /** Elementwise `this / o` with broadcasting (a number scales by 1/o). */
   div(o: Operand): Variable {
     return typeof o === "number" ? this.#un(T.affineOp, { scale: 1 / o }) : this.#bin(T.divOp, o);
   }
+  /** Elementwise `this ** o` with broadcasting (a number is a scalar exponent). */
   pow(o: Operand): Variable {
     return typeof o === "number" ? this.#un(T.powScalarOp, { exponent: o }) : this.#bin(T.powOp, o);
   }
+  /** Elementwise maximum with broadcasting (torch.maximum). */
   maximum(o: Operand): Variable {
     return this.#bin(T.maximumOp, o);
   }
+  /** Elementwise minimum with broadcasting (torch.minimum). */
   minimum(o: Operand): Variable {
     return this.#bin(T.minimumOp, o);
   }
+  /** Elementwise −x. */
   neg(): Variable {
     return this.#un(T.negOp, NO_ATTRS);
   }
 
   // ---- comparisons (no gradient; 1 or 0) ----
+  /** 1 where `this == o`, else 0 (broadcasting; no gradient). */
   eq(o: Operand): Variable {
     return this.#bin(T.eqOp, o);
   }
+  /** 1 where `this != o`, else 0 (broadcasting; no gradient). */
   ne(o: Operand): Variable {
     return this.#bin(T.neOp, o);
   }
+  /** 1 where `this < o`, else 0 (broadcasting; no gradient). */
   lt(o: Operand): Variable {
     return this.#bin(T.ltOp, o);
   }
+  /** 1 where `this <= o`, else 0 (broadcasting; no gradient). */
   le(o: Operand): Variable {
     return this.#bin(T.leOp, o);
   }
+  /** 1 where `this > o`, else 0 (broadcasting; no gradient). */
   gt(o: Operand): Variable {
     return this.#bin(T.gtOp, o);
   }
+  /** 1 where `this >= o`, else 0 (broadcasting; no gradient). */
   ge(o: Operand): Variable {
     return this.#bin(T.geOp, o);
   }
 
   // ---- elementwise ----
+  /** Elementwise |x|. */
   abs(): Variable {
     return this.#un(T.absOp, NO_ATTRS);
   }
+  /** Elementwise eˣ. */
   exp(): Variable {
     return this.#un(T.expOp, NO_ATTRS);
   }
+  /** Elementwise natural logarithm. */
   log(): Variable {
     return this.#un(T.logOp, NO_ATTRS);
   }
+  /** Elementwise square root. */
   sqrt(): Variable {
     return this.#un(T.sqrtOp, NO_ATTRS);
   }
+  /** Elementwise 1/√x. */
   rsqrt(): Variable {
     return this.#un(T.rsqrtOp, NO_ATTRS);
   }
+  /** Elementwise tanh. */
   tanh(): Variable {
     return this.#un(T.tanhOp, NO_ATTRS);
   }
+  /** Elementwise logistic sigmoid. */
   sigmoid(): Variable {
     return this.#un(T.sigmoidOp, NO_ATTRS);
   }
+  /** Elementwise max(x, 0). */
   relu(): Variable {
     return this.#un(T.reluOp, NO_ATTRS);
   }
@@ -223,21 +247,29 @@ export class Variable {
   gelu(approximate: "none" | "tanh" = "none"): Variable {
     return this.#un(approximate === "tanh" ? T.geluTanhOp : T.geluOp, NO_ATTRS);
   }
+  /** SiLU (swish), x·σ(x). */
   silu(): Variable {
     return this.#un(T.siluOp, NO_ATTRS);
   }
+  /** Softplus with PyTorch's `beta` (1) and `threshold` (20, linear above it). */
   softplus(beta = 1, threshold = 20): Variable {
     return this.#un(T.softplusOp, { beta, threshold });
   }
+  /**
+   * Clamp into `[min, max]` (either bound may be ±Infinity; bounds are capped at ±3.4e38).
+   * @throws {RangeError} When `min` is greater than `max`.
+   */
   clamp(min = -Infinity, max = Infinity): Variable {
     if (min > max) throw new RangeError(`clamp: min ${min} is greater than max ${max}`);
     return this.#un(T.clampOp, { lo: Math.max(min, -3.4e38), hi: Math.min(max, 3.4e38) });
   }
 
   // ---- reductions ----
+  /** Sum over `dims` (all when omitted); `keepdim` keeps them as size 1. */
   sum(dims?: T.Dims, keepdim = false): Variable {
     return this.#un(T.sumOp, { dims, keepdim });
   }
+  /** Mean over `dims` (all when omitted); `keepdim` keeps them as size 1. */
   mean(dims?: T.Dims, keepdim = false): Variable {
     return this.#un(T.meanOp, { dims, keepdim });
   }
@@ -245,9 +277,11 @@ export class Variable {
   var(dims?: T.Dims, keepdim = false, correction = 1): Variable {
     return this.#un(T.varOp, { dims, keepdim, correction });
   }
+  /** Max over `dims` (all when omitted), values only (no indices; see {@link argmax}). */
   max(dims?: T.Dims, keepdim = false): Variable {
     return this.#un(T.maxOp, { dims, keepdim });
   }
+  /** Min over `dims` (all when omitted), values only (no indices). */
   min(dims?: T.Dims, keepdim = false): Variable {
     return this.#un(T.minOp, { dims, keepdim });
   }
@@ -257,6 +291,7 @@ export class Variable {
   }
 
   // ---- shape ----
+  /** View with another shape (one -1 inferred), as PyTorch `reshape`. */
   reshape(shape: Shape): Variable {
     return this.#un(T.reshapeOp, { shape });
   }
@@ -264,18 +299,23 @@ export class Variable {
   view(shape: Shape): Variable {
     return this.reshape(shape);
   }
+  /** Dims `startDim..endDim` (inclusive, default all) merged into one, as PyTorch `flatten`. */
   flatten(startDim = 0, endDim = -1): Variable {
     return this.#un(T.flattenOp, { startDim, endDim });
   }
+  /** Without size-1 dims: all of them, or those among `dim` (others stay, as PyTorch). */
   squeeze(dim?: number | readonly number[]): Variable {
     return this.#un(T.squeezeOp, { dim });
   }
+  /** With a size-1 dim inserted at `dim` (-(ndim+1)..ndim). */
   unsqueeze(dim: number): Variable {
     return this.#un(T.unsqueezeOp, { dim });
   }
+  /** Dims reordered (a copy): output dim k is input dim `dims[k]`. Up to 6 strided dims. */
   permute(dims: readonly number[]): Variable {
     return this.#un(T.permuteOp, { dims });
   }
+  /** `dim0` and `dim1` swapped (a copy), as PyTorch `transpose`. */
   transpose(dim0: number, dim1: number): Variable {
     return this.#un(T.transposeOp, { dim0, dim1 });
   }
@@ -283,15 +323,25 @@ export class Variable {
   get t(): Variable {
     return this.transpose(0, 1);
   }
+  /** Entries `start..start+length` along `dim` (a copy; a negative start counts from the end). */
   narrow(dim: number, start: number, length: number): Variable {
     return this.#un(T.narrowOp, { dim, start, length });
   }
+  /** Broadcast to `shape` and materialized (-1 keeps a size; new dims may lead), as PyTorch `expand`. */
   expand(shape: Shape): Variable {
     return this.#un(T.expandOp, { shape });
   }
+  /**
+   * Entries along `dim` at the positions in `index` (i32, 1-D), as torch.index_select; out-of-range
+   * indices give zeros (not detected). Gradients flow to this variable only.
+   */
   indexSelect(dim: number, index: Tensor): Variable {
     return apply(T.indexSelectOp, [this, new Variable(index)], { dim });
   }
+  /**
+   * torch.gather along `dim` with an i32 `index` of this variable's rank; the output has the index's shape.
+   * Out-of-range indices give 0 (not detected). Gradients flow to this variable only.
+   */
   gather(dim: number, index: Tensor): Variable {
     return apply(T.gatherOp, [this, new Variable(index)], { dim });
   }

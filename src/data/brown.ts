@@ -38,7 +38,9 @@ export interface BrownDocument {
 
 /** Both splits, over one vocabulary. */
 export interface BrownCorpus {
+  /** The 450 train texts, joined by newlines and windowed. */
   train: CharDataSet;
+  /** The 50 validation texts (every tenth document), joined by newlines and windowed. */
   validation: CharDataSet;
   /** Characters of the whole corpus (train and validation), sorted by code point. */
   vocab: CharVocab;

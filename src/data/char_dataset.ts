@@ -38,6 +38,7 @@ export const CHAR_SEQ_LEN = 128;
  * ```
  */
 export class CharDataSet implements DataSet, BatchDataSet {
+  /** `input` and `target`, both i32 `[seqLen]`. */
   readonly fields: readonly FieldSpec[];
   /** The characters of the ids (stoi / itos), to decode samples. */
   readonly vocab: CharVocab;
@@ -86,6 +87,7 @@ export class CharDataSet implements DataSet, BatchDataSet {
     return new CharDataSet(ids.slice(0, keep * seqLen + 1), vocab, seqLen);
   }
 
+  /** Number of sequences: `floor((chars − 1) / seqLen)`, or `limit`. */
   len(): number {
     return (this.ids.length - 1) / this.seqLen;
   }

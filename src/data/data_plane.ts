@@ -13,6 +13,7 @@ import type { AsyncBatchSource } from "./pack_source.ts";
 import { SampleTiers, type TierOptions, type TierStats } from "./sample_tiers.ts";
 import { VramPool, vramCapacity, type VramStats } from "./vram_pool.ts";
 
+/** Options of {@link DataPlane}: which tiers are on and how far reads run ahead. */
 export interface DataPlaneOptions {
   /** Host tiers (omit for none: an in-memory dataset needs no cache in front of it). */
   tiers?: TierOptions;
@@ -24,21 +25,31 @@ export interface DataPlaneOptions {
 
 /** What the plane did (the record stream and the dashboard show it). */
 export interface DataPlaneStats {
+  /** The host tiers' counters; absent when no tiers are on. */
   tiers?: TierStats;
+  /** The device pool's counters; absent when the pool is off. */
   vram?: VramStats;
   /** Batches served, and ms the trainer waited for host data in total. */
   batches: number;
+  /** Ms `batch()` waited for host reads (and their upload), in total. */
   waitMs: number;
 }
 
-type Source = AsyncBatchSource | BatchDataSet;
+/** What a {@link DataPlane} reads: a dataset in memory or a source read asynchronously. */
+export type Source = AsyncBatchSource | BatchDataSet;
 
 /** True for a source read asynchronously (a file, the network): the host tiers pay for themselves in front of it. */
 export function isAsyncSource(s: Source): s is AsyncBatchSource {
   return typeof (s as AsyncBatchSource).readBatch === "function";
 }
 
+/**
+ * One rank's data plane: `batch(indices)` gives the batch's tensors on the device, served
+ * by the device pool, the host tiers or the source, with the next batches' reads started ahead.
+ * @throws {RangeError} From the constructor: a negative prefetch depth or budget, naming the knob.
+ */
 export class DataPlane {
+  /** The source's fields, in order (one tensor per field in each batch). */
   readonly fields: readonly FieldSpec[];
   readonly #device: Device;
   readonly #read: (indices: readonly number[]) => Promise<HostBatch>;
@@ -51,6 +62,7 @@ export class DataPlane {
   #waitMs = 0;
 
   /**
+   * A plane over `source` whose batches land on `device`; tiers and pool as `options` set.
    * @throws {RangeError} For a negative prefetch depth or budget, naming the knob.
    */
   constructor(source: Source, device: Device, options: DataPlaneOptions = {}) {
@@ -119,6 +131,7 @@ export class DataPlane {
     this.#ahead.clear();
   }
 
+  /** Counters so far: batches served, wait ms and, when on, the tiers' and the pool's. */
   stats(): DataPlaneStats {
     return { tiers: this.#tiers?.stats(), vram: this.#vram?.stats(), batches: this.#batches, waitMs: this.#waitMs };
   }

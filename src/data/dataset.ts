@@ -34,14 +34,19 @@ export interface FieldSpec {
  * in a per-batch transform keyed by the pick.
  */
 export interface DataSet {
+  /** What each position of a sample holds, in order. */
   readonly fields: readonly FieldSpec[];
+  /** Number of samples (flodl's `len`); indices are 0..len()−1. */
   len(): number;
+  /** Sample `index`: one host array per field, in field order. */
   get(index: number): HostArray[];
 }
 
 /** One field of a batch: values of every sample, concatenated; `shape[0]` is the batch size. */
 export interface HostField {
+  /** The values, row-major, `numel(shape)` of them. */
   data: HostArray;
+  /** Shape of the batch's field: `[batch, ...field shape]`. */
   shape: number[];
 }
 
@@ -50,8 +55,11 @@ export type HostBatch = HostField[];
 
 /** A batched dataset (flodl's `BatchDataSet`): `getBatch(indices)` has dim 0 = `indices.length`. */
 export interface BatchDataSet {
+  /** What each field of a batch holds, in order (shapes per sample, without the batch dim). */
   readonly fields: readonly FieldSpec[];
+  /** Number of samples (flodl's `len`); indices are 0..len()−1. */
   len(): number;
+  /** The samples at `indices`, in that order, stacked: one {@link HostField} per field. */
   getBatch(indices: readonly number[]): HostBatch;
 }
 
@@ -138,10 +146,12 @@ export function toDevice(batch: HostBatch, device?: TensorOptions["device"]): Te
  * @throws {RangeError} When fields disagree on the sample count or data length does not fill shape.
  */
 export class ArrayDataSet implements DataSet, BatchDataSet {
+  /** One spec per field: its name (`field<k>` when unnamed), dtype from the array type, shape without dim 0. */
   readonly fields: readonly FieldSpec[];
   readonly #data: readonly HostArray[];
   readonly #n: number;
 
+  /** Hold `fields` (not copied); each field's dim 0 is the sample count. */
   constructor(fields: readonly (HostField & { name?: string })[]) {
     if (fields.length === 0) throw new RangeError("ArrayDataSet: needs at least one field, got none");
     this.#n = fields[0].shape[0];
@@ -163,10 +173,15 @@ export class ArrayDataSet implements DataSet, BatchDataSet {
     this.#data = fields.map((f) => f.data);
   }
 
+  /** Number of samples: dim 0 of the fields. */
   len(): number {
     return this.#n;
   }
 
+  /**
+   * Sample `index`, each field a copy.
+   * @throws {RangeError} When `index` is not an integer in [0, len()).
+   */
   get(index: number): HostArray[] {
     checkIndices([index], this.#n, "ArrayDataSet.get");
     return this.fields.map((f, k) => {
@@ -175,6 +190,10 @@ export class ArrayDataSet implements DataSet, BatchDataSet {
     });
   }
 
+  /**
+   * The samples at `indices`, gathered into fresh arrays (dim 0 = `indices.length`).
+   * @throws {RangeError} When an index is not an integer in [0, len()).
+   */
   getBatch(indices: readonly number[]): HostBatch {
     checkIndices(indices, this.#n, "ArrayDataSet.getBatch");
     return this.fields.map((f, k) => {

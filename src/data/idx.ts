@@ -8,7 +8,9 @@
 export interface IdxArray {
   /** The magic number (2051 for images `[n, rows, cols]`, 2049 for labels `[n]`). */
   magic: number;
+  /** Size of each dimension, outermost first (`[n, rows, cols]` for images). */
   dims: number[];
+  /** The values, row-major, one byte each: a view of the file's bytes (no copy). */
   data: Uint8Array;
 }
 

@@ -97,9 +97,11 @@ export interface MnistIdxOptions {
  * pure functions of the index.
  */
 export class MnistDataSet implements DataSet, BatchDataSet {
+  /** `image` f32 `[1, rows, cols]` and `label` i32 `[]`. */
   readonly fields: readonly FieldSpec[];
   /** Image height and width. */
   readonly rows: number;
+  /** Image width in pixels (28 for MNIST). */
   readonly cols: number;
   /** Raw pixels, `n · rows · cols` bytes. */
   readonly pixels: Uint8Array;
@@ -158,6 +160,7 @@ export class MnistDataSet implements DataSet, BatchDataSet {
     return new MnistDataSet(pixels, labs, rows, cols, normalization);
   }
 
+  /** Number of samples (after `limit`). */
   len(): number {
     return this.labels.length;
   }

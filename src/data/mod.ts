@@ -17,6 +17,7 @@ export type { TierOptions, TierStats } from "./sample_tiers.ts";
 export { VramPool, vramCapacity } from "./vram_pool.ts";
 export type { VramStats } from "./vram_pool.ts";
 export { DataPlane, isAsyncSource } from "./data_plane.ts";
+export type { Source } from "./data_plane.ts";
 export type { DataPlaneOptions, DataPlaneStats } from "./data_plane.ts";
 export { counterDelta, DATA_COUNTERS, DATA_GAUGES, foldCounters, planeTotals } from "./plane_counters.ts";
 export type { DataCounters } from "./plane_counters.ts";

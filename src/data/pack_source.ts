@@ -17,8 +17,11 @@ import { type BatchDataSet, checkIndices, type FieldDType, type FieldSpec, type 
 
 /** A dataset whose batches arrive asynchronously (a file, the network, a cache in front of them). */
 export interface AsyncBatchSource {
+  /** What each field of a batch holds, in order (shapes per sample, without the batch dim). */
   readonly fields: readonly FieldSpec[];
+  /** Number of samples; indices are 0..len()−1. */
   len(): number;
+  /** The samples at `indices`, in that order, stacked: as {@link BatchDataSet.getBatch}, once read. */
   readBatch(indices: readonly number[]): Promise<HostBatch>;
 }
 
@@ -38,7 +41,9 @@ export function fieldBytes(f: FieldSpec): number {
 
 /** A dataset read from a safetensors pack file by index (see the module comment). */
 export class PackSource implements AsyncBatchSource {
+  /** One per tensor read, in order: its name, dtype and shape without dim 0. */
   readonly fields: readonly FieldSpec[];
+  /** The pack file the samples are read from. */
   readonly file: RangedFile;
   readonly #n: number;
   /** Byte offset of field k's first sample in the file. */
@@ -83,6 +88,7 @@ export class PackSource implements AsyncBatchSource {
     return new PackSource(file, fields, n, starts);
   }
 
+  /** Number of samples: N, dim 0 of every field's tensor. */
   len(): number {
     return this.#n;
   }

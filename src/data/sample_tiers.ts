@@ -22,19 +22,27 @@ import { type AsyncBatchSource, fieldBytes } from "./pack_source.ts";
 export interface TierStats {
   /** Samples served from RAM, from the disk stage, and read from the source. */
   ramHits: number;
+  /** Samples served from the disk stage. */
   diskHits: number;
+  /** Samples read from the source (misses of both tiers, and stage reads that failed). */
   sourceReads: number;
   /** Records and bytes held now. */
   ramSamples: number;
+  /** Bytes of the records held in RAM now. */
   ramBytes: number;
+  /** Records held in the disk stage now. */
   diskSamples: number;
+  /** Bytes of the records held in the disk stage now. */
   diskBytes: number;
   /** Records RAM evicted; of those, spilled to disk and dropped (disk full or off). */
   evictions: number;
+  /** Evicted records written to the disk stage. */
   spills: number;
+  /** Evicted records dropped (disk stage full or off; the source still has them). */
   drops: number;
 }
 
+/** Budgets of {@link SampleTiers} (the trainer's `ramMaxUsage`, `sampleCache`, `diskStage`). */
 export interface TierOptions {
   /** RAM budget in bytes (0: nothing retained). */
   ramBytes: number;
@@ -50,6 +58,7 @@ const ARRAYS = { f32: Float32Array, i32: Int32Array, u32: Uint32Array } as const
 
 /** An {@link AsyncBatchSource} served through RAM and disk tiers. */
 export class SampleTiers implements AsyncBatchSource {
+  /** The source's fields, unchanged. */
   readonly fields: readonly FieldSpec[];
   readonly #source: AsyncBatchSource;
   readonly #sizes: number[];
@@ -69,6 +78,7 @@ export class SampleTiers implements AsyncBatchSource {
   #stats: TierStats = { ramHits: 0, diskHits: 0, sourceReads: 0, ramSamples: 0, ramBytes: 0, diskSamples: 0, diskBytes: 0, evictions: 0, spills: 0, drops: 0 };
 
   /**
+   * Tiers in front of `source`, sized in whole records from the budgets of `options`.
    * @throws {RangeError} For a negative or non-finite budget, naming the knob.
    */
   constructor(source: AsyncBatchSource, options: TierOptions) {
@@ -84,6 +94,7 @@ export class SampleTiers implements AsyncBatchSource {
     this.#diskSlots = options.disk ? Math.floor((options.diskBytes ?? 0) / this.#record) : 0;
   }
 
+  /** Number of samples: the source's. */
   len(): number {
     return this.#source.len();
   }
@@ -93,10 +104,15 @@ export class SampleTiers implements AsyncBatchSource {
     return this.#record;
   }
 
+  /** The counters so far, with what the tiers hold now. */
   stats(): TierStats {
     return { ...this.#stats, ramSamples: this.#ram.size, ramBytes: this.#ram.size * this.#record, diskSamples: this.#onDisk.size, diskBytes: this.#onDisk.size * this.#record };
   }
 
+  /**
+   * The batch of `indices` (repeats allowed): each sample from RAM, the disk stage or the
+   * source, in that order of preference; what was read is kept (in RAM, evicting to disk; with RAM off, on disk).
+   */
   async readBatch(indices: readonly number[]): Promise<HostBatch> {
     const records = new Map<number, Uint8Array>();
     const fromDisk: [number, number][] = [];

@@ -16,10 +16,13 @@ import { fieldBytes } from "./pack_source.ts";
 export interface VramStats {
   /** Batches gathered with no upload, and batches that uploaded rows (to the pool or as the batch). */
   gathered: number;
+  /** Batches that uploaded rows (to the pool or as the batch). */
   uploaded: number;
   /** Samples resident, the pool's capacity and its bytes on the device. */
   resident: number;
+  /** Samples the pool can hold. */
   capacity: number;
+  /** Bytes the pool's buffers take on the device (capacity × one sample's bytes). */
   bytes: number;
 }
 
@@ -34,8 +37,14 @@ export function vramCapacity(fields: readonly FieldSpec[], device: Device, budge
   return Math.max(0, Math.min(len, perField, Math.floor(budgetBytes / record)));
 }
 
+/**
+ * The device tier (see the module comment): `capacity` samples of `fields` resident on one
+ * device, one kept storage buffer per field, gathered by slot into a batch.
+ */
 export class VramPool {
+  /** The dataset's fields; the pool keeps one `[capacity, ...shape]` buffer per field. */
   readonly fields: readonly FieldSpec[];
+  /** Samples the pool holds at most (0: off, no buffers). */
   readonly capacity: number;
   readonly #device: Device;
   readonly #pools: Tensor[];
@@ -43,6 +52,7 @@ export class VramPool {
   #gathered = 0;
   #uploaded = 0;
 
+  /** Allocate the buffers for `capacity` samples on `device` (see {@link vramCapacity}); none when 0. */
   constructor(fields: readonly FieldSpec[], device: Device, capacity: number) {
     this.fields = fields;
     this.capacity = capacity;
@@ -52,6 +62,7 @@ export class VramPool {
       : [];
   }
 
+  /** The counters so far, with what the pool holds now. */
   stats(): VramStats {
     const record = this.fields.reduce((a, f) => a + fieldBytes(f), 0);
     return { gathered: this.#gathered, uploaded: this.#uploaded, resident: this.#slots.size, capacity: this.capacity, bytes: this.capacity * record };

@@ -1,5 +1,5 @@
-export { DdpBuilder, Trainer } from "./run/builder.ts";
-export type { BuilderState, ClusterSpec, RankSpecification } from "./run/builder.ts";
+export { DdpBuilder, observe, Trainer } from "./run/builder.ts";
+export type { ClusterSpec, RankSpecification } from "./run/builder.ts";
 export {
   ApplyPolicy,
   AverageBackend,
@@ -22,18 +22,26 @@ export { DdpHandle } from "./run/handle.ts";
 export type { EvalRecord, TrainedState } from "./run/handle.ts";
 export { DivergenceReport, MsfGuard, NoGuard, TrendGuard } from "./coordinator/guards.ts";
 export type { ConvergenceGuard, Verdict } from "./coordinator/guards.ts";
-export { observe } from "./run/launch.ts";
 export { MaxFailureThreshold } from "./coordinator/max_failure.ts";
 export type { EpochMetrics, RunEpochMetrics } from "./coordinator/metrics.ts";
-export { DiLoCo, OuterAvg, SlowMo } from "./protocol/outer.ts";
-export type { OuterOptimizer } from "./protocol/outer.ts";
+export { DiLoCo, MomentumOuter, OuterAvg, SlowMo } from "./protocol/outer.ts";
+export type { MomentumOptions, OuterOptimizer } from "./protocol/outer.ts";
 export { permutation, PickKey } from "./rank/permutation.ts";
 export type { EvalFn, ModelFactory, OptimFactory, RankWorker, TrainFn, TransformFn } from "./rank/rank_runtime.ts";
 export { isRank, programArgs, setProgramArgs } from "./run/reentry.ts";
 export { recordScalar } from "./rank/scalars.ts";
 export { archiveToBundle, bundlePaths, bundleToArchive, readBundle, readBundleMeta, readBundleModel, readBundleOptim, readBundleOuter, writeBundle } from "./coordinator/bundle.ts";
 export { BUNDLE_SCHEMA_VERSION, checkResumeCompatible, parseBundleMeta } from "./coordinator/bundle_meta.ts";
-export type { BundleMeta } from "./coordinator/bundle_meta.ts";
+export type { BundleCoverage, BundleElCheState, BundleMeta, BundleMetaInput, ResumeRun } from "./coordinator/bundle_meta.ts";
+export type { ElCheState, Phase } from "./coordinator/elche.ts";
+export type { EpochCoverage } from "./coordinator/chunk_pool.ts";
+export type { Bundle, BundleOuter, BundleParts, BundlePaths } from "./coordinator/bundle.ts";
+export type { SaveReason } from "./coordinator/max_failure.ts";
+export type { RankPlace, ReduceExtra, RunSink } from "./coordinator/observer.ts";
+export type { CallSite } from "./run/reentry.ts";
+export type { Rng } from "./rank/permutation.ts";
+export type { PickRange } from "./protocol/messages.ts";
+export type { LayoutDigest } from "./protocol/remote_hello.ts";
 export { joinRun, joinTokenFor } from "./run/join.ts";
 export type { JoinOptions, RemoteRank } from "./run/join.ts";
 export { joinRelay } from "./run/relay.ts";
@@ -42,4 +50,4 @@ export type { RankEvent } from "./protocol/transport.ts";
 export type { RemoteRanksSpec } from "./run/builder_state.ts";
 export type { RemoteHello } from "./protocol/remote_hello.ts";
 export { assignRelay, createRunCredentials, serverAuthorization } from "./nats/mod.ts";
-export type { RunCredentials } from "./nats/mod.ts";
+export type { NatsUser, RankCredentials, RunCredentials } from "./nats/mod.ts";

@@ -2,6 +2,7 @@
  * Every tunable number of the GPU layer, with its unit and the reason for its value.
  * Kernels receive these as WGSL `override` constants, so a
  * change recompiles the pipeline once; shapes never do.
+ * @module
  */
 
 /** Threads per workgroup of elementwise kernels (1-D). 256 is the WebGPU default limit and fills a SIMD lane group on every adapter we met. */

@@ -11,6 +11,7 @@ import { checkPath } from "./storage.ts";
 export interface ArchiveEntry {
   /** Relative `/`-separated path, no `.` or `..` parts. */
   name: string;
+  /** The file's contents. */
   bytes: Uint8Array;
 }
 

@@ -11,13 +11,17 @@ import { decodeSafetensors, encodeSafetensors, type SafeTensor } from "./safeten
 export interface HostTensor {
   /** The dotted name in the model (`"fc1.weight"`). */
   name: string;
+  /** Dims, outermost first (`[]` for a scalar). */
   shape: number[];
+  /** The values, row-major, as many as the shape holds. */
   data: Float32Array;
 }
 
 /** A model's parameters then buffers on the host, in `namedParameters` / `namedBuffers` order. */
 export interface HostModel {
+  /** The trainable parameters. */
   params: HostTensor[];
+  /** The buffers (BatchNorm's running statistics). */
   buffers: HostTensor[];
 }
 

@@ -62,6 +62,7 @@ export class OpfsStorage implements FileStore {
   #queue = new Map<string, Promise<unknown>>();
 
   /**
+   * Files in the origin's private file system, under `root`.
    * @param root Folder inside the private file system that all paths are relative to
    *   (default: its top). A relative path, created on first write.
    * @throws {Error} When this runtime has no OPFS (`navigator.storage.getDirectory`).

@@ -9,7 +9,9 @@
 export interface StageFile {
   /** Path, for messages. */
   readonly where: string;
+  /** Write `bytes` at byte `offset`, growing the file as needed. */
   write(offset: number, bytes: Uint8Array): Promise<void>;
+  /** `length` bytes from byte `offset`. */
   read(offset: number, length: number): Promise<Uint8Array<ArrayBuffer>>;
   /** Close and delete the file. */
   remove(): Promise<void>;

@@ -56,6 +56,7 @@ export function checkPath(path: string, what = "path"): string[] {
 export class MemoryStorage implements FileStore {
   readonly kind = "memory" as const;
   readonly where = "memory";
+  /** The files by relative path: what was written, as written. */
   readonly files = new Map<string, Uint8Array<ArrayBuffer>>();
   read(path: string): Promise<Uint8Array<ArrayBuffer>> {
     checkPath(path);
@@ -113,6 +114,7 @@ export class FsStorage implements FileStore {
   readonly kind = "fs" as const;
   readonly where: string;
   #deno: DenoFsApi;
+  /** Files under `root` (relative to the current directory, or absolute); created on first write. */
   constructor(readonly root = ".") {
     const deno = (globalThis as { Deno?: DenoFsApi }).Deno;
     if (!deno) throw new Error("FsStorage needs Deno's file system; in a browser use OpfsStorage");

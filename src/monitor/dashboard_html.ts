@@ -10,6 +10,7 @@ import type { DashboardData } from "./dashboard_data.ts";
 import type { DashboardTheme } from "./dashboard_view.js";
 import { stringifyFinite } from "./json.ts";
 
+/** Options of {@link renderDashboardHtml} and {@link saveDashboard}. */
 export interface DashboardHtmlOptions {
   /** "light" | "dark" pin the theme; "auto" or unset follow `prefers-color-scheme`. */
   theme?: DashboardTheme;

@@ -31,21 +31,31 @@ export interface DashboardViewOptions {
 
 /** Per-rank bins of one kind of time: ms per bin. */
 export interface RankActivityRank {
+  /** Ms computing batches, per bin. */
   compute: number[];
+  /** Ms of a slowed-down rank's sleep (the throttle), per bin. */
   throttle: number[];
+  /** Ms in reduces the rank took part in, per bin. */
   reduce: number[];
   /** Start of the rank's first batch and end of its last (ms since the Unix epoch). */
   from?: number;
+  /** End of the rank's last batch (ms since the Unix epoch). */
   to?: number;
 }
 
 /** {@link RankActivity} as JSON (`DashboardData.activity`). */
 export interface RankActivityData {
+  /** Start of bin 0 (ms since the Unix epoch); absent before the first batch. */
   t0?: number;
+  /** End of the last span recorded (ms since the Unix epoch). */
   end?: number;
+  /** Width of one bin, ms (doubles whenever the bins merge in pairs). */
   binMs: number;
+  /** Most bins per rank before they merge (default 1500). */
   max: number;
+  /** Per rank, by rank index. */
   ranks: RankActivityRank[];
+  /** Reduce ms per bin over the whole run (the coordinator's lane). */
   sync: number[];
 }
 

@@ -59,6 +59,7 @@ export {
   fitRange,
   RankActivity,
   type RankActivityData,
+  type RankActivityRank,
   reviveNonFinite,
   type UPlotConstructor,
 } from "./dashboard_view.js";

@@ -22,20 +22,27 @@ export interface Resources {
   gpu_util_max?: number;
   /** Bytes allocated; interior: sum. */
   vram_alloc?: number;
+  /** Peak bytes allocated; interior: sum. */
   vram_alloc_max?: number;
+  /** Device memory in bytes; interior: sum. */
   vram_total?: number;
 }
 
 /** Fields shared by leaf and interior node records. */
 export interface NodeRecordBase {
+  /** Record format version, always 1. */
   v: 1;
   /** Wall-clock time, ms since the Unix epoch. */
   ts: number;
+  /** "info" for regular rows; "warn" (drift) or "critical" (rank lost) for alerts. */
   sev: Severity;
+  /** The node: `root`, `root/<host>` or `root/<host>/rank<k>`. */
   path: string;
+  /** Always "node" (the stream's first record is `kind: "meta"`). */
   kind: "node";
   /** Sub-epoch report index (see {@link ReportSchedule}); absent on epoch rows. */
   tick?: number;
+  /** 0-based epoch the row belongs to. */
   epoch: number;
   /** True on the row written when the epoch completed. */
   epoch_complete?: boolean;
@@ -45,6 +52,7 @@ export interface NodeRecordBase {
   metrics: Record<string, number>;
   /** Realized work (batches) of this node in the row's window. */
   work: number;
+  /** Sampled GPU resources, absent when none were sampled. */
   res?: Resources;
 }
 
@@ -52,6 +60,7 @@ export interface NodeRecordBase {
 export interface LeafRecord extends NodeRecordBase {
   /** Device (adapter) index or name of the rank. */
   device: number | string;
+  /** False once the rank is lost (its `rank_lost` row and after). */
   alive: boolean;
   /** How the coordinator reaches the rank: "worker" (its own process), "remote" (NATS), "local" (this thread). */
   transport?: string;
@@ -65,27 +74,36 @@ export interface InteriorRecord extends NodeRecordBase {
   alive: number;
 }
 
+/** A node record: a rank's row ({@link LeafRecord}) or a host's or the root's ({@link InteriorRecord}). */
 export type NodeRecord = LeafRecord | InteriorRecord;
 
 /**
  * The stream's first record: how every key rolls up, so all consumers agree.
  */
 export interface MetaRecord {
+  /** Record format version, always 1. */
   v: 1;
+  /** Wall-clock time, ms since the Unix epoch. */
   ts: number;
+  /** Always "info". */
   sev: "info";
+  /** Always "root". */
   path: "root";
+  /** Always "meta" (node rows are `kind: "node"`). */
   kind: "meta";
   /** Core keys' fixed reductions merged with the user's declarations. */
   reductions: Record<string, Reduction>;
   /** Keys whose reduction is fixed. */
   core: string[];
+  /** Ranks in the run (spare slots of an elastic run included). */
   world_size: number;
   /** Host of each rank, by rank. */
   hosts: string[];
+  /** Free text, as on node records. */
   label?: string;
 }
 
+/** Any record of the stream: a node row or the leading meta record. */
 export type MonitorRecord = NodeRecord | MetaRecord;
 
 /**

@@ -16,6 +16,7 @@ interface NodeLog {
   warned: boolean;
 }
 
+/** Options of {@link RecordLog}. */
 export interface RecordLogOptions {
   /** Where swallowed errors are reported (default `console.warn`); called once per node. */
   warn?: (message: string) => void;
@@ -51,12 +52,14 @@ const enc = new TextEncoder();
  * ```
  */
 export class RecordLog {
+  /** Per-node cap in bytes over both segments (32 MiB when constructed with 0). */
   readonly maxBytes: number;
   readonly #storage: FileStore;
   readonly #dir: string;
   readonly #warn: (message: string) => void;
   readonly #nodes = new Map<string, NodeLog>();
 
+  /** A log under `dir` of `storage`; nothing is read or written until the first record. */
   constructor(storage: FileStore, dir: string, maxBytes = 0, options: RecordLogOptions = {}) {
     checkPath(dir, "RecordLog dir");
     if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {

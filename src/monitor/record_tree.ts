@@ -7,49 +7,71 @@ import { CORE_REDUCTIONS, type Reduction, REDUCTIONS, rollUp } from "./roll_up.t
 
 /** The subset of the trainer's `EpochMetrics` (same field names) a tree reads; arrays by rank. */
 export interface EpochMetricsLike {
+  /** 0-based epoch. */
   epoch: number;
+  /** Wall ms of the epoch (the root row's `epoch_ms`). */
   epochMs: number;
+  /** Per rank, each user scalar's mean over the epoch (`recordScalar`), by name. */
   perRank: Record<string, number>[];
+  /** Mean batch loss per rank (`loss`; NaN for a rank that ran no batch, which gets no `loss`). */
   perRankLoss: number[];
+  /** Samples each rank trained; the rows' work when `perRankBatches` is absent. */
   perRankSamples: number[];
+  /** Samples per ms of share-complete time, per rank (`throughput`). */
   perRankThroughput: number[];
+  /** Each rank's fraction of the epoch's batches (`batch_share`). */
   perRankBatchShare: number[];
+  /** Σ train-step ms per rank (`compute_only_ms`). */
   perRankComputeOnlyMs: number[];
+  /** ms each rank waited for data (`data_starve`). */
   perRankDataStarveMs: number[];
   /** Per rank, the data plane's values (`data_*` keys), put on the rank rows as they are. */
   perRankData?: Record<string, number>[];
+  /** Device index per rank (not read by the tree; the rows take the {@link RecordTreeOptions} devices). */
   deviceIndices?: number[];
   /** Batches per rank; when absent, samples stand in for work (same weights at a fixed batch size). */
   perRankBatches?: number[];
   /** From the coordinator's `RunEpochMetrics`: reduces, mean wire bytes and ms per reduce, anchor. */
   reduces?: number;
+  /** Mean wire bytes (up + down) per reduce (the root's `wire_bytes_per_reduce`). */
   wireBytesPerReduce?: number;
+  /** Mean ms per reduce, trigger to adoption (the root's `reduce_ms`). */
   reduceMs?: number;
+  /** ElChe's anchor at the epoch's end (the root's `anchor`; 0 on a single device). */
   anchor?: number;
 }
 
 /** One rank's values for a row. */
 export interface LeafValues {
+  /** The rank, in [0, worldSize). */
   rank: number;
   /** Realized work (batches) in the row's window. */
   work: number;
   /** loss, throughput, batch_share, data_starve, compute_only_ms, user scalars. */
   metrics: Record<string, number>;
+  /** Sampled GPU resources of the rank, when any. */
   res?: Resources;
 }
 
 /** One row of the tree: an epoch row or a sub-epoch window (tick). */
 export interface TreeRow {
+  /** 0-based epoch of every record of the row. */
   epoch: number;
+  /** Sub-epoch report index; absent on epoch rows. */
   tick?: number;
+  /** True for the row written when the epoch completed (`epoch_complete` on the records). */
   epochComplete?: boolean;
+  /** Free text put on every record of the row. */
   label?: string;
+  /** One entry per rank that reports in this row; hosts with none get no row. */
   leaves: readonly LeafValues[];
   /** Engine values put on the root row as they are (anchor, sync ms, d_raw, lambda_ema). */
   rootExtras?: Record<string, number>;
 }
 
+/** How {@link RecordTree} lays out a run's nodes. */
 export interface RecordTreeOptions {
+  /** Ranks in the run (spare slots included), an integer >= 1. */
   worldSize: number;
   /** Host name of each rank (default "local" for all). A dotted name is fine; "/" is not. */
   hosts?: readonly string[];
@@ -90,7 +112,9 @@ function checkHost(h: string): void {
  * ```
  */
 export class RecordTree {
+  /** Ranks in the run, spare slots included. */
   readonly worldSize: number;
+  /** How each key rolls up: the user's declarations with the core keys' fixed reductions over them. */
   readonly reductions: Readonly<Record<string, Reduction>>;
   readonly #hosts: string[];
   readonly #devices: (number | string)[];
@@ -101,6 +125,7 @@ export class RecordTree {
   readonly #vacant: boolean[];
   readonly #lastWork: number[];
 
+  /** A tree of `opts.worldSize` ranks grouped by host (all on "local" by default). */
   constructor(opts: RecordTreeOptions) {
     const W = opts.worldSize;
     if (!Number.isInteger(W) || W < 1) throw new RangeError(`RecordTree: worldSize must be an integer >= 1, got ${W}`);

@@ -11,6 +11,7 @@
  * declared once, here (the trainer's config re-exports it).
  */
 export const Reduction = { Mean: "mean", Sum: "sum", Max: "max", Min: "min", Last: "last" } as const;
+/** A reduction name: "mean" | "sum" | "max" | "min" | "last" (see the {@link Reduction} constant). */
 export type Reduction = (typeof Reduction)[keyof typeof Reduction];
 
 /** Every reduction name, for validation messages. */

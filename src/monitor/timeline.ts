@@ -34,24 +34,37 @@ export type TimelineEntry = TimelineEvent & { ts_ms: number };
 
 /** A resource sample from a poller (only the sampled fields). */
 export interface TimelineSample {
+  /** When it was taken, ms since the Unix epoch (as the clock gives it). */
   ts_ms: number;
+  /** Device (rank) index the sample is of. */
   device?: number;
+  /** GPU utilisation in [0, 1]. */
   gpu_util?: number;
+  /** Bytes allocated on the device. */
   vram_alloc?: number;
 }
 
+/** What {@link Timeline.summary} reports (flodl's timeline summary; field names are flodl's). */
 export interface TimelineSummary {
   /** First to last event or sample, ms. */
   total_ms: number;
+  /** Resource samples held. */
   samples: number;
+  /** Events recorded. */
   events: number;
   /** Per device (rank) index: Σ Idle durations / total_ms × 100. */
   idle_pct: Record<string, number>;
+  /** `SyncEnd` events. */
   sync_count: number;
+  /** Mean `SyncEnd` duration, ms (0 without any). */
   sync_mean_ms: number;
+  /** `CpuAvgEnd` events. */
   cpu_avg_count: number;
+  /** Mean `CpuAvgEnd` duration, ms (0 without any). */
   cpu_avg_mean_ms: number;
+  /** `AnchorChanged` events. */
   anchor_changes: number;
+  /** `Throttle` events. */
   throttles: number;
 }
 
@@ -99,6 +112,7 @@ export class Timeline {
   readonly #maxSamples: number;
 
   /**
+   * An empty timeline.
    * @param opts.now Clock in ms (default `Date.now`).
    * @param opts.maxSamples Samples kept (oldest dropped first; default 100 000).
    */
@@ -125,10 +139,12 @@ export class Timeline {
     return this.#events;
   }
 
+  /** Resource samples in insertion order (at most `maxSamples`, the newest). */
   get samples(): readonly TimelineSample[] {
     return this.#samples;
   }
 
+  /** Counts and means over the events and samples recorded so far. */
   summary(): TimelineSummary {
     const times = [...this.#events.map((e) => e.ts_ms), ...this.#samples.map((s) => s.ts_ms)];
     const total = times.length ? Math.max(...times) - Math.min(...times) : 0;

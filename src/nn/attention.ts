@@ -176,14 +176,31 @@ export interface MultiheadAttentionOptions {
  * ```
  */
 export class MultiheadAttention extends Module {
+  /** [3·embedDim, embedDim]: the query, key and value projections stacked (`in_proj_weight`), Xavier-uniform. */
   readonly inProjWeight: Parameter;
+  /** [3·embedDim] (`in_proj_bias`), zeros; absent with `bias: false`. */
   readonly inProjBias?: Parameter;
+  /** The output projection Linear(E, E) (`out_proj`): Linear's default weight init, zero bias. */
   readonly outProj: Linear;
+  /** Width D of one head, embedDim / numHeads. */
   readonly headDim: number;
+  /** Dropout probability on the attention weights in training (`options.dropout`, default 0). */
   readonly dropout: number;
+  /** Inputs and output are [B, T, E] when true, [T, B, E] when false (the default). */
   readonly batchFirst: boolean;
 
-  constructor(readonly embedDim: number, readonly numHeads: number, options: MultiheadAttentionOptions = {}) {
+  /**
+   * Attention of `numHeads` heads over width `embedDim`, initialised as PyTorch (seeded by `options.seed`).
+   * @throws {RangeError} When embedDim is not an integer >= 1, numHeads does not divide it, or
+   *   dropout is outside [0, 1).
+   */
+  constructor(
+    /** Width E of queries, keys, values and output (PyTorch's `embed_dim`). */
+    readonly embedDim: number,
+    /** Heads H (PyTorch's `num_heads`); each attends over embedDim / H features. */
+    readonly numHeads: number,
+    options: MultiheadAttentionOptions = {},
+  ) {
     super();
     if (!Number.isInteger(embedDim) || embedDim < 1) {
       throw new RangeError(`MultiheadAttention: embedDim must be an integer >= 1, got ${embedDim}`);
@@ -314,6 +331,7 @@ export class MultiheadAttention extends Module {
     return { output: this.batchFirst ? out : out.transpose(0, 1), weights };
   }
 
+  /** embedDim, numHeads, dropout and batchFirst, for the module tree's printout. */
   override extraRepr(): string {
     return `embedDim=${this.embedDim}, numHeads=${this.numHeads}, dropout=${this.dropout}, batchFirst=${this.batchFirst}`;
   }

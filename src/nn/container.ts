@@ -16,6 +16,7 @@ import { Module } from "./module.ts";
 export class Sequential extends Module {
   #layers: Module[] = [];
 
+  /** The modules in call order, registered as children "0", "1", ... */
   constructor(...modules: Module[]) {
     super();
     for (const m of modules) this.append(m);
@@ -75,12 +76,18 @@ type Step = { kind: "through" | "also"; module: Module };
 export class Flow extends Module {
   readonly #steps: readonly Step[];
 
+  /** The chain of `steps` (normally from {@link FlowBuilder.build}); each step's module is child "i". */
   constructor(steps: readonly Step[]) {
     super();
     this.#steps = [...steps];
     this.#steps.forEach((s, i) => this.registerModule(String(i), s.module));
   }
 
+  /**
+   * Each step in turn: `through` replaces x by m(x), `also` makes it x + m(x) (an `also` Linear
+   * runs fused, the residual added in the matmul's store).
+   * @throws {RangeError} When an `also` branch changes the shape.
+   */
   forward(x: Variable): Variable {
     for (const s of this.#steps) {
       if (s.kind === "also" && s.module.constructor === Linear) {
@@ -106,6 +113,7 @@ export class Flow extends Module {
     return x;
   }
 
+  /** `residual at i, j` for the `also` steps (empty when none), for the module tree's printout. */
   override extraRepr(): string {
     return this.#steps.some((s) => s.kind === "also")
       ? `residual at ${this.#steps.flatMap((s, i) => (s.kind === "also" ? [i] : [])).join(", ")}`

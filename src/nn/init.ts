@@ -5,6 +5,7 @@
  * recorded GPU copy from a freshly generated random tensor, and returns that tensor. With no
  * `seed` the next seed of the global stream is used (`manualSeed` makes runs repeatable);
  * a given seed yields the same values on every device.
+ * @module
  */
 import { Variable } from "../autograd/mod.ts";
 import { fmt, full, nextSeed, rand, randn, type Shape, type Tensor } from "../tensor/mod.ts";

@@ -16,6 +16,7 @@ export {
   AvgPool2d,
   BatchNorm1d,
   BatchNorm2d,
+  BatchNormBase,
   Conv1d,
   Conv2d,
   ConvTranspose2d,
@@ -56,11 +57,16 @@ export type { AttentionCallOptions, MultiheadAttentionOptions } from "./attentio
 export { RMSNorm } from "./rms_norm.ts";
 export type { RMSNormOptions } from "./rms_norm.ts";
 export { PositionalEmbedding, rotaryEmbedding } from "./positional.ts";
-export { GRU, LSTM } from "./rnn.ts";
-export { TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer } from "./transformer.ts";
+export { GRU, LSTM, RnnBase } from "./rnn.ts";
+export {
+  TransformerDecoderLayer,
+  TransformerEncoder,
+  TransformerEncoderLayer,
+  TransformerLayerBase,
+} from "./transformer.ts";
 export type { DecoderMasks, SelfAttentionMasks, TransformerLayerOptions } from "./transformer.ts";
 export type { LstmState, RnnOptions } from "./rnn.ts";
-export { GRUCell, LSTMCell } from "./rnn_cell.ts";
+export { CellBase, GRUCell, LSTMCell } from "./rnn_cell.ts";
 export type { RnnCellOptions } from "./rnn_cell.ts";
 export * as F from "./f.ts";
 export {

@@ -23,7 +23,16 @@ import { Embedding, type LayerOptions } from "./layers.ts";
  * ```
  */
 export class PositionalEmbedding extends Embedding {
-  constructor(readonly maxLen: number, dim: number, options: LayerOptions = {}) {
+  /**
+   * A [maxLen, dim] table, init N(0, 1), seeded by `options.seed`.
+   * @throws {RangeError} When maxLen or dim is not an integer >= 1.
+   */
+  constructor(
+    /** Positions the table holds: forward needs offset + T <= maxLen. */
+    readonly maxLen: number,
+    dim: number,
+    options: LayerOptions = {},
+  ) {
     super(maxLen, dim, options);
   }
   /** Embeddings of positions offset..offset+seqLen-1: [seqLen, dim]. */

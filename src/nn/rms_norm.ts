@@ -30,9 +30,16 @@ export interface RMSNormOptions {
  * ```
  */
 export class RMSNorm extends Module {
+  /** The scale, of shape normalizedShape, init ones (PyTorch's `weight`); absent with `elementwiseAffine: false`. */
   readonly weight?: Parameter;
+  /** The trailing dims normalized over (a number argument becomes [n]). */
   readonly normalizedShape: number[];
+  /** Added to the mean square before the square root (`options.eps`, default 1e-5). */
   readonly eps: number;
+  /**
+   * RMSNorm over the trailing `normalizedShape` (a size or sizes).
+   * @throws {RangeError} When eps is not a finite number >= 0.
+   */
   constructor(normalizedShape: number | number[], options: RMSNormOptions = {}) {
     super();
     this.normalizedShape = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
@@ -45,10 +52,12 @@ export class RMSNorm extends Module {
       this.weight = new Parameter(T.ones(this.normalizedShape, { device }), "weight");
     }
   }
+  /** x [..., *normalizedShape] divided by its root mean square over those dims, times weight; same shape. */
   forward(x: Variable): Variable {
     const inputs = this.weight ? [x, this.weight] : [x];
     return apply(T.rmsNormOp, inputs, { normalizedShape: this.normalizedShape, eps: this.eps, weight: !!this.weight });
   }
+  /** normalizedShape, eps and elementwiseAffine, for the module tree's printout. */
   override extraRepr(): string {
     return `[${this.normalizedShape}], eps=${this.eps}, elementwiseAffine=${!!this.weight}`;
   }

@@ -36,7 +36,9 @@ export interface RnnOptions extends LayerOptions {
 
 /** LSTM state: hidden and cell, [numLayers · directions, batch, hidden] for {@link LSTM}, [batch, hidden] for LSTMCell (./rnn_cell.ts). */
 export interface LstmState {
+  /** Hidden state h (PyTorch's h_n / h_0): the output side of the recurrence. */
   h: Variable;
+  /** Cell state c (PyTorch's c_n / c_0), the same shape as h. */
   c: Variable;
 }
 
@@ -98,16 +100,33 @@ export function runLayer(mode: T.RnnMode, x: Variable, w: Weights, h0: Variable,
 export const zerosLike = (shape: number[], device: Device) => new Variable(T.zeros(shape, { device }));
 
 /** Shared body of {@link LSTM} and {@link GRU}. */
-abstract class RnnBase extends Module {
+export abstract class RnnBase extends Module {
+  /** Stacked layers (`options.numLayers`, default 1). */
   readonly numLayers: number;
+  /** Whether the layers have b_ih and b_hh (`options.bias`, default true). */
   readonly bias: boolean;
+  /** Input and output are [batch, seq, feature] rather than [seq, batch, feature] (default false). */
   readonly batchFirst: boolean;
+  /** Dropout probability on each layer's output but the last's, in training (default 0). */
   readonly dropout: number;
+  /** Whether each layer also runs the sequence backwards (default false); see {@link directions}. */
   readonly bidirectional: boolean;
   /** Per layer, its forward direction's weights then (bidirectional) its reverse's. */
   readonly #layers: Weights[][] = [];
 
-  constructor(readonly mode: T.RnnMode, readonly inputSize: number, readonly hiddenSize: number, options: RnnOptions) {
+  /**
+   * Register every layer's parameters in PyTorch's order, init U(−1/√H, 1/√H), seeded by `options.seed`.
+   * @throws {RangeError} For sizes that are not integers >= 1 or dropout outside [0, 1).
+   */
+  constructor(
+    /** "lstm" (4 gates) or "gru" (3 gates). */
+    readonly mode: T.RnnMode,
+    /** Features of each input step, the last dim of x. */
+    readonly inputSize: number,
+    /** Features H of h (and c): the output's last dim, ·2 when bidirectional. */
+    readonly hiddenSize: number,
+    options: RnnOptions,
+  ) {
     super();
     const name = mode === "lstm" ? "LSTM" : "GRU";
     checkPositiveInt(name, "inputSize", inputSize);
@@ -204,6 +223,7 @@ abstract class RnnBase extends Module {
     };
   }
 
+  /** `inputSize, hiddenSize` and the options that differ from PyTorch's defaults, for the module tree's printout. */
   override extraRepr(): string {
     const extra = [
       this.numLayers !== 1 ? `num_layers=${this.numLayers}` : "",
@@ -236,6 +256,11 @@ abstract class RnnBase extends Module {
  * ```
  */
 export class LSTM extends RnnBase {
+  /**
+   * An LSTM from `inputSize` features to `hiddenSize`; options as PyTorch's (numLayers 1, bias,
+   * batchFirst false, dropout 0, bidirectional false).
+   * @throws {RangeError} For sizes that are not integers >= 1 or dropout outside [0, 1).
+   */
   constructor(inputSize: number, hiddenSize: number, options: RnnOptions = {}) {
     super("lstm", inputSize, hiddenSize, options);
   }
@@ -279,6 +304,11 @@ export class LSTM extends RnnBase {
  * ```
  */
 export class GRU extends RnnBase {
+  /**
+   * A GRU from `inputSize` features to `hiddenSize`; options as PyTorch's (numLayers 1, bias,
+   * batchFirst false, dropout 0, bidirectional false).
+   * @throws {RangeError} For sizes that are not integers >= 1 or dropout outside [0, 1).
+   */
   constructor(inputSize: number, hiddenSize: number, options: RnnOptions = {}) {
     super("gru", inputSize, hiddenSize, options);
   }

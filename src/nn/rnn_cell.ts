@@ -17,12 +17,20 @@ export interface RnnCellOptions extends LayerOptions {
 }
 
 /** Shared body of the cells: one step is a recurrence of length 1. */
-abstract class CellBase extends Module {
+export abstract class CellBase extends Module {
+  /** Whether the cell has b_ih and b_hh (`options.bias`, default true). */
   readonly bias: boolean;
   readonly #w: Weights;
+  /**
+   * Register `weight_ih`, `weight_hh` (and the biases), init U(−1/√H, 1/√H), seeded by `options.seed`.
+   * @throws {RangeError} When inputSize or hiddenSize is not an integer >= 1.
+   */
   constructor(
+    /** "lstm" (4 gates) or "gru" (3 gates). */
     readonly mode: T.RnnMode,
+    /** Features of x, its last dim. */
     readonly inputSize: number,
+    /** Features H of h (and c). */
     readonly hiddenSize: number,
     options: RnnCellOptions,
   ) {
@@ -34,6 +42,11 @@ abstract class CellBase extends Module {
     this.#w = makeWeights(this, "", mode === "lstm" ? 4 : 3, inputSize, hiddenSize, this.bias, options, 0);
   }
 
+  /**
+   * One step of x [batch, inputSize] from h (and c) [batch, hiddenSize], zeros when absent: the
+   * recurrence's raw output, [1, batch, H] (GRU: h) or [2, batch, H] (LSTM: h then c).
+   * @throws {RangeError} When x or a state has the wrong shape (both shapes shown).
+   */
   protected step(x: Variable, h?: Variable, c?: Variable): Variable {
     const name = this.constructor.name, H = this.hiddenSize;
     if (x.ndim !== 2 || x.shape[1] !== this.inputSize) {
@@ -62,6 +75,7 @@ abstract class CellBase extends Module {
     );
   }
 
+  /** `inputSize, hiddenSize`, and `bias=false` when so, for the module tree's printout. */
   override extraRepr(): string {
     return `${this.inputSize}, ${this.hiddenSize}${this.bias ? "" : ", bias=false"}`;
   }
@@ -84,6 +98,10 @@ abstract class CellBase extends Module {
  * ```
  */
 export class LSTMCell extends CellBase {
+  /**
+   * An LSTM cell from `inputSize` features to `hiddenSize`, with biases unless `bias: false`.
+   * @throws {RangeError} When inputSize or hiddenSize is not an integer >= 1.
+   */
   constructor(inputSize: number, hiddenSize: number, options: RnnCellOptions = {}) {
     super("lstm", inputSize, hiddenSize, options);
   }
@@ -126,6 +144,10 @@ export class LSTMCell extends CellBase {
  * ```
  */
 export class GRUCell extends CellBase {
+  /**
+   * A GRU cell from `inputSize` features to `hiddenSize`, with biases unless `bias: false`.
+   * @throws {RangeError} When inputSize or hiddenSize is not an integer >= 1.
+   */
   constructor(inputSize: number, hiddenSize: number, options: RnnCellOptions = {}) {
     super("gru", inputSize, hiddenSize, options);
   }

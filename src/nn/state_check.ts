@@ -16,6 +16,7 @@ export interface LoadResult {
 
 /** What validation needs to know of one state tensor, on either side. */
 export interface StateEntry {
+  /** The tensor's shape, compared exactly. */
   shape: readonly number[];
   /** Dtype as shown in messages ("f32", or a file's "BF16"). */
   dtype: string;

@@ -25,6 +25,7 @@ export interface TransformerLayerOptions {
   batchFirst?: boolean;
   /** Pre-norm: each block normalizes its input (x + f(norm(x))) instead of its sum (norm(x + f(x))). Default false. */
   normFirst?: boolean;
+  /** Device for the parameters; default `Device.default`. */
   device?: Device;
 }
 
@@ -40,11 +41,15 @@ export interface SelfAttentionMasks {
 
 /** Masks of a decoder layer's two attention blocks. */
 export interface DecoderMasks {
+  /** [T, T]: nonzero hides target key j from target query i in self-attention (PyTorch's tgt_mask, boolean). */
   tgtMask?: Tensor | Variable;
+  /** [B, T]: nonzero marks a padding position of the target (PyTorch's tgt_key_padding_mask). */
   tgtKeyPaddingMask?: Tensor | Variable;
   /** Causal self-attention on the target (PyTorch 2's tgt_is_causal). */
   tgtCausal?: boolean;
+  /** [T, S]: nonzero hides memory position j from target query i (PyTorch's memory_mask, boolean). */
   memoryMask?: Tensor | Variable;
+  /** [B, S]: nonzero marks a padding position of the memory (PyTorch's memory_key_padding_mask). */
   memoryKeyPaddingMask?: Tensor | Variable;
 }
 
@@ -66,16 +71,34 @@ function checkOptions(name: string, dModel: number, nhead: number, o: Transforme
 }
 
 /** The feed-forward block's members and its forward, shared by both layers. */
-abstract class TransformerLayerBase extends Module {
+export abstract class TransformerLayerBase extends Module {
+  /** The feed-forward block's first Linear(dModel, dimFeedforward) (`linear1`). */
   readonly linear1: Linear;
+  /** Dropout inside the feed-forward block, after the activation (`dropout`). */
   readonly dropout: Dropout;
+  /** The feed-forward block's second Linear(dimFeedforward, dModel) (`linear2`). */
   readonly linear2: Linear;
+  /** The options with their defaults filled in (all but `device`), checked. */
   readonly settings: Required<Omit<TransformerLayerOptions, "device">>;
   /** The attention blocks, registered under `attentions`' names. */
   protected readonly blocks: MultiheadAttention[];
   readonly #device?: Device;
 
-  protected constructor(name: string, readonly dModel: number, readonly nhead: number, options: TransformerLayerOptions, attentions: readonly string[]) {
+  /**
+   * Check the options (errors named after `name`), then register the attention blocks named
+   * `attentions`, then linear1, dropout and linear2, in PyTorch's order.
+   * @throws {RangeError} For a size that is not a positive integer, nhead not dividing dModel,
+   * dropout outside [0, 1) or another activation.
+   */
+  protected constructor(
+    name: string,
+    /** Width E of the inputs and outputs (PyTorch's `d_model`). */
+    readonly dModel: number,
+    /** Attention heads (PyTorch's `nhead`); must divide dModel. */
+    readonly nhead: number,
+    options: TransformerLayerOptions,
+    attentions: readonly string[],
+  ) {
     super();
     this.settings = checkOptions(name, dModel, nhead, options);
     const { dimFeedforward, dropout } = this.settings, device = options.device;
@@ -86,15 +109,18 @@ abstract class TransformerLayerBase extends Module {
     this.linear2 = this.registerModule("linear2", new Linear(dimFeedforward, dModel, { device }));
   }
 
+  /** A MultiheadAttention(dModel, nhead) with the layer's dropout and batchFirst, registered as `name`. */
   protected attention(name: string): MultiheadAttention {
     const { dropout, batchFirst } = this.settings;
     return this.registerModule(name, new MultiheadAttention(this.dModel, this.nhead, { dropout, batchFirst, device: this.#device }));
   }
 
+  /** A LayerNorm(dModel) with the layer's layerNormEps, registered as `name`. */
   protected norm(name: string): LayerNorm {
     return this.registerModule(name, new LayerNorm(this.dModel, { eps: this.settings.layerNormEps, device: this.#device }));
   }
 
+  /** linear2(dropout(activation(linear1(x)))): [..., dModel] to [..., dModel]. */
   protected feedForward(x: Variable): Variable {
     const h = this.linear1.forward(x);
     return this.linear2.forward(this.dropout.forward(this.settings.activation === "gelu" ? h.gelu() : h.relu()));
@@ -110,11 +136,21 @@ abstract class TransformerLayerBase extends Module {
  * dropout outside [0, 1) or another activation.
  */
 export class TransformerEncoderLayer extends TransformerLayerBase {
+  /** LayerNorm(dModel) of the self-attention block (`norm1`). */
   readonly norm1: LayerNorm;
+  /** LayerNorm(dModel) of the feed-forward block (`norm2`). */
   readonly norm2: LayerNorm;
+  /** Dropout on the self-attention's output, before the residual add (`dropout1`). */
   readonly dropout1: Dropout;
+  /** Dropout on the feed-forward block's output, before the residual add (`dropout2`). */
   readonly dropout2: Dropout;
 
+  /**
+   * An encoder layer of width `dModel` with `nhead` heads; options default to PyTorch's
+   * (dimFeedforward 2048, dropout 0.1, relu, eps 1e-5, [T, B, E], post-norm).
+   * @throws {RangeError} For a size that is not a positive integer, nhead not dividing dModel,
+   * dropout outside [0, 1) or another activation.
+   */
   constructor(dModel: number, nhead: number, options: TransformerLayerOptions = {}) {
     super("TransformerEncoderLayer", dModel, nhead, options, ["self_attn"]);
     this.norm1 = this.norm("norm1");
@@ -150,13 +186,24 @@ export class TransformerEncoderLayer extends TransformerLayerBase {
  * @throws {RangeError} As {@link TransformerEncoderLayer}.
  */
 export class TransformerDecoderLayer extends TransformerLayerBase {
+  /** LayerNorm(dModel) of the self-attention block (`norm1`). */
   readonly norm1: LayerNorm;
+  /** LayerNorm(dModel) of the attention over the memory (`norm2`). */
   readonly norm2: LayerNorm;
+  /** LayerNorm(dModel) of the feed-forward block (`norm3`). */
   readonly norm3: LayerNorm;
+  /** Dropout on the self-attention's output, before the residual add (`dropout1`). */
   readonly dropout1: Dropout;
+  /** Dropout on the memory attention's output, before the residual add (`dropout2`). */
   readonly dropout2: Dropout;
+  /** Dropout on the feed-forward block's output, before the residual add (`dropout3`). */
   readonly dropout3: Dropout;
 
+  /**
+   * A decoder layer of width `dModel` with `nhead` heads; options default to PyTorch's
+   * (dimFeedforward 2048, dropout 0.1, relu, eps 1e-5, [T, B, E], post-norm).
+   * @throws {RangeError} As {@link TransformerEncoderLayer}.
+   */
   constructor(dModel: number, nhead: number, options: TransformerLayerOptions = {}) {
     super("TransformerDecoderLayer", dModel, nhead, options, ["self_attn", "multihead_attn"]);
     this.norm1 = this.norm("norm1");
@@ -201,9 +248,16 @@ export class TransformerDecoderLayer extends TransformerLayerBase {
  * @throws {RangeError} When numLayers is not a positive integer.
  */
 export class TransformerEncoder extends Module {
+  /** The numLayers copies of the layer, in order (`layers.0`, `layers.1`, ...). */
   readonly layers: Sequential;
+  /** The final LayerNorm after the last layer (`norm`), when one was given. */
   readonly norm?: LayerNorm;
 
+  /**
+   * `numLayers` copies of `layer`, each loaded from its state dict at construction (so they
+   * start equal but train apart), on its device; `options.norm` follows the last.
+   * @throws {RangeError} When numLayers is not a positive integer.
+   */
   constructor(layer: TransformerEncoderLayer, numLayers: number, options: { norm?: LayerNorm } = {}) {
     super();
     if (!Number.isInteger(numLayers) || numLayers < 1) throw new RangeError(`TransformerEncoder: numLayers must be a positive integer, got ${numLayers}`);

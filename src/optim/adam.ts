@@ -21,11 +21,22 @@ export interface AdamOptions extends BaseOptions {
 export abstract class AdamBase extends Optimizer<AdamOptions> {
   readonly #decoupled: boolean;
 
+  /**
+   * Build an Adam-family optimizer (subclasses pass their name and defaults).
+   * @param name Used in messages ("Adam", "AdamW").
+   * @param params Parameters, or groups `{ params, ...options }` overriding `options`.
+   * @param options Every option, already merged with the subclass's defaults.
+   * @param decoupled True for AdamW's decoupled decay, false for Adam's L2 penalty on the gradient.
+   */
   protected constructor(name: string, params: ParamsInput<AdamOptions>, options: AdamOptions, decoupled: boolean) {
     super(name, params, options);
     this.#decoupled = decoupled;
   }
 
+  /**
+   * Check lr, eps, weightDecay (finite, >= 0) and betas (a pair, each in [0, 1)).
+   * @throws {TypeError} When betas is not a pair or a value not a number. @throws {RangeError} For one out of range.
+   */
   protected checkOptions(o: AdamOptions, where: string): void {
     checkNonNegative(where, "lr", o.lr);
     if (!Array.isArray(o.betas) || o.betas.length !== 2) {
@@ -37,10 +48,12 @@ export abstract class AdamBase extends Optimizer<AdamOptions> {
     checkNonNegative(where, "weightDecay", o.weightDecay);
   }
 
+  /** The two moments, PyTorch's `exp_avg` (m) and `exp_avg_sq` (v). */
   protected stateNames(): readonly string[] {
     return ["exp_avg", "exp_avg_sq"];
   }
 
+  /** Record the fused Adam/AdamW update of `param` and both moments (`adam_forward`, one dispatch). */
   protected update({ param, grad, state, step, group, segments }: UpdateArgs<AdamOptions>): void {
     const [beta1, beta2] = group.betas;
     const wd = group.weightDecay;
@@ -72,6 +85,7 @@ export abstract class AdamBase extends Optimizer<AdamOptions> {
  * ```
  */
 export class Adam extends AdamBase {
+  /** Options default to PyTorch's: lr 1e-3, betas [0.9, 0.999], eps 1e-8, weightDecay 0. */
   constructor(params: ParamsInput<AdamOptions>, options: Partial<AdamOptions> = {}) {
     super("Adam", params, { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0, ...options }, false);
   }

@@ -13,6 +13,7 @@ import type { ParamsInput } from "./optimizer.ts";
  * ```
  */
 export class AdamW extends AdamBase {
+  /** Options default to PyTorch's: lr 1e-3, betas [0.9, 0.999], eps 1e-8, weightDecay 0.01. */
   constructor(params: ParamsInput<AdamOptions>, options: Partial<AdamOptions> = {}) {
     super("AdamW", params, { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.01, ...options }, true);
   }

@@ -1,11 +1,22 @@
 import type { Variable } from "../autograd/mod.ts";
-import { Device, kernel, launch, layout, tuning } from "../gpu/mod.ts";
+import { Device, kernel, launch, type Layout, layout, tuning } from "../gpu/mod.ts";
 import { fromArray, Tensor, zeros } from "../tensor/mod.ts";
 import { checkNonNegative } from "./check.ts";
 import { MULTI_WG, segmentRows } from "./kernel.ts";
 
+/** Fields of `struct Params` in shaders/clip.wgsl, in WGSL order: the type of {@link CLIP_PARAMS}' `fields`. */
+export type ClipParamFields = {
+  n: "u32";
+  offset: "u32";
+  count: "u32";
+  kind: "u32";
+  norm_type: "f32";
+  max_norm: "f32";
+  clip_value: "f32";
+};
+
 /** Mirrors `struct Params` in shaders/clip.wgsl. */
-export const CLIP_PARAMS = layout("clip", "Params", {
+export const CLIP_PARAMS: Layout<ClipParamFields> = layout("clip", "Params", {
   n: "u32",
   offset: "u32",
   count: "u32",

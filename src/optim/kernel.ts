@@ -1,8 +1,29 @@
-import { Device, kernel, launch, layout } from "../gpu/mod.ts";
+import { Device, kernel, launch, type Layout, layout } from "../gpu/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 
+/** Fields of `struct Params` in shaders/optim.wgsl, in WGSL order: the type of {@link OPTIM_PARAMS}' `fields`. */
+export type OptimParamFields = {
+  n: "u32";
+  first: "u32";
+  lr: "f32";
+  weight_decay: "f32";
+  decay: "f32";
+  momentum: "f32";
+  one_minus_dampening: "f32";
+  nesterov: "u32";
+  beta1: "f32";
+  one_minus_beta1: "f32";
+  beta2: "f32";
+  one_minus_beta2: "f32";
+  alpha: "f32";
+  one_minus_alpha: "f32";
+  eps: "f32";
+  step_size: "f32";
+  bc2_sqrt: "f32";
+};
+
 /** Mirrors `struct Params` in shaders/optim.wgsl. */
-export const OPTIM_PARAMS = layout("optim", "Params", {
+export const OPTIM_PARAMS: Layout<OptimParamFields> = layout("optim", "Params", {
   n: "u32",
   first: "u32",
   lr: "f32",
@@ -64,6 +85,7 @@ export const MULTI_WG = 256;
 export interface Segments {
   /** u32 pairs `[start, end)`, one per workgroup, at most MULTI_WG elements of one parameter. */
   table: Tensor;
+  /** Workgroups of the dispatch, one per `[start, end)` pair of the table. */
   workgroups: number;
 }
 

@@ -16,7 +16,9 @@ export { AdamW } from "./adamw.ts";
 export { RMSprop } from "./rmsprop.ts";
 export type { RmspropOptions } from "./rmsprop.ts";
 export { OPTIM_PARAMS } from "./kernel.ts";
+export type { OptimParamFields, Segments } from "./kernel.ts";
 export { CLIP_PARAMS, clipGradNorm, clipGradValue } from "./clip.ts";
+export type { ClipParamFields } from "./clip.ts";
 export {
   CosineScheduler,
   CyclicLR,

@@ -42,19 +42,25 @@ export type ParamsInput<O extends BaseOptions> = readonly Parameter[] | readonly
  * counts parameters across groups in order and `g` counts groups.
  */
 export interface OptimizerStateDict {
+  /** State tensors by key `"<i>.<state>"` (e.g. `"0.exp_avg"`). */
   tensors: Record<string, Tensor>;
+  /** Step counts (`"<i>.step"`) and group learning rates (`"param_groups.<g>.lr"`). */
   scalars: Record<string, number>;
 }
 
 /** Per-parameter state: the host step count and the kept state tensors. */
 export interface ParamState {
+  /** Updates applied to this parameter (PyTorch's `step`), counted on the host. */
   step: number;
+  /** The kept state tensors by name (`exp_avg`, `momentum_buffer`, ...), each of the parameter's shape. */
   tensors: Record<string, Tensor>;
 }
 
 /** What a subclass records for one parameter's update. */
 export interface UpdateArgs<O extends BaseOptions> {
+  /** The parameter's data, updated in place. */
   param: Tensor;
+  /** Its gradient, of the same shape. */
   grad: Tensor;
   /** The state tensors the group's options need (by name), zero-filled when new. */
   state: Readonly<Record<string, Tensor>>;
@@ -62,6 +68,7 @@ export interface UpdateArgs<O extends BaseOptions> {
   step: number;
   /** True when the state tensors were created for this update (SGD's buffer starts as d_p). */
   fresh: boolean;
+  /** The parameter's group, with its current options (`lr` included). */
   group: ParamGroup<O>;
   /**
    * Set for a multi-tensor update: `param`, `grad` and `state` are the group's flat buffers
@@ -92,6 +99,7 @@ export abstract class Optimizer<O extends BaseOptions = BaseOptions> {
   #where: [number, number][] = [];
 
   /**
+   * Check the options and build the groups; with `foreach`, pack each group's tensors.
    * @param name Used in messages ("Adam").
    * @param params Parameters, or groups `{ params, ...options }` overriding `defaults`.
    * @param defaults Every option, already merged with the library defaults.

@@ -21,7 +21,17 @@ export class PlateauScheduler implements Scheduler {
   #best = Infinity;
   #wait = 0;
 
-  constructor(readonly baseLr: number, readonly patience: number, readonly factor: number, readonly minLr = 0) {
+  /** Start at `baseLr`; multiply by `factor` after `patience` observations without a new best. */
+  constructor(
+    /** Learning rate until the first reduction, finite and >= 0. */
+    readonly baseLr: number,
+    /** Observations in a row without a new best before a reduction, an integer >= 1. */
+    readonly patience: number,
+    /** Multiplier of each reduction, in (0, 1]. */
+    readonly factor: number,
+    /** Floor of the learning rate, finite and >= 0. Default 0. */
+    readonly minLr = 0,
+  ) {
     if (!(baseLr >= 0 && Number.isFinite(baseLr))) {
       throw new RangeError(`PlateauScheduler: baseLr must be a finite number >= 0, got ${baseLr}`);
     }

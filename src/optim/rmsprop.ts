@@ -30,6 +30,7 @@ export interface RmspropOptions extends BaseOptions {
  * ```
  */
 export class RMSprop extends Optimizer<RmspropOptions> {
+  /** Options default to PyTorch's: lr 1e-2, alpha 0.99, eps 1e-8, momentum 0, centered false, weightDecay 0. */
   constructor(params: ParamsInput<RmspropOptions>, options: Partial<RmspropOptions> = {}) {
     super("RMSprop", params, {
       lr: 1e-2,
@@ -42,6 +43,10 @@ export class RMSprop extends Optimizer<RmspropOptions> {
     });
   }
 
+  /**
+   * Check lr, eps, momentum, weightDecay (finite, >= 0), alpha (in [0, 1]) and centered (a boolean).
+   * @throws {TypeError} For a value of the wrong type. @throws {RangeError} For one out of range.
+   */
   protected checkOptions(o: RmspropOptions, where: string): void {
     checkNonNegative(where, "lr", o.lr);
     checkInRange(where, "alpha", o.alpha, 0, 1, true);
@@ -51,6 +56,7 @@ export class RMSprop extends Optimizer<RmspropOptions> {
     checkNonNegative(where, "weightDecay", o.weightDecay);
   }
 
+  /** `square_avg`, plus `momentum_buffer` when momentum > 0 and `grad_avg` when centered (PyTorch's names). */
   protected stateNames(o: RmspropOptions): readonly string[] {
     const names = ["square_avg"];
     if (o.momentum > 0) names.push("momentum_buffer");
@@ -58,6 +64,7 @@ export class RMSprop extends Optimizer<RmspropOptions> {
     return names;
   }
 
+  /** Record the fused update: the `rmsprop[_centered][_momentum]_forward` entry for the group's options. */
   protected update({ param, grad, state, group, segments }: UpdateArgs<RmspropOptions>): void {
     const entry = `rmsprop${group.centered ? "_centered" : ""}${group.momentum > 0 ? "_momentum" : ""}_forward`;
     launchUpdate(entry, param, grad, state, {

@@ -39,7 +39,15 @@ function checkCount(who: string, name: string, v: number, min: number): void {
  * ```
  */
 export class StepDecay implements Scheduler {
-  constructor(readonly baseLr: number, readonly stepSize: number, readonly gamma: number) {
+  /** Decay `baseLr` by `gamma` every `stepSize` steps (PyTorch's `StepLR`). */
+  constructor(
+    /** Learning rate of steps 0..stepSize−1. */
+    readonly baseLr: number,
+    /** Steps between decays, an integer >= 1. */
+    readonly stepSize: number,
+    /** Factor applied at each decay (0.5 halves the LR). */
+    readonly gamma: number,
+  ) {
     checkFinite("StepDecay", "baseLr", baseLr);
     checkCount("StepDecay", "stepSize", stepSize, 1);
     checkFinite("StepDecay", "gamma", gamma);
@@ -59,7 +67,13 @@ export class StepDecay implements Scheduler {
  * ```
  */
 export class ExponentialLR implements Scheduler {
-  constructor(readonly baseLr: number, readonly gamma: number) {
+  /** Decay `baseLr` by `gamma` every step (PyTorch's `ExponentialLR`). */
+  constructor(
+    /** Learning rate at step 0. */
+    readonly baseLr: number,
+    /** Factor applied per step. */
+    readonly gamma: number,
+  ) {
     checkFinite("ExponentialLR", "baseLr", baseLr);
     checkFinite("ExponentialLR", "gamma", gamma);
   }
@@ -80,8 +94,19 @@ export class ExponentialLR implements Scheduler {
  * ```
  */
 export class MultiStepLR implements Scheduler {
+  /** The milestone steps, sorted ascending (a frozen copy of the constructor's). */
   readonly milestones: readonly number[];
-  constructor(readonly baseLr: number, milestones: readonly number[], readonly gamma: number) {
+  /**
+   * Decay `baseLr` by `gamma` at each of `milestones` (integers >= 0, any order), PyTorch's `MultiStepLR`.
+   * @throws {TypeError} When `milestones` is not an array.
+   */
+  constructor(
+    /** Learning rate before the first milestone. */
+    readonly baseLr: number,
+    milestones: readonly number[],
+    /** Factor applied at each milestone. */
+    readonly gamma: number,
+  ) {
     checkFinite("MultiStepLR", "baseLr", baseLr);
     checkFinite("MultiStepLR", "gamma", gamma);
     if (!Array.isArray(milestones)) throw new TypeError(`MultiStepLR: milestones must be an array, got ${milestones}`);
@@ -105,7 +130,15 @@ export class MultiStepLR implements Scheduler {
  * ```
  */
 export class CosineScheduler implements Scheduler {
-  constructor(readonly baseLr: number, readonly minLr: number, readonly totalSteps: number) {
+  /** Anneal from `baseLr` to `minLr` over `totalSteps`, then hold (PyTorch's `CosineAnnealingLR` up to T_max). */
+  constructor(
+    /** Learning rate at step 0. */
+    readonly baseLr: number,
+    /** Learning rate at `totalSteps` and after. */
+    readonly minLr: number,
+    /** Length of the annealing (T), an integer >= 1. */
+    readonly totalSteps: number,
+  ) {
     checkFinite("CosineScheduler", "baseLr", baseLr);
     checkFinite("CosineScheduler", "minLr", minLr);
     checkCount("CosineScheduler", "totalSteps", totalSteps, 1);
@@ -129,7 +162,18 @@ export class CosineScheduler implements Scheduler {
  * ```
  */
 export class WarmupScheduler implements Scheduler {
-  constructor(readonly inner: Scheduler, readonly targetLr: number, readonly warmupSteps: number) {
+  /**
+   * Warm up linearly to `targetLr` over `warmupSteps`, then follow `inner`.
+   * @throws {TypeError} When `inner` has no `lr(step)` method.
+   */
+  constructor(
+    /** The schedule after the warmup; it sees steps counted from the warmup's end. */
+    readonly inner: Scheduler,
+    /** Learning rate reached at the warmup's last step (`warmupSteps − 1`). */
+    readonly targetLr: number,
+    /** Steps of the warmup, an integer >= 0 (0: `inner` from step 0). */
+    readonly warmupSteps: number,
+  ) {
     if (typeof inner?.lr !== "function") {
       throw new TypeError("WarmupScheduler: inner must be a Scheduler (an object with lr(step))");
     }
@@ -159,7 +203,15 @@ export class WarmupScheduler implements Scheduler {
 export class OneCycleLR implements Scheduler {
   /** Steps of the rising phase. */
   readonly warmupSteps: number;
-  constructor(readonly maxLr: number, readonly totalSteps: number, readonly warmupFrac = 0.3) {
+  /** One cycle over `totalSteps` that peaks at `maxLr` and starts and ends at maxLr/25. */
+  constructor(
+    /** Peak learning rate; the cycle starts and ends at maxLr/25. */
+    readonly maxLr: number,
+    /** Length of the cycle, an integer >= 1; the LR stays at maxLr/25 after it. */
+    readonly totalSteps: number,
+    /** Fraction of the steps spent rising, in [0, 1]. Default 0.3. */
+    readonly warmupFrac = 0.3,
+  ) {
     checkFinite("OneCycleLR", "maxLr", maxLr);
     checkCount("OneCycleLR", "totalSteps", totalSteps, 1);
     if (!(warmupFrac >= 0 && warmupFrac <= 1)) {
@@ -192,10 +244,15 @@ export class OneCycleLR implements Scheduler {
  * ```
  */
 export class CyclicLR implements Scheduler {
+  /** Cycle between `baseLr` and `maxLr` (PyTorch's `CyclicLR`, mode "triangular"). */
   constructor(
+    /** Lower bound, the LR at step 0 and at each cycle's start. */
     readonly baseLr: number,
+    /** Upper bound, reached after `stepSizeUp` steps. */
     readonly maxLr: number,
+    /** Steps of the rising half-cycle, an integer >= 1. */
     readonly stepSizeUp: number,
+    /** Steps of the falling half-cycle, an integer >= 1. Default `stepSizeUp`. */
     readonly stepSizeDown = stepSizeUp,
   ) {
     checkFinite("CyclicLR", "baseLr", baseLr);

@@ -33,10 +33,16 @@ export interface SgdOptions extends BaseOptions {
  * ```
  */
 export class SGD extends Optimizer<SgdOptions> {
+  /** `lr` is required (as in PyTorch's SGD); momentum, dampening, weightDecay default 0, nesterov false. */
   constructor(params: ParamsInput<SgdOptions>, options: Partial<SgdOptions> & Pick<SgdOptions, "lr">) {
     super("SGD", params, { momentum: 0, dampening: 0, nesterov: false, weightDecay: 0, ...options });
   }
 
+  /**
+   * Check lr, momentum, dampening, weightDecay (finite, >= 0), nesterov (a boolean, with momentum > 0
+   * and dampening 0).
+   * @throws {TypeError} For a value of the wrong type. @throws {RangeError} For one out of range.
+   */
   protected checkOptions(o: SgdOptions, where: string): void {
     checkNonNegative(where, "lr", o.lr);
     checkNonNegative(where, "momentum", o.momentum);
@@ -50,10 +56,12 @@ export class SGD extends Optimizer<SgdOptions> {
     }
   }
 
+  /** `momentum_buffer` (PyTorch's name) when momentum is non-zero, else none. */
   protected stateNames(o: SgdOptions): readonly string[] {
     return o.momentum !== 0 ? ["momentum_buffer"] : [];
   }
 
+  /** Record the fused update: `sgd_forward`, or `sgd_momentum_forward` (its buffer starts as d when fresh). */
   protected update({ param, grad, state, fresh, group, segments }: UpdateArgs<SgdOptions>): void {
     const common = { lr: group.lr, weight_decay: group.weightDecay };
     if (group.momentum === 0) return launchUpdate("sgd_forward", param, grad, state, common, segments);

@@ -1,9 +1,11 @@
-import { Device, kernel, launch, layout } from "../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout } from "../gpu/mod.ts";
 import { checkShape, numel, type Shape } from "./shape.ts";
 import { type DType, Tensor, type TensorOptions, toTyped } from "./tensor.ts";
 
 /** Mirrors `struct Params` in shaders/fill.wgsl. */
-export const FILL_PARAMS = layout("fill", "Params", {
+export const FILL_PARAMS: Layout<{
+  n: "u32"; value: "f32"; start: "f32"; step: "f32"; seed: "u32"; lo: "f32"; hi: "f32";
+}> = layout("fill", "Params", {
   n: "u32",
   value: "f32",
   start: "f32",
@@ -14,7 +16,9 @@ export const FILL_PARAMS = layout("fill", "Params", {
 });
 
 /** Storage bindings of shaders/fill.wgsl: f32 out, i32 or f32 in (casts), i32 out. */
-export const FILL = kernel(FILL_PARAMS, {
+export const FILL: Kernel<typeof FILL_PARAMS, {
+  y: [number, "read_write"]; xi: [number, "read"]; xf: [number, "read"]; yi: [number, "read_write"];
+}> = kernel(FILL_PARAMS, {
   y: [1, "read_write"],
   xi: [2, "read"],
   xf: [3, "read"],

@@ -20,6 +20,7 @@ export interface OpDef<A = undefined> {
 
 /** Output of a forward and the tensors the backward will read. */
 export interface OpResult {
+  /** The op's result, a new tensor (or a view of an input, for the view ops). */
   output: Tensor;
   /** Tensors the backward reads (inputs or output or intermediates). */
   saved?: readonly Tensor[];

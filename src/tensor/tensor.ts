@@ -42,8 +42,11 @@ class Storage {
  * operation that waits: `await t.toArray()`.
  */
 export class Tensor implements StepScoped {
+  /** The device whose memory holds the values; an op's inputs must all be on one device. */
   readonly device: Device;
+  /** Sizes of the dims, outermost first (PyTorch's `shape`), frozen; `[]` for a scalar. */
   readonly shape: readonly number[];
+  /** Element type, 4 bytes each: "f32", "i32" or "u32" (PyTorch's `dtype`). */
   readonly dtype: DType;
   /** Element count. */
   readonly numel: number;
@@ -215,6 +218,7 @@ export class Tensor implements StepScoped {
     }
   }
 
+  /** Shape, dtype and origin, e.g. `Tensor([2,3], f32, matmul)`; no values (reading them is async). */
   toString(): string {
     return `Tensor(${fmt(this.shape)}, ${this.dtype}, ${this.origin})`;
   }

@@ -23,7 +23,7 @@
  *   naming crossOriginIsolated and both headers.
  */
 import { ElCheConfig, openRangedUrl, PackSource, permutation, type RunEpochMetrics, setProgramArgs, type TrainedState } from "../../src/index.ts";
-import { observe } from "../../src/distributed/run/launch.ts";
+import { observe } from "../../src/distributed/run/builder.ts";
 import { blobs } from "../fixtures/programs/tiny.ts";
 
 const q = new URLSearchParams(location.search);
@@ -114,7 +114,7 @@ async function train(pack: boolean, tune: (b: any) => any, stageRoot?: string, r
     (one.length ? tinyPack.clone().dataset(one[0]) : tinyPack.clone()).elche(ElCheConfig.cpuSync()).partitionRatios(ranks === 2 ? [0.5, 0.5] : [1]).bf16Wire(false).lrScaleRatio(0)
       .batchSize(B).numEpochs(EPOCHS).heartbeatTimeoutSecs(60).cluster({ ranks: Array.from({ length: ranks }, () => ({})) }),
   );
-  observe(b.state, {
+  observe(b, {
     reduce: (e: { round: number; epoch: number; steps: number[]; anchor: number }) => void reduces.push(`${e.round}:${e.epoch}:${e.steps}:${e.anchor}`),
     chunk: (e: number, r: number, o: number, n: number) => {
       chunks.push([e, r, o, n]);

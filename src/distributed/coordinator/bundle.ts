@@ -30,9 +30,13 @@ import {
 
 /** The files of a bundle, by role. */
 export interface BundlePaths {
+  /** `<stem>.fdl`: the consensus model (f32, positional keys). */
   model: string;
+  /** `<stem>.optim`: the optimizer state. */
   optim: string;
+  /** `<stem>.outer.fdl`: the outer optimizer's momentum (stateful outer optimizers only). */
   outer: string;
+  /** `<stem>.meta.json`: the trajectory, written last (its presence marks a complete bundle). */
   meta: string;
   /** Graph architecture sidecar (flodl graphs); carried by archives, never written here. */
   config: string;
@@ -86,7 +90,9 @@ export interface BundleParts {
 
 /** Outer momentum as read back: one tensor per parameter, and the flat vector `OuterOptimizer.loadState` takes. */
 export interface BundleOuter {
+  /** One momentum tensor per parameter, in parameter order, named and shaped as the parameter. */
   tensors: HostTensor[];
+  /** The same values concatenated in that order. */
   flat: Float32Array;
 }
 
@@ -253,9 +259,13 @@ function decodeOuter(bytes: Uint8Array, source: string): BundleOuter {
 
 /** Everything a bundle holds. */
 export interface Bundle {
+  /** `<stem>.meta.json`, validated ({@link readBundleMeta}). */
   meta: BundleMeta;
+  /** `<stem>.fdl`: the consensus parameters and buffers ({@link readBundleModel}). */
   model: HostModel;
+  /** `<stem>.optim`, or null when the bundle has none ({@link readBundleOptim}). */
   optim: HostOptimState | null;
+  /** `<stem>.outer.fdl`, or null when the bundle has none ({@link readBundleOuter}). */
   outer: BundleOuter | null;
 }
 

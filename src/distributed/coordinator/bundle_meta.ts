@@ -26,6 +26,7 @@ const PHASES: readonly Phase[] = ["probe", "warmup", "stable", "mature"];
 
 /** `elche_state`: ElChe's state plus the TrendGuard ring (default guard only). */
 export interface BundleElCheState extends ElCheState {
+  /** TrendGuard's last max-divergence values (up to 5, oldest first); absent under another guard or when empty. */
   trend_history?: number[];
 }
 
@@ -35,6 +36,7 @@ export interface BundleCoverage {
   seed: number;
   /** Slices per epoch (default 1). */
   epoch_splits: number;
+  /** Per-rank batch size of the run. */
   batch_size: number;
   /** Every in-progress epoch with its still-uncovered pick ranges. */
   per_epoch: EpochCoverage[];
@@ -44,11 +46,15 @@ export interface BundleCoverage {
 export interface BundleMeta {
   /** The version the file was written with (≤ {@link BUNDLE_SCHEMA_VERSION}). */
   schema_version: number;
+  /** The first epoch not yet finished when the saved consensus's reduce was triggered (0-based). */
   epoch: number;
+  /** Batches folded into the saved consensus, all ranks together. */
   global_step: number;
+  /** Reduce rounds run before the save. */
   sync_round: number;
   /** World size when saved; null only for files older than version 5 that did not record it. */
   world_size_at_save: number | null;
+  /** Why the bundle was written; "checkpoint" for files older than version 5 that did not record it. */
   save_reason: SaveReason;
   /** Absent for Sync runs. */
   elche_state?: BundleElCheState;
@@ -330,9 +336,13 @@ export function serializeBundleMeta(meta: BundleMetaInput, source = "<meta.json>
 
 /** The run's side of {@link checkResumeCompatible}; a field left undefined is not checked. */
 export interface ResumeRun {
+  /** The run's shuffle seed. */
   seed?: number;
+  /** The run's per-rank batch size. */
   batchSize?: number;
+  /** Ranks the run starts with. */
   worldSize?: number;
+  /** Slices per epoch of the run. */
   epochSplits?: number;
   /** The bundle's name (stem), for messages. */
   source?: string;

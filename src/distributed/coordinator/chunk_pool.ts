@@ -28,6 +28,7 @@ export interface Chunk {
 
 /** Coverage of one epoch in a checkpoint (`coverage.per_epoch[]` of `<stem>.meta.json`, keys verbatim). */
 export interface EpochCoverage {
+  /** The epoch (0-based). */
   epoch: number;
   /** Picks the pool covers (floor(P/B)·B of the slice). */
   total_samples: number;

@@ -83,10 +83,13 @@ export function cpuEquivalent(mode: ElCheMode): ElCheMode {
 
 /** Plain-data fields of {@link ElCheConfig}; `undefined` means "framework default". */
 export interface ElCheFields {
+  /** Policy × backend; `.elche(cfg)` sets the run's policy and backend from it. Default cpu-cadence. */
   mode: ElCheMode;
   /** Initial anchor A (batches of the slow rank per window), integer >= 1. */
   anchor: number;
+  /** Auto-tune floor of A, integer >= 1 (`.minAnchor()`); unset: the initial anchor (at most `maxAnchor`). */
   minAnchor?: number;
+  /** Auto-tune ceiling of A, integer >= 1 (`.maxAnchor()`); unset: 1000. */
   maxAnchor?: number;
   /** τ, share of compute time the fixed per-window cost may take; [0.01, 0.50], default 0.05. */
   overheadTarget?: number;
@@ -96,10 +99,13 @@ export interface ElCheFields {
   relaxUp: boolean;
   /** Static per-rank data shares (Sync only); length W, > 0, sum 1 ± 0.05. */
   partitionRatios?: number[];
+  /** Run the LR-aware meta-controller above ElChe (nudges A down on an LR cliff or a divergence streak); default on. */
   metaController: boolean;
   /** Explicit guard; wins over `noDivergenceGuard` and `divergenceThreshold`. */
   convergenceGuard?: ConvergenceGuard;
+  /** Threshold of the default TrendGuard, finite >= 0; unset: 0.05 (0.3 with EASGD). */
   divergenceThreshold?: number;
+  /** Use NoGuard instead of the default TrendGuard (an explicit `convergenceGuard` still wins); default false. */
   noDivergenceGuard: boolean;
   /** Extra steps past `c[r]` an Async rank may run; unset = auto-tuned (3..15). */
   maxOvershoot?: number;
@@ -193,9 +199,12 @@ export class ElCheConfig implements ElCheFields {
 
 /** Eval cadence; only "every n epochs" exists (n = 0: never). */
 export interface EvalCadence {
+  /** The only kind: a period in epochs. */
   readonly kind: "epochs";
+  /** Epochs between evals, integer >= 0 (0: never). */
   readonly n: number;
 }
+/** Makes an {@link EvalCadence} (`EvalCadence.epochs(n)`) and tells whether one is due. */
 export const EvalCadence = {
   /**
    * Eval every `n` epochs.
@@ -213,6 +222,7 @@ export const EvalCadence = {
 
 /** Which rank runs epochFn / checkpointFn / evalFn. */
 export type EpochCallbackPolicy = { readonly kind: "fastest" } | { readonly kind: "rank"; readonly rank: number };
+/** Makes an {@link EpochCallbackPolicy}: `EpochCallbackPolicy.fastest()` (the default) or `.rank(n)`. */
 export const EpochCallbackPolicy = {
   /** The alive rank with the lowest smoothed ms/batch (lowest index before calibration); sticky. */
   fastest(): EpochCallbackPolicy {
@@ -244,41 +254,67 @@ export const DEFAULT_SHUFFLE_SEED = 42;
 
 /** Every knob of a run, with defaults from {@link defaultRunConfig}. */
 export interface DdpRunConfig {
+  /** Per-rank batch size, integer >= 1 (`.batchSize()`); required by `run()`. */
   batchSize?: number;
+  /** Epochs to train, integer >= 1 (`.numEpochs()`); required by `run()`. */
   numEpochs?: number;
+  /** When a reduce fires (`.policy()`); default "cadence". */
   policy: ApplyPolicy;
+  /** How a reduce travels (`.backend()`); default "cpu". */
   backend: AverageBackend;
   /** Cadence / guard / consensus strategy; `elche.mode` is reconciled from policy × backend by `resolveConfig`. */
   elche: ElCheConfig;
   /** Unset: on for Cadence/Async, off for Sync. */
   progressiveDispatch?: boolean;
+  /** Per-rank gradient clipping to this global L2 norm, finite and > 0 (`.maxGradNorm()`); unset: no clipping. */
   maxGradNorm?: number;
+  /** Linear LR scaling: lr × (1 + (W − 1)·ratio), finite >= 0 (`.lrScaleRatio()`); default 1, 0 = off. */
   lrScaleRatio: number;
+  /** Every n epochs (integer >= 1): a bundle under `savePath` and the rank-side `checkpointFn`; unset: never. */
   checkpointEvery?: number;
+  /** Checkpoint bundle stem, a relative path without extension (`.savePath()`); unset: no bundle is written. */
   savePath?: string;
+  /** Stem of a bundle to resume from (`.resumeFrom()`). */
   resumeFrom?: string;
+  /** One bundle at the first reduce where any rank reached this epoch; needs `savePath` and progressive dispatch. */
   checkpointAtEpoch?: number;
+  /** Dead ranks that make the run unrecoverable (`.maxFailure()`); unset: any partial loss is tolerated. */
   maxFailure?: MaxFailureThreshold;
+  /** A rank silent longer than this many seconds is declared lost (`.heartbeatTimeoutSecs()`); default 30. */
   heartbeatTimeoutSecs: number;
+  /** Snapshot timeout, seconds (finite, > 0); default 5. Validated, but nothing in this port reads it yet. */
   snapshotTimeoutSecs: number;
+  /** Which rank runs epochFn / checkpointFn / evalFn (`.epochCallbackPolicy()`); default fastest. */
   epochCallbackPolicy: EpochCallbackPolicy;
+  /** Eval cadence between epochs (`.evalEvery()`); unset: only the final eval after the last epoch. */
   evalEvery?: EvalCadence;
+  /** Sub-epoch monitor records at reduce boundaries, at most n per epoch (`.reportsPerEpoch()`); default 0, off. */
   reportsPerEpoch: number;
   /** Record log directory and per-node byte cap (0 = {@link DEFAULT_RECORD_LOG_BYTES}). */
   recordLog?: { dir: string; maxBytes: number };
+  /** Each sample appears this many times per epoch, integer >= 1 (`.augment()`); default 1. */
   augment: number;
+  /** Slices per epoch, integer >= 1; recorded in bundles and checked on resume. Default 1. */
   epochSplits: number;
+  /** Device-resident sample pool (`.vramPool()`); default on. */
   vramPool: boolean;
+  /** Share of the device budget the data plane may fill, [0.5, 0.99] (`.vramMaxUsage()`); default 0.9. */
   vramMaxUsage: number;
+  /** Share of the host's available memory (÷ local ranks) for the RAM sample cache, [0, 0.9]; default 0.5. */
   ramMaxUsage: number;
+  /** Read-through RAM cache of raw samples across epochs, for `readBatch` sources (`.sampleCache()`); default on. */
   sampleCache: boolean;
+  /** Disk stage per rank, GB, finite >= 0 (`.diskStage()`); default 0, off. */
   diskStageGb: number;
+  /** Where the disk stage's per-run folder is made (`.diskStageDir()`); unset: the system temp dir (browser: OPFS). */
   diskStageDir?: string;
   /** Base shuffle seed; epoch e uses seed + e. */
   seed: number;
   /** Roll-up of user scalars; core keys are fixed. */
   scalarReductions: Record<string, Reduction>;
+  /** Where the run's dashboard HTML is saved at the end (`.saveDashboard()`); unset: not saved. */
   dashboardPath?: string;
+  /** Theme of the saved dashboard (`.dashboardTheme()`); unset: follow the reader's system. */
   dashboardTheme?: "light" | "dark" | "auto";
 }
 

@@ -33,10 +33,15 @@ export const OVERSHOOT_CEILING = 15;
 
 /** ElChe's persisted state: the `elche_state` object of `<stem>.meta.json`, keys verbatim. */
 export interface ElCheState {
+  /** The anchor A: batches the anchor rank runs per window (>= 1). */
   anchor: number;
+  /** The anchor rank (the slowest, whose window defines A), or null before election. */
   anchor_rank: number | null;
+  /** Each rank's mean ms per batch over its trust window (0 when it has none); one entry per rank. */
   smoothed_ms_per_batch: number[];
+  /** Calibration phase reached. */
   phase: Phase;
+  /** Timing reports that calibrated the counts (they move the phase on). */
   calibration_count: number;
 }
 

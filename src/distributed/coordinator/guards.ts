@@ -19,9 +19,13 @@ export type Verdict = { kind: "stable" } | { kind: "suppressGrowth" } | { kind: 
  * (missing ranks 0), pre-norms only when every rank supplied one, and the consensus norm.
  */
 export class DivergenceReport {
+  /** A report from its parts; {@link DivergenceReport.fromAcks} builds one from a reduce's acks. */
   constructor(
+    /** Per rank, `‖pre − consensus‖ / ‖consensus‖` (0 for a rank without an ack). */
     readonly deltas: readonly number[],
+    /** ‖consensus‖, the norm of the averaged parameters. */
     readonly postNorm: number,
+    /** Per rank, ‖pre‖ of its parameters before the sync; undefined unless every rank sent one. */
     readonly preNorms?: readonly number[],
   ) {}
 
@@ -76,6 +80,7 @@ export class DivergenceReport {
 
 /** A pluggable convergence guard (flodl `ConvergenceGuard`). */
 export interface ConvergenceGuard {
+  /** The guard's name, for the timeline and messages (`"TrendGuard"`). */
   readonly name: string;
   /**
    * Verdict for one reduce.
@@ -85,9 +90,11 @@ export interface ConvergenceGuard {
   report(div: DivergenceReport, kUsed: number, kMax: number): Verdict;
   /** Name/value pairs for the timeline (GuardTelemetry); empty when there is nothing to say. */
   telemetry(): [string, number][];
+  /** Forget what the guard has seen (its ring, EMA, streaks); its settings stay. */
   reset(): void;
   /** State persisted in checkpoints (TrendGuard's ring; empty for the others). */
   trendHistory(): number[];
+  /** An independent copy with the same settings and state. */
   clone(): ConvergenceGuard;
 }
 
@@ -95,6 +102,7 @@ const STABLE: Verdict = { kind: "stable" };
 
 /** Always Stable: overhead auto-tune alone drives the anchor. */
 export class NoGuard implements ConvergenceGuard {
+  /** `"NoGuard"`. */
   readonly name = "NoGuard";
   report(_div: DivergenceReport, _kUsed?: number, _kMax?: number): Verdict {
     return STABLE;
@@ -102,10 +110,12 @@ export class NoGuard implements ConvergenceGuard {
   telemetry(): [string, number][] {
     return [];
   }
+  /** Nothing to forget: NoGuard keeps no state. */
   reset(): void {}
   trendHistory(): number[] {
     return [];
   }
+  /** A new NoGuard. */
   clone(): NoGuard {
     return new NoGuard();
   }
@@ -125,14 +135,16 @@ export const TREND_RING = 5;
  * ```
  */
 export class TrendGuard implements ConvergenceGuard {
+  /** `"TrendGuard"`. */
   readonly name = "TrendGuard";
   #ring: number[] = [];
 
   /**
+   * A TrendGuard with an empty ring.
    * @param threshold Floor the rising trend must clear; 0.01 when constructed directly (the builder uses 0.05).
    * @throws {RangeError} When the threshold is not finite and >= 0.
    */
-  constructor(readonly threshold = 0.01) {
+  constructor(/** Floor the latest D must exceed for SuppressGrowth. */ readonly threshold = 0.01) {
     if (!(Number.isFinite(threshold) && threshold >= 0)) {
       throw new RangeError(`TrendGuard: threshold must be finite and >= 0, got ${threshold}`);
     }
@@ -156,12 +168,14 @@ export class TrendGuard implements ConvergenceGuard {
   telemetry(): [string, number][] {
     return [];
   }
+  /** Empty the ring of D values. */
   reset(): void {
     this.#ring = [];
   }
   trendHistory(): number[] {
     return [...this.#ring];
   }
+  /** A TrendGuard with the same threshold and a copy of the ring. */
   clone(): TrendGuard {
     return new TrendGuard(this.threshold).withHistory(this.#ring);
   }
@@ -181,12 +195,19 @@ export const MSF_MIN_D = 1e-8;
  * ```
  */
 export class MsfGuard implements ConvergenceGuard {
+  /** `"MsfGuard"`. */
   readonly name = "MsfGuard";
+  /** λ_ema above this counts toward SuppressGrowth; default 1e-3 (`withSuppress`). */
   suppressThreshold = 1e-3;
+  /** Consecutive events above `suppressThreshold` that answer SuppressGrowth; default 3. */
   suppressSustain = 3;
+  /** λ_ema above this counts toward NudgeDown; default 1e-2 (`withNudge`; ∞ after `withoutNudge`). */
   nudgeThreshold = 1e-2;
+  /** Consecutive events above `nudgeThreshold` that answer NudgeDown; default 3. */
   nudgeSustain = 3;
+  /** The factor of a NudgeDown verdict, [0.1, 1]; default 0.5. */
   nudgeFactor = 0.5;
+  /** EMA weight of the previous value, (0, 1]; default 0.9 (`withAlpha`). */
   alpha = 0.9;
   #prevD: number | null = null;
   #ema = 0;
@@ -259,6 +280,7 @@ export class MsfGuard implements ConvergenceGuard {
     return this.#samples > 0 ? [["lambda_raw", this.#lambdaRaw], ["lambda_ema", this.#lambdaEma]] : [];
   }
 
+  /** Forget the previous D, the EMA and both streaks; the thresholds stay. */
   reset(): void {
     this.#prevD = null;
     this.#ema = 0;
@@ -271,6 +293,7 @@ export class MsfGuard implements ConvergenceGuard {
     return [];
   }
 
+  /** An MsfGuard with the same settings, EMA and streaks. */
   clone(): MsfGuard {
     const g = new MsfGuard();
     Object.assign(g, {

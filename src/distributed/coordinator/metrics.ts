@@ -10,14 +10,17 @@ export type { ChunkReport };
 
 /** One aggregated epoch (flodl `EpochMetrics`, [0.7] fields). Arrays are indexed by rank. */
 export interface EpochMetrics {
+  /** The epoch (0-based). */
   epoch: number;
   /** Σ loss·batches / Σ batches over all ranks; NaN when no batch ran. */
   avgLoss: number;
+  /** Wall ms of the epoch: the longest rank's summed chunk wall time. */
   epochMs: number;
   /** Work-weighted mean of each user scalar over the ranks that reported it. */
   scalars: Record<string, number>;
   /** Per rank, each scalar's sum / count. */
   perRank: Record<string, number>[];
+  /** Mean loss over each rank's batches; NaN for a rank that ran none. */
   perRankLoss: number[];
   /** Samples each rank trained that a reduce folded into the consensus (Σ over ranks: the epoch's samples). */
   perRankSamples: number[];
@@ -28,9 +31,13 @@ export interface EpochMetrics {
   perRankDiscardedSamples: number[];
   /** Samples trained per ms of share-complete time (discarded ones included: it is a speed). */
   perRankThroughput: number[];
+  /** Each rank's share of the epoch's folded samples (sums to 1; 0 when none were folded). */
   perRankBatchShare: number[];
+  /** Σ over each rank's chunks of the ms until its share was done (barrier idle excluded). */
   perRankShareCompleteMs: number[];
+  /** Σ train-step ms per rank (recording + GPU, without data waits). */
   perRankComputeOnlyMs: number[];
+  /** Ms each rank waited for data. */
   perRankDataStarveMs: number[];
   /**
    * Per rank, the data plane in this epoch (data/plane_counters.ts keys: tier hits, source
@@ -38,6 +45,7 @@ export interface EpochMetrics {
    * for a rank that reported none.
    */
   perRankData?: DataCounters[];
+  /** Index of each rank's device; the rank's own index (0..W-1). */
   deviceIndices: number[];
 }
 

@@ -9,27 +9,37 @@ import type { BatchEvent, LayoutTable } from "../protocol/messages.ts";
 
 /** The trained consensus: parameters and buffers by name, f32 (flodl's `TrainedState`). */
 export interface TrainedState {
+  /** Each parameter by its dotted name (`"fc1.weight"`), in layout order: shape and values. */
   params: Map<string, { shape: number[]; data: Float32Array<ArrayBuffer> }>;
+  /** Each buffer (BatchNorm running stats) by its dotted name, in layout order. */
   buffers: Map<string, { shape: number[]; data: Float32Array<ArrayBuffer> }>;
 }
 
 /** An eval result as it arrived from the eval-role rank. */
 export interface EvalRecord {
+  /** Epochs done when the eval ran: the consensus after epoch `epoch - 1` (the final eval: `numEpochs`). */
   epoch: number;
+  /** The metric `evalFn` returned; absent when it failed. */
   value?: number;
+  /** Why `evalFn` failed (`Name: message`); absent when it succeeded. */
   error?: string;
+  /** The rank that ran `evalFn`. */
   rank: number;
 }
 
 /** What the coordinator tells the handle as the run goes. */
 export interface RunSink {
+  /** An epoch closed: its aggregated metrics. */
   metrics(m: RunEpochMetrics): void;
+  /** An eval result arrived (a failed `evalFn` included). */
   evaluated(e: EvalRecord): void;
 }
 
 /** What the coordinator reports about each reduce (live views, benchmarks, the monitor). */
 export interface ReduceEvent {
+  /** The reduce's round number, from 1 (zero-mass rounds counted; a resumed run continues the saved count). */
   round: number;
+  /** The epoch the reduce is counted in: the first epoch not yet closed (at most the last). */
   epoch: number;
   /** Steps per rank folded into this consensus (n_r). */
   steps: number[];
@@ -39,11 +49,17 @@ export interface ReduceEvent {
   averageMs: number;
   /** Bytes of rank frames received, and of consensus frames sent. */
   bytesUp: number;
+  /** Bytes of consensus frames sent (0 for a zero-mass round). */
   bytesDown: number;
+  /** ElChe's anchor A after the reduce. */
   anchor: number;
+  /** Each rank's batch quota c[r] for the next window (0 for a dead rank). */
   counts: number[];
+  /** Each rank's divergence from the consensus (0 for a rank without an ack). */
   divergence: number[];
+  /** The guard's verdict on this reduce (always "stable" for a zero-mass round). */
   verdict: Verdict["kind"];
+  /** No rank had a step to give: no consensus was made and the version did not move. */
   zeroMass: boolean;
 }
 
@@ -59,7 +75,9 @@ export interface RankPlace {
 
 /** Coordinator-side observers beyond the handle (live dashboards, the monitor). */
 export interface RunObserver {
+  /** Each batch a rank ran, as the rank streamed it. */
   batch?(e: BatchEvent): void;
+  /** Each reduce, once ElChe and the guard have taken it in. */
   reduce?(e: ReduceEvent): void;
   /** Each rank's parameters before averaging and the consensus, f32 (only when `wantsFrames`). */
   frames?(round: number, ranks: (Float32Array | null)[], consensus: Float32Array): void;
@@ -80,16 +98,23 @@ export interface RunObserver {
   rankWaiting?(rank: number, place: RankPlace): void;
   /** A checkpoint bundle was written (after its files are in place). */
   saved?(reason: string, stem: string): void;
+  /** Ask for {@link RunObserver.frames} (a copy of every rank's parameters per reduce); default false. */
   wantsFrames?: boolean;
 }
 
 /** Where the coordinator reports what happens. */
 export interface RunEvents {
+  /** Each batch a rank ran. */
   batch(e: BatchEvent): void;
+  /** The first work of `epoch` was handed to a rank. */
   epochStart(epoch: number): void;
+  /** An epoch closed, with its metrics. */
   epochEnd(m: RunEpochMetrics): void;
+  /** Each reduce, with what the monitor needs besides the event. */
   reduce(e: ReduceEvent, extra: ReduceExtra): void;
+  /** A successful eval: epochs done and the metric. */
   evaluated(epoch: number, value: number): void;
+  /** A rank was lost during `epoch` (the first not yet closed) and the run goes on; `reason` is the error's message. */
   rankLost(rank: number, epoch: number, reason: string): void;
   /** A rank was admitted at the boundary before `epoch` (elastic membership). */
   rankJoined(rank: number, epoch: number, place: RankPlace): void;
@@ -101,8 +126,11 @@ export interface RunEvents {
 export interface ReduceExtra {
   /** Batches per epoch, all ranks together (the sub-epoch report clock). */
   stepsPerEpoch: number;
+  /** ElChe's anchor A before this reduce's verdict was applied. */
   anchorBefore: number;
+  /** The guard's name/value pairs after this reduce (`ConvergenceGuard.telemetry()`). */
   telemetry: [string, number][];
+  /** Batches folded into the consensus so far, all ranks together. */
   globalStep: number;
 }
 

@@ -5,6 +5,7 @@
 
 /** WHEN a reduce fires. */
 export const ApplyPolicy = { Sync: "sync", Cadence: "cadence", Async: "async" } as const;
+/** One of {@link ApplyPolicy}'s values: `"sync"`, `"cadence"` or `"async"` (flodl's `ApplyPolicy`). */
 export type ApplyPolicy = (typeof ApplyPolicy)[keyof typeof ApplyPolicy];
 
 /**
@@ -13,4 +14,5 @@ export type ApplyPolicy = (typeof ApplyPolicy)[keyof typeof ApplyPolicy];
  * stand-in for NCCL.
  */
 export const AverageBackend = { Nccl: "nccl", Cpu: "cpu" } as const;
+/** One of {@link AverageBackend}'s values: `"nccl"` or `"cpu"` (flodl's `AverageBackend`). */
 export type AverageBackend = (typeof AverageBackend)[keyof typeof AverageBackend];

@@ -14,13 +14,17 @@ import { checkRunId, rankPublishPrefix, relaySubject, runPrefix, toRankSubject }
 
 /** One NATS user of a run. */
 export interface NatsUser {
+  /** The NATS user name (`<run>-c` for the coordinator, `<run>-r<k>` for slot k). */
   user: string;
+  /** Its password: 32 random characters of [a-z0-9]. */
   pass: string;
 }
 
 /** What a remote rank needs to join: given to it once (the join command or URL). */
 export interface RankCredentials extends NatsUser {
+  /** The run id (4–64 of [a-z0-9]): the NATS subjects' `flodl.<run>` prefix. */
   run: string;
+  /** The rank slot these credentials are for. */
   rank: number;
   /** base64 of this rank's 32-byte HMAC key. */
   key: string;
@@ -39,10 +43,13 @@ export interface RelayCredentials extends RankCredentials {
 
 /** Everything the coordinator holds for one run. */
 export interface RunCredentials {
+  /** The run id (4–64 of [a-z0-9]). */
   run: string;
   /** base64 of the 32-byte run key; rank keys derive from it. */
   runKey: string;
+  /** The coordinator's NATS user: it publishes and subscribes under `flodl.<run>.>`. */
   coordinator: NatsUser;
+  /** One entry per rank slot, slot k at index k. */
   ranks: RankCredentials[];
 }
 

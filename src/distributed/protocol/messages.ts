@@ -94,7 +94,9 @@ export type PickRange = readonly [offset: number, size: number];
 
 /** A unit of work: full batches drawn from these ranges of epoch `epoch`'s permutation. */
 export interface ChunkPlan {
+  /** The epoch the work belongs to (0-based); the same across the epoch's chunks. */
   epoch: number;
+  /** Pick ranges of the epoch's permutation to train, in order. */
   ranges: PickRange[];
   /** Global step at dispatch (the scheduler's clock). */
   globalStep: number;
@@ -106,14 +108,19 @@ export interface ChunkPlan {
 
 /** Per-batch progress a rank streams to the coordinator (liveness, live charts, ElChe timing). */
 export interface BatchEvent {
+  /** The rank that ran the batch. */
   rank: number;
+  /** The epoch of the batch's plan. */
   epoch: number;
   /** Wall ms of this batch as delivered: from the previous step's results to this one's (compute + data + waits). */
   ms: number;
   /** Compute-only ms of the step (recording + GPU, without data waits; <= `ms`): ElChe's fallback scale. */
   computeMs: number;
+  /** The batch's loss, read back from the device. */
   loss: number;
+  /** The optimizer's learning rate when the batch was delivered. */
   lr: number;
+  /** Rows in the batch. */
   samples: number;
 }
 

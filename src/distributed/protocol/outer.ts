@@ -10,6 +10,7 @@ const f32 = Math.fround;
 
 /** An outer optimizer (flodl `OuterOptimizer`), one instance per site. */
 export interface OuterOptimizer {
+  /** The class's name (`"SlowMo"`), for messages and the monitor. */
   readonly name: string;
   /** Ranks reset their inner optimizer (momentum, step count) after adopting. */
   readonly resetsInner: boolean;
@@ -26,31 +27,50 @@ export interface OuterOptimizer {
 
 /** Identity: the consensus is the new global (the default). */
 export class OuterAvg implements OuterOptimizer {
+  /** `"OuterAvg"`. */
   readonly name = "OuterAvg";
+  /** False: the inner optimizer keeps its state. */
   readonly resetsInner = false;
+  /** Returns `consensus` itself: the consensus is the new global. */
   step(prevGlobal: Float32Array, consensus: Float32Array): Float32Array {
     checkLengths("OuterAvg", prevGlobal, consensus);
     return consensus;
   }
+  /** Always null: OuterAvg keeps no momentum. */
   state(): Float32Array | null {
     return null;
   }
+  /** Does nothing: there is no momentum to restore. */
   loadState(): void {}
 }
 
 /** Outer learning rate and momentum μ. */
 export interface MomentumOptions {
+  /** Outer learning rate, finite and > 0. */
   lr: number;
+  /** Momentum μ, in [0, 1). */
   momentum: number;
 }
 
-abstract class MomentumOuter implements OuterOptimizer {
+/** Shared body of {@link SlowMo} and {@link DiLoCo}: an outer step with momentum on the averaged change. */
+export abstract class MomentumOuter implements OuterOptimizer {
+  /** The subclass's name (`"SlowMo"`, `"DiLoCo"`). */
   abstract readonly name: string;
+  /** Whether ranks reset their inner optimizer after adopting (DiLoCo does). */
   abstract readonly resetsInner: boolean;
+  /** Outer learning rate. */
   readonly lr: number;
+  /** Momentum μ. */
   readonly momentum: number;
+  /** Momentum v, one value per parameter element; null until the first step or `loadState`. */
   protected v: Float32Array | null = null;
 
+  /**
+   * Check and keep the hyperparameters; the momentum starts empty.
+   * @param o Outer learning rate and momentum.
+   * @param what The optimizer's name, for messages.
+   * @throws {RangeError} When `lr` is not finite and > 0, or `momentum` is not in [0, 1).
+   */
   constructor(o: MomentumOptions, what: string) {
     if (!(Number.isFinite(o.lr) && o.lr > 0)) throw new RangeError(`${what}: lr must be finite and > 0, got ${o.lr}`);
     if (!(o.momentum >= 0 && o.momentum < 1)) {
@@ -60,6 +80,10 @@ abstract class MomentumOuter implements OuterOptimizer {
     this.momentum = o.momentum;
   }
 
+  /**
+   * `g = prev − consensus; v = μ·v + g; new = prev − lr·direction(v, g, μ)`, in f32.
+   * @throws {RangeError} When the lengths differ, or differ from the momentum's.
+   */
   step(prevGlobal: Float32Array, consensus: Float32Array): Float32Array {
     checkLengths(this.name, prevGlobal, consensus);
     if (this.v === null) this.v = new Float32Array(consensus.length);
@@ -81,10 +105,12 @@ abstract class MomentumOuter implements OuterOptimizer {
   /** The step direction from the updated momentum and the gradient. */
   protected abstract direction(v: number, g: number, mu: number): number;
 
+  /** A copy of the momentum v; null before the first step. */
   state(): Float32Array | null {
     return this.v ? new Float32Array(this.v) : null;
   }
 
+  /** Replace the momentum v with a copy of `s`. */
   loadState(s: Float32Array): void {
     this.v = new Float32Array(s);
   }
@@ -100,11 +126,18 @@ abstract class MomentumOuter implements OuterOptimizer {
  * ```
  */
 export class SlowMo extends MomentumOuter {
+  /** `"SlowMo"`. */
   readonly name = "SlowMo";
+  /** False: the inner optimizer keeps its state. */
   readonly resetsInner = false;
+  /**
+   * With outer learning rate `o.lr` and momentum `o.momentum`; the momentum starts empty.
+   * @throws {RangeError} When `lr` is not finite and > 0, or `momentum` is not in [0, 1).
+   */
   constructor(o: MomentumOptions) {
     super(o, "SlowMo");
   }
+  /** Heavy-ball: the step follows the momentum `v`. */
   protected direction(v: number): number {
     return v;
   }
@@ -115,11 +148,18 @@ export class SlowMo extends MomentumOuter {
  * reset their inner optimizer every round (typical lr 0.7, μ 0.9, large windows).
  */
 export class DiLoCo extends MomentumOuter {
+  /** `"DiLoCo"`. */
   readonly name = "DiLoCo";
+  /** True: ranks reset their inner optimizer every round. */
   readonly resetsInner = true;
+  /**
+   * With outer learning rate `o.lr` and momentum `o.momentum`; the momentum starts empty.
+   * @throws {RangeError} When `lr` is not finite and > 0, or `momentum` is not in [0, 1).
+   */
   constructor(o: MomentumOptions) {
     super(o, "DiLoCo");
   }
+  /** Nesterov: the step follows `μ·v + g`. */
   protected direction(v: number, g: number, mu: number): number {
     return f32(f32(mu * v) + g);
   }

@@ -25,7 +25,9 @@ export interface RemoteHello {
 
 /** A layout in a few fields: equal digests mean the same tensors in the same order. */
 export interface LayoutDigest {
+  /** Parameter values of the model, all tensors together (elements). */
   paramCount: number;
+  /** Buffer values of the model (BatchNorm running stats), all tensors together (elements). */
   bufferCount: number;
   /** FNV-1a (32-bit, hex) of the tensors' names and shapes, parameters then buffers. */
   hash: string;

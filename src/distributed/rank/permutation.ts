@@ -32,6 +32,7 @@ function splitmix64(state: bigint): [bigint, bigint] {
 export class Rng {
   #s = new Uint32Array(4);
 
+  /** A generator whose sequence depends only on `seed` (taken as a u64). */
   constructor(seed: bigint | number) {
     let st = BigInt.asUintN(64, BigInt(seed));
     for (let i = 0; i < 2; i++) {
@@ -161,10 +162,15 @@ export function pickToSample(pick: number, augment: number): { sample: number; v
  * ```
  */
 export class PickKey {
+  /** The key of one delivered row; the framework makes these for `transform`. */
   constructor(
+    /** The dataset index of the row's sample. */
     readonly sample: number,
+    /** Which of the sample's `augment` views this row is (0-based). */
     readonly repeat: number,
+    /** The epoch the row is delivered in. */
     readonly epoch: number,
+    /** The run's base shuffle seed (`DdpRunConfig.seed`). */
     readonly seed: number,
   ) {}
 

@@ -24,8 +24,11 @@ export type TransformFn = (rows: Tensor[], keys: readonly PickKey[]) => Tensor[]
 
 /** What `epochFn` may touch: the rank's model, LR and counters. */
 export interface RankWorker<M extends Module> {
+  /** This rank's index in the run. */
   readonly rank: number;
+  /** The rank's GPU device. */
   readonly device: Device;
+  /** The rank's model replica. */
   readonly model: M;
   /** Optimizer steps this rank took. */
   localStep(): number;
@@ -33,8 +36,11 @@ export interface RankWorker<M extends Module> {
   currentVersion(): number;
   /** The epoch being trained. */
   currentEpoch(): number;
+  /** The optimizer's learning rate now. */
   currentLr(): number;
+  /** Set the optimizer's learning rate (a `scheduler`, when set, overrides it at the next batch). */
   setLr(lr: number): void;
+  /** Multiply the optimizer's learning rate by `factor`. */
   scaleLr(factor: number): void;
 }
 

@@ -24,6 +24,7 @@ import { type ConvergenceGuard } from "../coordinator/guards.ts";
 import type { MaxFailureThreshold } from "../coordinator/max_failure.ts";
 import type { EpochMetrics } from "../coordinator/metrics.ts";
 import type { OuterOptimizer } from "../protocol/outer.ts";
+import type { RunObserver } from "../coordinator/observer.ts";
 import {
   type EvalFn,
   RankRuntime,
@@ -36,7 +37,7 @@ import {
 } from "../rank/rank_runtime.ts";
 import { callerSite, type CallSite, isRank, markRan, register } from "./reentry.ts";
 import type { DdpHandle } from "./handle.ts";
-import { launch } from "./launch.ts";
+import { attachObserver, launch } from "./launch.ts";
 import { type CoopWorker, intoWorker, rankWorker } from "./coop.ts";
 import type { BuilderState, ClusterSpec, RankSpecification, RemoteRanksSpec } from "./builder_state.ts";
 
@@ -441,10 +442,15 @@ export class DdpBuilder<M extends Module> {
     return copy;
   }
 
-  /** The builder's state (launch and tests). */
+  /** @internal The builder's state, for the launch and the tests: not part of the API. */
   get state(): BuilderState<M> {
     return this.#s;
   }
+}
+
+/** Attach a live observer (batches, reduces, frames) to the next `run()` of this builder (demo, bench). */
+export function observe<M extends Module>(builder: DdpBuilder<M>, observer: RunObserver): void {
+  attachObserver(builder.state, observer);
 }
 
 /** flodl's `Trainer`: the entry of the data-parallel tier. */

@@ -45,6 +45,7 @@ export interface RankSpecification {
 
 /** `.cluster(...)`: the ranks of the run (the web port's FullCluster: one host, local ranks). */
 export interface ClusterSpec {
+  /** One entry per local rank, rank 0 first. */
   ranks: RankSpecification[];
 }
 

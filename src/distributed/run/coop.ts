@@ -48,6 +48,10 @@ export class CoopWorker<M extends Module> {
   #latest?: EpochMetrics;
   #evals = 0;
 
+  /**
+   * Made by `intoWorker()`: `bridge` is undefined on the coordinator of a multi-rank run (the
+   * loops run in the ranks), `handle` inside a rank worker.
+   */
   constructor(bridge: CoopBridge<M> | undefined, handle: DdpHandle | undefined) {
     this.#bridge = bridge;
     this.#handle = handle;

@@ -22,6 +22,14 @@ export class DdpHandle implements RunSink {
 
   #memory: () => Promise<({ liveBytes: number; pooledBytes: number; totalBytes: number; created: number } | null)[]>;
 
+  /**
+   * Made by the launch (`run()`), not by user code.
+   * @param world Ranks of the run.
+   * @param devices Each rank's adapter.
+   * @param result Settles when training ends: the consensus, or the error that stopped it.
+   * @param shutdown Asks the ranks to stop after their current batch.
+   * @param memory Reads each alive rank's GPU memory (default: none).
+   */
   constructor(
     world: number,
     devices: string[],

@@ -89,8 +89,11 @@ export interface JoinOptions {
 
 /** A joining remote rank. */
 export interface RemoteRank {
+  /** The rank slot the token gave this process. */
   readonly rank: number;
+  /** The run id. */
   readonly run: string;
+  /** The NATS WebSocket URL the rank connects to (from the token). */
   readonly url: string;
   /**
    * Resolves with why the rank stopped once it served (the run ended, the coordinator

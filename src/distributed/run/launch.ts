@@ -31,8 +31,8 @@ import { resolveConfig, type ResolvedRunConfig } from "./validate_config.ts";
 
 const OBSERVER = Symbol.for("flodl-webgpu.runObserver");
 
-/** Attach a live observer (batches, reduces, frames) to the next `run()` of this builder (demo, bench). */
-export function observe<M extends Module>(state: BuilderState<M>, observer: RunObserver): void {
+/** Attach `observer` to the next launch of `state` ({@link observe} in builder.ts). */
+export function attachObserver<M extends Module>(state: BuilderState<M>, observer: RunObserver): void {
   (state as unknown as { [OBSERVER]: RunObserver })[OBSERVER] = observer;
 }
 

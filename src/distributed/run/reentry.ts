@@ -8,8 +8,11 @@
 
 /** Where `Trainer.builder()` was called. */
 export interface CallSite {
+  /** URL of the calling module (`file://`, `https://` or `blob:`). */
   url: string;
+  /** Line of the call in that module, 1-based. */
   line: number;
+  /** Column of the call, 1-based. */
   col: number;
 }
 

@@ -54,7 +54,9 @@ export interface RelayOptions {
 export interface RunningRelay {
   /** The relay's slot in the run. */
   readonly slot: number;
+  /** The run id. */
   readonly run: string;
+  /** The ranks whose reduce frames the relay sums. */
   readonly members: number[];
   /** Resolves with why the relay stopped (the run ended, the coordinator vanished); rejects if it never served. */
   readonly done: Promise<string>;

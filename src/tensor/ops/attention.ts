@@ -1,4 +1,4 @@
-import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout, tuning } from "../../gpu/mod.ts";
 import { fromArray, nextSeed } from "../creation.ts";
 import { matmul } from "./matmul.ts";
 import type { OpDef } from "../op.ts";
@@ -6,7 +6,10 @@ import { fmt, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/attention.wgsl. */
-export const ATTENTION_PARAMS = layout("attention", "Params", {
+export const ATTENTION_PARAMS: Layout<{
+  rows: "u32"; heads: "u32"; tq: "u32"; tk: "u32"; d: "u32"; scale: "f32"; causal: "u32"; has_mask: "u32";
+  has_kpm: "u32"; seed: "u32"; p_drop: "f32"; keep_scale: "f32";
+}> = layout("attention", "Params", {
   rows: "u32",
   heads: "u32",
   tq: "u32",
@@ -21,7 +24,12 @@ export const ATTENTION_PARAMS = layout("attention", "Params", {
   keep_scale: "f32",
 });
 /** Storage bindings of shaders/attention.wgsl. */
-export const ATTENTION = kernel(ATTENTION_PARAMS, {
+export const ATTENTION: Kernel<typeof ATTENTION_PARAMS, {
+  q: [number, "read"]; k: [number, "read"]; v: [number, "read"]; o: [number, "read_write"];
+  lse: [number, "read_write"]; attn_mask: [number, "read"]; kpm: [number, "read"]; dout: [number, "read"];
+  delta: [number, "read_write"]; dq: [number, "read_write"]; dk: [number, "read_write"];
+  dv: [number, "read_write"]; sp: [number, "read_write"]; pz: [number, "read_write"];
+}> = kernel(ATTENTION_PARAMS, {
   q: [1, "read"],
   k: [2, "read"],
   v: [3, "read"],

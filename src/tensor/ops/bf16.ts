@@ -1,13 +1,18 @@
-import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout } from "../../gpu/mod.ts";
 import { bf16Words } from "../bf16.ts";
 import { checkShape, fmt, numel, type Shape } from "../shape.ts";
 import { fromArray } from "../creation.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/bf16.wgsl. */
-export const BF16_PARAMS = layout("bf16", "Params", { n: "u32", words: "u32", scaled: "u32", scale: "f32", segs: "u32" });
+export const BF16_PARAMS: Layout<{
+  n: "u32"; words: "u32"; scaled: "u32"; scale: "f32"; segs: "u32";
+}> = layout("bf16", "Params", { n: "u32", words: "u32", scaled: "u32", scale: "f32", segs: "u32" });
 /** Storage bindings of shaders/bf16.wgsl: f32 bits in, packed words out, and back. */
-export const BF16 = kernel(BF16_PARAMS, {
+export const BF16: Kernel<typeof BF16_PARAMS, {
+  x_bits: [number, "read"]; packed: [number, "read_write"]; packed_in: [number, "read"];
+  y_bits: [number, "read_write"]; segments: [number, "read"];
+}> = kernel(BF16_PARAMS, {
   x_bits: [1, "read"],
   packed: [2, "read_write"],
   packed_in: [3, "read"],

@@ -1,4 +1,4 @@
-import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout, type ParamValues } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { broadcastShapes, broadcastStrides, sameShape, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -7,7 +7,11 @@ import { neg } from "./unary.ts";
 import { sumTo } from "./reduce.ts";
 
 /** Mirrors `struct Params` in shaders/binary.wgsl. */
-export const BINARY_PARAMS = layout("binary", "Params", {
+export const BINARY_PARAMS: Layout<{
+  n: "u32"; same: "u32"; o0: "u32"; o1: "u32"; o2: "u32"; o3: "u32"; o4: "u32"; o5: "u32"; a0: "u32";
+  a1: "u32"; a2: "u32"; a3: "u32"; a4: "u32"; a5: "u32"; b0: "u32"; b1: "u32"; b2: "u32"; b3: "u32";
+  b4: "u32"; b5: "u32"; c0: "u32"; c1: "u32"; c2: "u32"; c3: "u32"; c4: "u32"; c5: "u32";
+}> = layout("binary", "Params", {
   n: "u32",
   same: "u32",
   o0: "u32",
@@ -36,7 +40,10 @@ export const BINARY_PARAMS = layout("binary", "Params", {
   c5: "u32",
 });
 /** Storage bindings of shaders/binary.wgsl. */
-export const BINARY = kernel(BINARY_PARAMS, {
+export const BINARY: Kernel<typeof BINARY_PARAMS, {
+  a: [number, "read"]; b: [number, "read"]; y: [number, "read_write"]; dy: [number, "read"];
+  c: [number, "read"];
+}> = kernel(BINARY_PARAMS, {
   a: [1, "read"],
   b: [2, "read"],
   y: [3, "read_write"],
@@ -47,7 +54,7 @@ export const BINARY = kernel(BINARY_PARAMS, {
 const MAX_DIMS = 6;
 
 /** Params of a broadcast launch over `out` reading operands of shapes `a`, `b`, `c`. */
-export function broadcastParams(out: Shape, a: Shape, b: Shape, c: Shape = out) {
+export function broadcastParams(out: Shape, a: Shape, b: Shape, c: Shape = out): ParamValues<typeof BINARY_PARAMS> {
   if (out.length > MAX_DIMS) throw new RangeError(`Broadcast ops support up to ${MAX_DIMS} dims, got ${out.length}`);
   const pad = (s: number[], fill: number) => [...new Array(MAX_DIMS - s.length).fill(fill), ...s];
   const o = pad([...out], 1);
@@ -134,31 +141,31 @@ function defineBinary(name: string, ga: Grad, gb: Grad): OpDef {
 }
 
 /** a + b */
-export const addOp = defineBinary("add", "identity", "identity");
+export const addOp: OpDef = defineBinary("add", "identity", "identity");
 /** a − b */
-export const subOp = defineBinary("sub", "identity", "negate");
+export const subOp: OpDef = defineBinary("sub", "identity", "negate");
 /** a · b */
-export const mulOp = defineBinary("mul", "kernel", "kernel");
+export const mulOp: OpDef = defineBinary("mul", "kernel", "kernel");
 /** a / b */
-export const divOp = defineBinary("div", "kernel", "kernel");
+export const divOp: OpDef = defineBinary("div", "kernel", "kernel");
 /** a ^ b */
-export const powOp = defineBinary("pow", "kernel", "kernel");
+export const powOp: OpDef = defineBinary("pow", "kernel", "kernel");
 /** max(a, b); ties split the gradient. */
-export const maximumOp = defineBinary("maximum", "kernel", "kernel");
+export const maximumOp: OpDef = defineBinary("maximum", "kernel", "kernel");
 /** min(a, b); ties split the gradient. */
-export const minimumOp = defineBinary("minimum", "kernel", "kernel");
+export const minimumOp: OpDef = defineBinary("minimum", "kernel", "kernel");
 /** a == b (1 or 0, no gradient) */
-export const eqOp = defineBinary("eq", "none", "none");
+export const eqOp: OpDef = defineBinary("eq", "none", "none");
 /** a != b */
-export const neOp = defineBinary("ne", "none", "none");
+export const neOp: OpDef = defineBinary("ne", "none", "none");
 /** a < b */
-export const ltOp = defineBinary("lt", "none", "none");
+export const ltOp: OpDef = defineBinary("lt", "none", "none");
 /** a <= b */
-export const leOp = defineBinary("le", "none", "none");
+export const leOp: OpDef = defineBinary("le", "none", "none");
 /** a > b */
-export const gtOp = defineBinary("gt", "none", "none");
+export const gtOp: OpDef = defineBinary("gt", "none", "none");
 /** a >= b */
-export const geOp = defineBinary("ge", "none", "none");
+export const geOp: OpDef = defineBinary("ge", "none", "none");
 
 /** where(cond, a, b): a where cond != 0, else b; all three broadcast. Inputs: [a, b, cond]. */
 export const whereOp: OpDef = {
@@ -214,31 +221,31 @@ function pair(a: Operand, b: Operand): [Tensor, Tensor] {
 const bin = (op: OpDef) => (a: Operand, b: Operand): Tensor => op.forward(pair(a, b), undefined).output;
 
 /** Elementwise sum with broadcasting. */
-export const add = bin(addOp);
+export const add: (a: Operand, b: Operand) => Tensor = bin(addOp);
 /** Elementwise difference with broadcasting. */
-export const sub = bin(subOp);
+export const sub: (a: Operand, b: Operand) => Tensor = bin(subOp);
 /** Elementwise product with broadcasting. */
-export const mul = bin(mulOp);
+export const mul: (a: Operand, b: Operand) => Tensor = bin(mulOp);
 /** Elementwise quotient with broadcasting. */
-export const div = bin(divOp);
+export const div: (a: Operand, b: Operand) => Tensor = bin(divOp);
 /** Elementwise power with broadcasting. */
-export const pow = bin(powOp);
+export const pow: (a: Operand, b: Operand) => Tensor = bin(powOp);
 /** Elementwise maximum with broadcasting. */
-export const maximum = bin(maximumOp);
+export const maximum: (a: Operand, b: Operand) => Tensor = bin(maximumOp);
 /** Elementwise minimum with broadcasting. */
-export const minimum = bin(minimumOp);
+export const minimum: (a: Operand, b: Operand) => Tensor = bin(minimumOp);
 /** 1 where a == b, else 0. */
-export const eq = bin(eqOp);
+export const eq: (a: Operand, b: Operand) => Tensor = bin(eqOp);
 /** 1 where a != b, else 0. */
-export const ne = bin(neOp);
+export const ne: (a: Operand, b: Operand) => Tensor = bin(neOp);
 /** 1 where a < b, else 0. */
-export const lt = bin(ltOp);
+export const lt: (a: Operand, b: Operand) => Tensor = bin(ltOp);
 /** 1 where a <= b, else 0. */
-export const le = bin(leOp);
+export const le: (a: Operand, b: Operand) => Tensor = bin(leOp);
 /** 1 where a > b, else 0. */
-export const gt = bin(gtOp);
+export const gt: (a: Operand, b: Operand) => Tensor = bin(gtOp);
 /** 1 where a >= b, else 0. */
-export const ge = bin(geOp);
+export const ge: (a: Operand, b: Operand) => Tensor = bin(geOp);
 /** Elements of `a` where `cond` is non-zero, else of `b` (all broadcast). */
 export function where(cond: Tensor, a: Operand, b: Operand): Tensor {
   const [ta, tb] = pair(a, b);

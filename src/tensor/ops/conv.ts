@@ -1,4 +1,4 @@
-import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, type Shape } from "../shape.ts";
 import {
@@ -12,7 +12,12 @@ import {
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/conv.wgsl. */
-export const CONV_PARAMS = layout("conv", "Params", {
+export const CONV_PARAMS: Layout<{
+  n: "u32"; groups: "u32"; cin: "u32"; hin: "u32"; win: "u32"; cout: "u32"; hout: "u32"; wout: "u32";
+  kh: "u32"; kw: "u32"; stride_h: "i32"; stride_w: "i32"; pad_h: "i32"; pad_w: "i32"; dil_h: "i32";
+  dil_w: "i32"; in_dil_h: "i32"; in_dil_w: "i32"; w_base: "i32"; w_group: "i32"; w_out: "i32"; w_in: "i32";
+  w_ky: "i32"; w_kx: "i32"; has_bias: "u32"; total: "u32";
+}> = layout("conv", "Params", {
   n: "u32",
   groups: "u32",
   cin: "u32",
@@ -41,7 +46,10 @@ export const CONV_PARAMS = layout("conv", "Params", {
   total: "u32",
 });
 /** Storage bindings of shaders/conv.wgsl (src: conv_tile's input, weight_tile's xs). */
-export const CONV = kernel(CONV_PARAMS, {
+export const CONV: Kernel<typeof CONV_PARAMS, {
+  src: [number, "read"]; w: [number, "read"]; bias: [number, "read"]; dy: [number, "read"];
+  out: [number, "read_write"];
+}> = kernel(CONV_PARAMS, {
   src: [1, "read"],
   w: [2, "read"],
   bias: [3, "read"],

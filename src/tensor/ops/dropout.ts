@@ -1,12 +1,16 @@
-import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout } from "../../gpu/mod.ts";
 import { nextSeed } from "../creation.ts";
 import type { OpDef } from "../op.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/dropout.wgsl. */
-export const DROPOUT_PARAMS = layout("dropout", "Params", { n: "u32", seed: "u32", p: "f32", scale: "f32" });
+export const DROPOUT_PARAMS: Layout<{
+  n: "u32"; seed: "u32"; p: "f32"; scale: "f32";
+}> = layout("dropout", "Params", { n: "u32", seed: "u32", p: "f32", scale: "f32" });
 /** Storage bindings of shaders/dropout.wgsl. */
-export const DROPOUT = kernel(DROPOUT_PARAMS, {
+export const DROPOUT: Kernel<typeof DROPOUT_PARAMS, {
+  x: [number, "read"]; y: [number, "read_write"]; dy: [number, "read"]; dx: [number, "read_write"];
+}> = kernel(DROPOUT_PARAMS, {
   x: [1, "read"],
   y: [2, "read_write"],
   dy: [3, "read"],
@@ -23,8 +27,11 @@ export interface DropoutOptions {
 
 /** Attributes of {@link dropoutOp}: the seed is fixed so the backward regenerates the same mask. */
 export interface DropoutAttrs {
+  /** Probability of zeroing each element, in [0, 1); kept ones are scaled by 1/(1-p) (PyTorch's `p`). */
   p: number;
+  /** Drop when true; identity when false (eval), as a module's `training`. */
   training: boolean;
+  /** Mask seed, a u32: one seed and shape give one mask (the backward regenerates it). */
   seed: number;
 }
 

@@ -1,4 +1,4 @@
-import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout } from "../../gpu/mod.ts";
 import { fromArray } from "../creation.ts";
 import { checkHostIndices, type IndexRule, recordIndexCheck } from "../index_check.ts";
 import type { OpDef } from "../op.ts";
@@ -8,7 +8,11 @@ import { dimOf } from "./shape.ts";
 
 // deno-fmt-ignore
 /** Mirrors `struct Params` in shaders/gather.wgsl (one row per WGSL line). */
-export const GATHER_PARAMS = layout("gather", "Params", {
+export const GATHER_PARAMS: Layout<{
+  n: "u32"; size: "u32"; k: "u32"; inner: "u32"; pad: "i32"; dim: "u32"; block: "u32"; stride: "u32";
+  x0: "u32"; x1: "u32"; x2: "u32"; x3: "u32"; x4: "u32"; x5: "u32"; i0: "u32"; i1: "u32"; i2: "u32";
+  i3: "u32"; i4: "u32"; i5: "u32"; mode: "u32"; bags: "u32";
+}> = layout("gather", "Params", {
   n: "u32", size: "u32", k: "u32", inner: "u32", pad: "i32", dim: "u32", block: "u32", stride: "u32",
   x0: "u32", x1: "u32", x2: "u32", x3: "u32", x4: "u32", x5: "u32",
   i0: "u32", i1: "u32", i2: "u32", i3: "u32", i4: "u32", i5: "u32",
@@ -20,7 +24,11 @@ const MAX_DIMS = 6;
 
 // deno-fmt-ignore
 /** Storage bindings of shaders/gather.wgsl (x and y are raw 32-bit words: any dtype). */
-export const GATHER = kernel(GATHER_PARAMS, {
+export const GATHER: Kernel<typeof GATHER_PARAMS, {
+  x: [number, "read"]; y: [number, "read_write"]; idx: [number, "read"]; dy: [number, "read"];
+  dx: [number, "read_write"]; keys: [number, "read_write"]; pos: [number, "read_write"];
+  bounds: [number, "read_write"]; offs: [number, "read"]; arg: [number, "read_write"];
+}> = kernel(GATHER_PARAMS, {
   x: [1, "read"], y: [2, "read_write"], idx: [3, "read"], dy: [4, "read"], dx: [5, "read_write"],
   keys: [6, "read_write"], pos: [7, "read_write"], bounds: [8, "read_write"],
   offs: [9, "read"], arg: [10, "read_write"],
@@ -41,11 +49,17 @@ function perElement(entry: string, params: IndexValues & { n: number }) {
 
 /** How `indexSelect` views x as [outer, size, inner] and its output as [outer, k, inner]. */
 export interface SelectPlan {
+  /** Output shape: x's with `dim` resized to k. */
   shape: number[];
+  /** The selected dim, normalized (non-negative). */
   dim: number;
+  /** Product of x's sizes before `dim`. */
   outer: number;
+  /** x's size along `dim`: the range the indices pick from. */
   size: number;
+  /** Product of x's sizes after `dim`. */
   inner: number;
+  /** Index count: the output's size along `dim`. */
   k: number;
 }
 

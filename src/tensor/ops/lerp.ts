@@ -1,11 +1,16 @@
-import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout, tuning } from "../../gpu/mod.ts";
 import { fmt, sameShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/lerp.wgsl. */
-export const LERP_PARAMS = layout("lerp", "Params", { n: "u32", alpha: "f32", chunks: "u32" });
+export const LERP_PARAMS: Layout<{
+  n: "u32"; alpha: "f32"; chunks: "u32";
+}> = layout("lerp", "Params", { n: "u32", alpha: "f32", chunks: "u32" });
 /** Storage bindings of shaders/lerp.wgsl. */
-export const LERP = kernel(LERP_PARAMS, {
+export const LERP: Kernel<typeof LERP_PARAMS, {
+  pre: [number, "read"]; post: [number, "read"]; out: [number, "read_write"];
+  partial: [number, "read_write"]; total: [number, "read_write"];
+}> = kernel(LERP_PARAMS, {
   pre: [1, "read"],
   post: [2, "read"],
   out: [3, "read_write"],

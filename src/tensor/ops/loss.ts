@@ -3,7 +3,7 @@
  * loss takes, and the class losses (crossEntropy, nllLoss). The elementwise losses are
  * ./loss_elementwise.ts.
  */
-import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt } from "../shape.ts";
 import { type IndexRule, recordIndexCheck } from "../index_check.ts";
@@ -11,7 +11,10 @@ import { Tensor } from "../tensor.ts";
 import { type Indices, toIndexTensor } from "./gather.ts";
 
 /** Mirrors `struct Params` in shaders/loss.wgsl. */
-export const LOSS_PARAMS = layout("loss", "Params", {
+export const LOSS_PARAMS: Layout<{
+  n: "u32"; classes: "u32"; ignore_index: "i32"; smoothing: "f32"; mode: "u32"; scale: "f32"; den_at: "u32";
+  beta: "f32"; pw_n: "u32"; log_target: "u32"; alpha: "f32"; gamma: "f32";
+}> = layout("loss", "Params", {
   n: "u32",
   classes: "u32",
   ignore_index: "i32",
@@ -26,7 +29,11 @@ export const LOSS_PARAMS = layout("loss", "Params", {
   gamma: "f32",
 });
 /** Storage bindings of shaders/loss.wgsl; a launch leaves out the params it does not read. */
-export const LOSS = kernel(LOSS_PARAMS, {
+export const LOSS: Kernel<typeof LOSS_PARAMS, {
+  a: [number, "read"]; b: [number, "read"]; tgt: [number, "read"]; el: [number, "read_write"];
+  y: [number, "read_write"]; stats: [number, "read_write"]; dy: [number, "read"]; dx: [number, "read_write"];
+  pw: [number, "read"];
+}> = kernel(LOSS_PARAMS, {
   a: [1, "read"],
   b: [2, "read"],
   tgt: [3, "read"],

@@ -123,15 +123,31 @@ function defineElementwise(spec: ElementwiseSpec): OpDef<ElementwiseLossAttrs> {
 }
 
 /** Mean squared error (a - b)²; gradients for both inputs. */
-export const mseLossOp = defineElementwise({ name: "mseLoss", kernel: "mse", targetGrad: true });
+export const mseLossOp: OpDef<ElementwiseLossAttrs> = defineElementwise({
+  name: "mseLoss",
+  kernel: "mse",
+  targetGrad: true,
+});
 /** Mean absolute error |a - b|; gradient 0 where a = b. */
-export const l1LossOp = defineElementwise({ name: "l1Loss", kernel: "l1", targetGrad: true });
+export const l1LossOp: OpDef<ElementwiseLossAttrs> = defineElementwise({
+  name: "l1Loss",
+  kernel: "l1",
+  targetGrad: true,
+});
 /** Smooth L1 (Huber / beta) with `attrs.beta`. */
-export const smoothL1LossOp = defineElementwise({ name: "smoothL1Loss", kernel: "smooth_l1", targetGrad: true });
+export const smoothL1LossOp: OpDef<ElementwiseLossAttrs> = defineElementwise({
+  name: "smoothL1Loss",
+  kernel: "smooth_l1",
+  targetGrad: true,
+});
 /** Binary cross entropy on probabilities; no target gradient (as PyTorch). */
-export const bceLossOp = defineElementwise({ name: "bceLoss", kernel: "bce", targetGrad: false });
+export const bceLossOp: OpDef<ElementwiseLossAttrs> = defineElementwise({
+  name: "bceLoss",
+  kernel: "bce",
+  targetGrad: false,
+});
 /** Binary cross entropy on logits; inputs [logits, target, posWeight?]; no target or posWeight gradient. */
-export const bceWithLogitsLossOp = defineElementwise({
+export const bceWithLogitsLossOp: OpDef<ElementwiseLossAttrs> = defineElementwise({
   name: "bceWithLogitsLoss",
   kernel: "bce_logits",
   targetGrad: false,

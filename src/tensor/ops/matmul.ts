@@ -6,7 +6,7 @@
  * all dispatch through one tiling plan (register blocks, batch strides, the epilogue) that
  * must agree with shaders/matmul.wgsl; split apart, each would re-derive it.
  */
-import { type Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
+import { type Device, type Kernel, kernel, launch, type Layout, layout, tuning } from "../../gpu/mod.ts";
 import type { OpContext, OpDef } from "../op.ts";
 import { broadcastShapes, fmt, numel, type Shape, stridesOf } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -15,7 +15,10 @@ import { sumOp, sumTo } from "./reduce.ts";
 import { geluOp, geluTanhOp, reluOp, sigmoidOp, siluOp, tanhOp, type UnaryAttrs } from "./unary.ts";
 
 /** Mirrors `struct Params` in shaders/matmul.wgsl. */
-export const MATMUL_PARAMS = layout("matmul", "Params", {
+export const MATMUL_PARAMS: Layout<{
+  m: "u32"; n: "u32"; k: "u32"; d1: "u32"; d2: "u32"; sa0: "u32"; sa1: "u32"; sa2: "u32"; sb0: "u32";
+  sb1: "u32"; sb2: "u32"; zo: "u32"; seed: "u32"; drop: "f32"; drop_scale: "f32";
+}> = layout("matmul", "Params", {
   m: "u32",
   n: "u32",
   k: "u32",
@@ -33,7 +36,10 @@ export const MATMUL_PARAMS = layout("matmul", "Params", {
   drop_scale: "f32",
 });
 /** Storage bindings of shaders/matmul.wgsl (c4: C as vec4 rows, for the vec4 entries). */
-export const MATMUL = kernel(MATMUL_PARAMS, {
+export const MATMUL: Kernel<typeof MATMUL_PARAMS, {
+  a: [number, "read"]; b: [number, "read"]; c: [number, "read_write"]; c4: [number, "read_write"];
+  bias: [number, "read"]; mask: [number, "read"]; rowsum: [number, "read_write"];
+}> = kernel(MATMUL_PARAMS, {
   a: [1, "read"],
   b: [2, "read"],
   c: [3, "read_write"],
@@ -45,7 +51,9 @@ export const MATMUL = kernel(MATMUL_PARAMS, {
 
 /** Attributes of {@link matmulOp}: transpose the last two dims of A and/or B (read in place, no copy). */
 export interface MatmulAttrs {
+  /** Use A's last two dims transposed (PyTorch's `a.mT`); default false. */
   transA?: boolean;
+  /** Use B's last two dims transposed (PyTorch's `b.mT`); default false. */
   transB?: boolean;
 }
 
@@ -102,17 +110,26 @@ export function linearShape(x: Shape, w: Shape, b?: Shape): number[] {
 
 /** How one batched product walks memory (pure; unit-tested). */
 export interface MatmulPlan {
+  /** Rows of C and of op(A) (A's batch rows folded in when B has no batch). */
   m: number;
+  /** Columns of C and of op(B). */
   n: number;
+  /** Inner dim: columns of op(A), rows of op(B). */
   k: number;
   /** Output shape, batch dims included. */
   out: number[];
   /** Output matrices (the grid's z). */
   batch: number;
-  /** Params of the batch walk: sizes of the two inner merged batch dims, element strides in A and B. */
+  /**
+   * Params of the batch walk, z = (i0·d1 + i1)·d2 + i2 over the three merged batch dims:
+   * d1 is the middle one's size (1 when absent).
+   */
   d1: number;
+  /** Size of the innermost merged batch dim (1 when absent). */
   d2: number;
+  /** Element strides of A along the three merged batch dims (0 where A broadcasts). */
   sa: [number, number, number];
+  /** Element strides of B along the three merged batch dims (0 where B broadcasts). */
   sb: [number, number, number];
 }
 
@@ -238,6 +255,9 @@ function fit(block: number, size: number, threads: number): number {
   return Math.min(block, need);
 }
 
+/** An activation a Linear's store can apply: relu, gelu (exact), geluTanh, tanh, sigmoid or silu. */
+export type Activation = "relu" | "gelu" | "geluTanh" | "tanh" | "sigmoid" | "silu";
+
 /**
  * The activations a product's store can apply, by name: their kind in shaders/lib/act.wgsl
  * (`act_forward` / `act_backward`, which the unary op of the same name runs too), what their
@@ -250,9 +270,7 @@ export const ACTIVATIONS = {
   tanh: { kind: 4, saves: "output", op: tanhOp },
   sigmoid: { kind: 5, saves: "output", op: sigmoidOp },
   silu: { kind: 6, saves: "input", op: siluOp },
-} as const satisfies Record<string, { kind: number; saves: "input" | "output"; op: OpDef<UnaryAttrs> }>;
-/** An activation a Linear's store can apply (see {@link ACTIVATIONS}). */
-export type Activation = keyof typeof ACTIVATIONS;
+} as const satisfies Record<Activation, { kind: number; saves: "input" | "output"; op: OpDef<UnaryAttrs> }>;
 
 /** What a product's store does besides writing C (+ bias): the epilogue descriptor. */
 interface Epilogue {
@@ -546,7 +564,9 @@ export const linearReluOp: OpDef<undefined> = linearActOps.relu;
 
 /** Attributes of {@link linearResidualOp}: whether a bias is given, and the dropout (null: none). */
 export interface LinearResidualAttrs {
+  /** Whether the inputs hold a bias: `[x, w, b, res]` when true, `[x, w, res]` when false. */
   bias: boolean;
+  /** Dropout of x·wᵀ + b before res is added; null (or not training, or p = 0) for none. */
   dropout: DropoutAttrs | null;
 }
 

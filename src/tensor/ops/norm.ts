@@ -2,7 +2,7 @@
  * The norm family of shaders/norm.wgsl: its params and bindings, and layer normalization.
  * Batch and RMS norm, the family's other ops, are ./batch_norm.ts and ./rms_norm.ts.
  */
-import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, numel, sameShape, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -11,7 +11,10 @@ import { type AffineInputs, affineSlots, checkEps, checkParam, constant } from "
 export type { AffineInputs } from "./norm_affine.ts";
 
 /** Mirrors `struct Params` in shaders/norm.wgsl. */
-export const NORM_PARAMS = layout("norm", "Params", {
+export const NORM_PARAMS: Layout<{
+  rows: "u32"; len: "u32"; inner: "u32"; channels: "u32"; eps: "f32"; momentum: "f32"; training: "u32";
+  w_stride: "u32"; b_stride: "u32";
+}> = layout("norm", "Params", {
   rows: "u32",
   len: "u32",
   inner: "u32",
@@ -23,7 +26,14 @@ export const NORM_PARAMS = layout("norm", "Params", {
   b_stride: "u32",
 });
 /** Storage bindings of shaders/norm.wgsl. */
-export const NORM = kernel(NORM_PARAMS, {
+export const NORM: Kernel<typeof NORM_PARAMS, {
+  x: [number, "read"]; w: [number, "read"]; b: [number, "read"]; y: [number, "read_write"];
+  stats: [number, "read_write"]; dy: [number, "read"]; dx: [number, "read_write"];
+  dw: [number, "read_write"]; db: [number, "read_write"]; running_mean: [number, "read_write"];
+  running_var: [number, "read_write"]; x4: [number, "read"]; w4: [number, "read"]; b4: [number, "read"];
+  y4: [number, "read_write"]; dy4: [number, "read"]; dx4: [number, "read_write"];
+  dw4: [number, "read_write"]; db4: [number, "read_write"];
+}> = kernel(NORM_PARAMS, {
   x: [1, "read"],
   w: [2, "read"],
   b: [3, "read"],
@@ -47,7 +57,9 @@ export const NORM = kernel(NORM_PARAMS, {
 
 /** The grid and WGSL overrides of one norm kernel launch. */
 export interface NormLaunch {
+  /** Workgroup counts [x, y] ({@link Device.grid} over the rows or columns, `perGroup` each). */
   groups: [number, number];
+  /** WGSL overrides of the pipeline: `WG` threads a workgroup, `SEG` threads a row (or column). */
   overrides: Record<string, number>;
 }
 

@@ -1,11 +1,15 @@
-import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { nchwShape, type Size2d, size2d } from "./conv_shape.ts";
 
 /** Mirrors `struct Params` in shaders/pool.wgsl. */
-export const POOL_PARAMS = layout("pool", "Params", {
+export const POOL_PARAMS: Layout<{
+  nc: "u32"; hi: "u32"; wi: "u32"; ho: "u32"; wo: "u32"; kh: "u32"; kw: "u32"; stride_h: "i32";
+  stride_w: "i32"; pad_h: "i32"; pad_w: "i32"; dil_h: "i32"; dil_w: "i32"; count_include_pad: "u32";
+  total: "u32";
+}> = layout("pool", "Params", {
   nc: "u32",
   hi: "u32",
   wi: "u32",
@@ -23,7 +27,10 @@ export const POOL_PARAMS = layout("pool", "Params", {
   total: "u32",
 });
 /** Storage bindings of shaders/pool.wgsl (sel: the saved max indices the backward reads). */
-export const POOL = kernel(POOL_PARAMS, {
+export const POOL: Kernel<typeof POOL_PARAMS, {
+  x: [number, "read"]; y: [number, "read_write"]; idx: [number, "read_write"]; dy: [number, "read"];
+  dx: [number, "read_write"]; sel: [number, "read"];
+}> = kernel(POOL_PARAMS, {
   x: [1, "read"],
   y: [2, "read_write"],
   idx: [3, "read_write"],

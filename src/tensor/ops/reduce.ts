@@ -1,10 +1,14 @@
-import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, normDim, type Shape, stridesOf } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/reduce.wgsl. */
-export const REDUCE_PARAMS = layout("reduce", "Params", {
+export const REDUCE_PARAMS: Layout<{
+  n_out: "u32"; len: "u32"; scale: "f32"; correction: "f32"; k0: "u32"; k1: "u32"; k2: "u32"; k3: "u32";
+  ks0: "u32"; ks1: "u32"; ks2: "u32"; ks3: "u32"; r0: "u32"; r1: "u32"; r2: "u32"; r3: "u32"; rs0: "u32";
+  rs1: "u32"; rs2: "u32"; rs3: "u32"; chunks: "u32";
+}> = layout("reduce", "Params", {
   n_out: "u32",
   len: "u32",
   scale: "f32",
@@ -28,7 +32,10 @@ export const REDUCE_PARAMS = layout("reduce", "Params", {
   chunks: "u32",
 });
 /** Storage bindings of shaders/reduce.wgsl. */
-export const REDUCE = kernel(REDUCE_PARAMS, {
+export const REDUCE: Kernel<typeof REDUCE_PARAMS, {
+  x: [number, "read"]; y: [number, "read_write"]; idx: [number, "read_write"]; dy: [number, "read"];
+  dx: [number, "read_write"]; mean: [number, "read"]; sel: [number, "read"];
+}> = kernel(REDUCE_PARAMS, {
   x: [1, "read"],
   y: [2, "read_write"],
   idx: [3, "read_write"],
@@ -65,9 +72,13 @@ export interface ReducePlan {
   squeezedShape: number[];
   /** Reduced dims, normalized and sorted. */
   dims: number[];
+  /** Output elements: the product of the kept sizes. */
   nOut: number;
+  /** Elements reduced into each output: the product of the reduced sizes. */
   len: number;
+  /** Kept dim groups, outermost first, padded at the front to 4 (size 1, stride 0): sizes and element strides. */
   kept: { sizes: number[]; strides: number[] };
+  /** Reduced dim groups, outermost first, padded at the front to 4 (size 1, stride 0): sizes and element strides. */
   reduced: { sizes: number[]; strides: number[] };
 }
 
@@ -149,7 +160,9 @@ function planned(entry: string, plan: ReducePlan, scale = 1, correction = 0, chu
 
 /** Attributes of sum / mean / var / max / min. */
 export interface ReduceAttrs {
+  /** The dims to reduce (negative counts from the end); undefined: all (PyTorch's `dim`). */
   dims?: Dims;
+  /** Keep each reduced dim as size 1 (PyTorch's `keepdim`); default false. */
   keepdim?: boolean;
   /** var only: subtract from the count (1 = unbiased). */
   correction?: number;
@@ -201,9 +214,9 @@ function defineSum(name: "sum" | "mean"): OpDef<ReduceAttrs> {
 }
 
 /** Sum over dims (all when omitted). */
-export const sumOp = defineSum("sum");
+export const sumOp: OpDef<ReduceAttrs> = defineSum("sum");
 /** Mean over dims (all when omitted). */
-export const meanOp = defineSum("mean");
+export const meanOp: OpDef<ReduceAttrs> = defineSum("mean");
 
 /** Variance over dims with `correction` (default 1, unbiased, as `torch.var`). */
 export const varOp: OpDef<ReduceAttrs> = {
@@ -255,9 +268,9 @@ function defineExtreme(name: "max" | "min"): OpDef<ReduceAttrs> {
 }
 
 /** Max over dims. */
-export const maxOp = defineExtreme("max");
+export const maxOp: OpDef<ReduceAttrs> = defineExtreme("max");
 /** Min over dims. */
-export const minOp = defineExtreme("min");
+export const minOp: OpDef<ReduceAttrs> = defineExtreme("min");
 
 /** Sum over `dims` (all when omitted). */
 export const sum = (x: Tensor, dims?: Dims, keepdim = false): Tensor => sumOp.forward([x], { dims, keepdim }).output;

@@ -1,4 +1,4 @@
-import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, sameShape, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -7,7 +7,9 @@ import { linear, matmul } from "./matmul.ts";
 import { sum } from "./reduce.ts";
 
 /** Mirrors `struct Params` in shaders/rnn.wgsl. */
-export const RNN_PARAMS = layout("rnn", "Params", {
+export const RNN_PARAMS: Layout<{
+  n: "u32"; hidden: "u32"; t: "u32"; steps: "u32"; has_rec: "u32";
+}> = layout("rnn", "Params", {
   n: "u32",
   hidden: "u32",
   t: "u32",
@@ -15,7 +17,12 @@ export const RNN_PARAMS = layout("rnn", "Params", {
   has_rec: "u32",
 });
 /** Storage bindings of shaders/rnn.wgsl. */
-export const RNN = kernel(RNN_PARAMS, {
+export const RNN: Kernel<typeof RNN_PARAMS, {
+  gx: [number, "read"]; gh: [number, "read"]; cs: [number, "read_write"]; out: [number, "read_write"];
+  hprev: [number, "read_write"]; hnext: [number, "read_write"]; act: [number, "read_write"];
+  dout: [number, "read"]; dhrec: [number, "read"]; carry: [number, "read_write"];
+  dgx: [number, "read_write"]; dgh: [number, "read_write"]; dstep: [number, "read_write"];
+}> = kernel(RNN_PARAMS, {
   gx: [1, "read"],
   gh: [2, "read"],
   cs: [3, "read_write"],
@@ -42,8 +49,11 @@ export interface RecurrenceAttrs {
 
 /** Sizes of one recurrence (pure; unit-tested). */
 export interface RecurrencePlan {
+  /** Time steps T: gx's first dim. */
   steps: number;
+  /** Batch rows B: gx's second dim. */
   batch: number;
+  /** Hidden size H: w_hh's second dim. */
   hidden: number;
   /** Gate columns per batch row: 4·hidden (LSTM) or 3·hidden (GRU). */
   gates: number;

@@ -1,11 +1,13 @@
-import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout } from "../../gpu/mod.ts";
 import { fromArray } from "../creation.ts";
 import type { OpDef } from "../op.ts";
 import { fmt } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/rope.wgsl. */
-export const ROPE_PARAMS = layout("rope", "Params", {
+export const ROPE_PARAMS: Layout<{
+  pairs: "u32"; t: "u32"; d: "u32"; offset: "u32"; interleaved: "u32";
+}> = layout("rope", "Params", {
   pairs: "u32",
   t: "u32",
   d: "u32",
@@ -13,7 +15,9 @@ export const ROPE_PARAMS = layout("rope", "Params", {
   interleaved: "u32",
 });
 /** Storage bindings of shaders/rope.wgsl. */
-export const ROPE = kernel(ROPE_PARAMS, { x: [1, "read"], tab: [2, "read"], y: [3, "read_write"] });
+export const ROPE: Kernel<typeof ROPE_PARAMS, {
+  x: [number, "read"]; tab: [number, "read"]; y: [number, "read_write"];
+}> = kernel(ROPE_PARAMS, { x: [1, "read"], tab: [2, "read"], y: [3, "read_write"] });
 
 /** Options of {@link rotaryEmbedding}. */
 export interface RopeOptions {
@@ -27,7 +31,9 @@ export interface RopeOptions {
 
 /** Attributes of {@link ropeOp}; inputs are [x, table] with the table from {@link ropeTable}. */
 export interface RopeAttrs {
+  /** Position of the first row along T (a decoding step's cache length); the table must cover offset + T. */
   offset: number;
+  /** Rotate pairs (2i, 2i+1) (GPT-J) when true, (i, i + D/2) (GPT-NeoX / LLaMA) when false. */
   interleaved: boolean;
 }
 

@@ -1,4 +1,4 @@
-import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { broadcastStrides, fmt, inferShape, numel, sameShape, type Shape, stridesOf } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -7,14 +7,20 @@ import { sumTo } from "./reduce.ts";
 
 // deno-fmt-ignore
 /** Mirrors `struct Params` in shaders/shape.wgsl (one row per WGSL line). */
-export const SHAPE_PARAMS = layout("shape", "Params", {
+export const SHAPE_PARAMS: Layout<{
+  n: "u32"; src_base: "u32"; dst_base: "u32"; d0: "u32"; d1: "u32"; d2: "u32"; d3: "u32"; d4: "u32";
+  d5: "u32"; s0: "u32"; s1: "u32"; s2: "u32"; s3: "u32"; s4: "u32"; s5: "u32"; t0: "u32"; t1: "u32";
+  t2: "u32"; t3: "u32"; t4: "u32"; t5: "u32";
+}> = layout("shape", "Params", {
   n: "u32", src_base: "u32", dst_base: "u32",
   d0: "u32", d1: "u32", d2: "u32", d3: "u32", d4: "u32", d5: "u32",
   s0: "u32", s1: "u32", s2: "u32", s3: "u32", s4: "u32", s5: "u32",
   t0: "u32", t1: "u32", t2: "u32", t3: "u32", t4: "u32", t5: "u32",
 });
 /** Storage bindings of shaders/shape.wgsl (raw 32-bit words: any dtype). */
-export const SHAPE = kernel(SHAPE_PARAMS, {
+export const SHAPE: Kernel<typeof SHAPE_PARAMS, {
+  src: [number, "read"]; dst: [number, "read_write"]; src4: [number, "read"]; dst4: [number, "read_write"];
+}> = kernel(SHAPE_PARAMS, {
   src: [1, "read"],
   dst: [2, "read_write"],
   src4: [3, "read"],
@@ -79,7 +85,12 @@ export function flattenShape(shape: Shape, startDim = 0, endDim = -1): number[] 
 }
 
 /** Output shape of `narrow`, with the dim and start normalized (a negative start counts from the end). */
-export function narrowShape(shape: Shape, dim: number, start: number, length: number) {
+export function narrowShape(
+  shape: Shape,
+  dim: number,
+  start: number,
+  length: number,
+): { shape: number[]; dim: number; start: number } {
   const d = dimOf(dim, shape, "narrow");
   const size = shape[d];
   const s = start < 0 ? start + size : start;
@@ -152,12 +163,15 @@ export function expandShape(from: Shape, to: Shape): number[] {
 export interface CopyPlan {
   /** Elements copied. */
   n: number;
+  /** Element offset of the first value read in src. */
   srcBase: number;
+  /** Element offset of the first value written in dst. */
   dstBase: number;
   /** Merged iteration shape (no size-1 dims). */
   dims: number[];
-  /** Source and destination strides (elements) per merged dim. */
+  /** Source strides (elements) per merged dim. */
   src: number[];
+  /** Destination strides (elements) per merged dim. */
   dst: number[];
 }
 
@@ -261,13 +275,22 @@ function defineView<A>(name: string, rule: (shape: Shape, attrs: A) => number[])
 }
 
 /** View with another shape (one -1 inferred). */
-export const reshapeOp = defineView<{ shape: Shape }>("reshape", (s, a) => inferShape(a.shape, numel(s)));
+export const reshapeOp: OpDef<{ shape: Shape }> = defineView<{ shape: Shape }>(
+  "reshape",
+  (s, a) => inferShape(a.shape, numel(s)),
+);
 /** View without size-1 dims (all, or those among `dim`). */
-export const squeezeOp = defineView<{ dim?: number | readonly number[] }>("squeeze", (s, a) => squeezeShape(s, a.dim));
+export const squeezeOp: OpDef<{ dim?: number | readonly number[] }> = defineView<{ dim?: number | readonly number[] }>(
+  "squeeze",
+  (s, a) => squeezeShape(s, a.dim),
+);
 /** View with a size-1 dim inserted at `dim`. */
-export const unsqueezeOp = defineView<{ dim: number }>("unsqueeze", (s, a) => unsqueezeShape(s, a.dim));
+export const unsqueezeOp: OpDef<{ dim: number }> = defineView<{ dim: number }>(
+  "unsqueeze",
+  (s, a) => unsqueezeShape(s, a.dim),
+);
 /** View with dims `startDim..endDim` merged. */
-export const flattenOp = defineView<{ startDim: number; endDim: number }>(
+export const flattenOp: OpDef<{ startDim: number; endDim: number }> = defineView<{ startDim: number; endDim: number }>(
   "flatten",
   (s, a) => flattenShape(s, a.startDim, a.endDim),
 );
@@ -314,8 +337,11 @@ export const expandOp: OpDef<{ shape: Shape }> = {
 
 /** Attributes of {@link narrowOp}. */
 export interface NarrowAttrs {
+  /** The dim to slice (negative counts from the end). */
   dim: number;
+  /** First index kept along `dim` (negative counts from the end), as `torch.narrow`'s `start`. */
   start: number;
+  /** Entries kept along `dim`, from `start`; start + length must not pass the dim's size. */
   length: number;
 }
 

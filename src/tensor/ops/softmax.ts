@@ -1,12 +1,16 @@
-import { Device, kernel, launch, layout, tuning } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout, tuning } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { normDim, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Mirrors `struct Params` in shaders/softmax.wgsl. */
-export const SOFTMAX_PARAMS = layout("softmax", "Params", { rows: "u32", len: "u32", inner: "u32" });
+export const SOFTMAX_PARAMS: Layout<{
+  rows: "u32"; len: "u32"; inner: "u32";
+}> = layout("softmax", "Params", { rows: "u32", len: "u32", inner: "u32" });
 /** Storage bindings of shaders/softmax.wgsl. */
-export const SOFTMAX = kernel(SOFTMAX_PARAMS, {
+export const SOFTMAX: Kernel<typeof SOFTMAX_PARAMS, {
+  x: [number, "read"]; y: [number, "read_write"]; dy: [number, "read"]; dx: [number, "read_write"];
+}> = kernel(SOFTMAX_PARAMS, {
   x: [1, "read"],
   y: [2, "read_write"],
   dy: [3, "read"],
@@ -15,6 +19,7 @@ export const SOFTMAX = kernel(SOFTMAX_PARAMS, {
 
 /** Attributes of softmax / logSoftmax: the dim normalized over (negative counts from the end). */
 export interface SoftmaxAttrs {
+  /** The dim each softmax runs along (negative counts from the end), PyTorch's `dim`. */
   dim: number;
 }
 
@@ -57,9 +62,9 @@ function defineSoftmax(name: "softmax" | "logSoftmax", kernel: string): OpDef<So
 }
 
 /** Softmax along `attrs.dim`, max-subtracted; backward from the saved output. */
-export const softmaxOp = defineSoftmax("softmax", "softmax");
+export const softmaxOp: OpDef<SoftmaxAttrs> = defineSoftmax("softmax", "softmax");
 /** Log-softmax along `attrs.dim`, max-subtracted; backward from the saved output. */
-export const logSoftmaxOp = defineSoftmax("logSoftmax", "log_softmax");
+export const logSoftmaxOp: OpDef<SoftmaxAttrs> = defineSoftmax("logSoftmax", "log_softmax");
 
 /**
  * Softmax along `dim`: exp(x - max) / sum exp(x - max), stable for logits of any size.

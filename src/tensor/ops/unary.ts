@@ -1,4 +1,4 @@
-import { Device, kernel, launch, layout } from "../../gpu/mod.ts";
+import { Device, type Kernel, kernel, launch, type Layout, layout } from "../../gpu/mod.ts";
 import type { OpDef } from "../op.ts";
 import { fmt } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -8,7 +8,10 @@ import { sum } from "./reduce.ts";
  * Mirrors `struct Params` in shaders/unary.wgsl. Each scalar is named for what it is;
  * an op reads only its own (inner and channels: PReLU only).
  */
-export const UNARY_PARAMS = layout("unary", "Params", {
+export const UNARY_PARAMS: Layout<{
+  n: "u32"; scale: "f32"; shift: "f32"; slope: "f32"; beta: "f32"; threshold: "f32"; lo: "f32"; hi: "f32";
+  exponent: "f32"; alpha: "f32"; inner: "u32"; channels: "u32";
+}> = layout("unary", "Params", {
   n: "u32",
   scale: "f32",
   shift: "f32",
@@ -23,7 +26,10 @@ export const UNARY_PARAMS = layout("unary", "Params", {
   channels: "u32",
 });
 /** Storage bindings of shaders/unary.wgsl. */
-export const UNARY = kernel(UNARY_PARAMS, {
+export const UNARY: Kernel<typeof UNARY_PARAMS, {
+  x: [number, "read"]; y: [number, "read_write"]; dy: [number, "read"]; dx: [number, "read_write"];
+  w: [number, "read"]; dw_each: [number, "read_write"];
+}> = kernel(UNARY_PARAMS, {
   x: [1, "read"],
   y: [2, "read_write"],
   dy: [3, "read"],
@@ -107,59 +113,73 @@ export function defineUnary(spec: UnarySpec): OpDef<UnaryAttrs> {
 }
 
 /** −x */
-export const negOp = defineUnary({ name: "neg", saves: "none" });
+export const negOp: OpDef<UnaryAttrs> = defineUnary({ name: "neg", saves: "none" });
 /** scale·x + shift */
-export const affineOp = defineUnary({ name: "affine", saves: "none", scalars: ["scale", "shift"] });
+export const affineOp: OpDef<UnaryAttrs> = defineUnary({ name: "affine", saves: "none", scalars: ["scale", "shift"] });
 /** |x|; gradient 0 at 0. */
-export const absOp = defineUnary({ name: "abs", saves: "input" });
+export const absOp: OpDef<UnaryAttrs> = defineUnary({ name: "abs", saves: "input" });
 /** eˣ */
-export const expOp = defineUnary({ name: "exp", saves: "output" });
+export const expOp: OpDef<UnaryAttrs> = defineUnary({ name: "exp", saves: "output" });
 /** ln x */
-export const logOp = defineUnary({ name: "log", saves: "input" });
+export const logOp: OpDef<UnaryAttrs> = defineUnary({ name: "log", saves: "input" });
 /** √x */
-export const sqrtOp = defineUnary({ name: "sqrt", saves: "output" });
+export const sqrtOp: OpDef<UnaryAttrs> = defineUnary({ name: "sqrt", saves: "output" });
 /** 1/√x */
-export const rsqrtOp = defineUnary({ name: "rsqrt", saves: "output" });
+export const rsqrtOp: OpDef<UnaryAttrs> = defineUnary({ name: "rsqrt", saves: "output" });
 /** tanh x */
-export const tanhOp = defineUnary({ name: "tanh", saves: "output" });
+export const tanhOp: OpDef<UnaryAttrs> = defineUnary({ name: "tanh", saves: "output" });
 /** 1/(1+e⁻ˣ) */
-export const sigmoidOp = defineUnary({ name: "sigmoid", saves: "output" });
+export const sigmoidOp: OpDef<UnaryAttrs> = defineUnary({ name: "sigmoid", saves: "output" });
 /** max(x, 0); gradient 0 at 0 as in PyTorch. */
-export const reluOp = defineUnary({ name: "relu", saves: "output" });
+export const reluOp: OpDef<UnaryAttrs> = defineUnary({ name: "relu", saves: "output" });
 /** x for x > 0, slope·x otherwise. */
-export const leakyReluOp = defineUnary({ name: "leakyRelu", kernel: "leaky_relu", saves: "input", scalars: ["slope"] });
+export const leakyReluOp: OpDef<UnaryAttrs> = defineUnary({
+  name: "leakyRelu",
+  kernel: "leaky_relu",
+  saves: "input",
+  scalars: ["slope"],
+});
 /** Exact GELU, x·Φ(x). */
-export const geluOp = defineUnary({ name: "gelu", saves: "input" });
+export const geluOp: OpDef<UnaryAttrs> = defineUnary({ name: "gelu", saves: "input" });
 /** tanh-approximate GELU. */
-export const geluTanhOp = defineUnary({ name: "geluTanh", kernel: "gelu_tanh", saves: "input" });
+export const geluTanhOp: OpDef<UnaryAttrs> = defineUnary({ name: "geluTanh", kernel: "gelu_tanh", saves: "input" });
 /** x·σ(x) */
-export const siluOp = defineUnary({ name: "silu", saves: "input" });
+export const siluOp: OpDef<UnaryAttrs> = defineUnary({ name: "silu", saves: "input" });
 /** (1/β)·ln(1 + e^(βx)), linear past the threshold. */
-export const softplusOp = defineUnary({ name: "softplus", saves: "input", scalars: ["beta", "threshold"] });
+export const softplusOp: OpDef<UnaryAttrs> = defineUnary({
+  name: "softplus",
+  saves: "input",
+  scalars: ["beta", "threshold"],
+});
 /** log σ(x) = −softplus(−x), stable for large |x|. */
-export const logSigmoidOp = defineUnary({ name: "logSigmoid", kernel: "log_sigmoid", saves: "input" });
+export const logSigmoidOp: OpDef<UnaryAttrs> = defineUnary({
+  name: "logSigmoid",
+  kernel: "log_sigmoid",
+  saves: "input",
+});
 /** min(max(x, lo), hi) */
-export const clampOp = defineUnary({ name: "clamp", saves: "input", scalars: ["lo", "hi"] });
+export const clampOp: OpDef<UnaryAttrs> = defineUnary({ name: "clamp", saves: "input", scalars: ["lo", "hi"] });
 /** x^exponent for a scalar exponent. */
-export const powScalarOp = defineUnary({
+export const powScalarOp: OpDef<UnaryAttrs> = defineUnary({
   name: "powScalar",
   kernel: "pow_scalar",
   saves: "input",
   scalars: ["exponent"],
 });
 /** x for x > 0, alpha·(eˣ − 1) otherwise. */
-export const eluOp = defineUnary({ name: "elu", saves: "input", scalars: ["alpha"] });
+export const eluOp: OpDef<UnaryAttrs> = defineUnary({ name: "elu", saves: "input", scalars: ["alpha"] });
 /** scale·ELU(x; alpha) with SELU's fixed constants (attrs: SELU_ALPHA and SELU_SCALE). */
-export const seluOp = defineUnary({ name: "selu", saves: "input", scalars: ["alpha", "scale"] });
+export const seluOp: OpDef<UnaryAttrs> = defineUnary({ name: "selu", saves: "input", scalars: ["alpha", "scale"] });
 /** x·tanh(softplus(x)) */
-export const mishOp = defineUnary({ name: "mish", saves: "input" });
+export const mishOp: OpDef<UnaryAttrs> = defineUnary({ name: "mish", saves: "input" });
 /** x·relu6(x + 3)/6 */
-export const hardswishOp = defineUnary({ name: "hardswish", saves: "input" });
+export const hardswishOp: OpDef<UnaryAttrs> = defineUnary({ name: "hardswish", saves: "input" });
 /** relu6(x + 3)/6 */
-export const hardsigmoidOp = defineUnary({ name: "hardsigmoid", saves: "input" });
+export const hardsigmoidOp: OpDef<UnaryAttrs> = defineUnary({ name: "hardsigmoid", saves: "input" });
 
 /** SELU's alpha and scale (Klambauer et al. 2017), the constants torch.nn.SELU uses. */
 export const SELU_ALPHA = 1.6732632423543772;
+/** SELU's scale λ ≈ 1.0507 (Klambauer et al. 2017), the constant torch.nn.SELU multiplies ELU by. */
 export const SELU_SCALE = 1.0507009873554805;
 
 /** How PReLU's weight [C] maps onto x: channel = (flat index / inner) mod C. */

@@ -18,7 +18,7 @@ import {
   setProgramArgs,
   writePack,
 } from "../../../src/index.ts";
-import { observe } from "../../../src/distributed/run/launch.ts";
+import { observe } from "../../../src/distributed/run/builder.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 
@@ -70,7 +70,7 @@ gpuTest("2 ranks train MNIST from a pack file through a small RAM cache and a di
         }
         stages.push(seen.sort());
       });
-      observe(b.state, {
+      observe(b, {
         chunk: (e: number, _r: number, o: number, n: number) => {
           const perm = permutation(42, e, TRAIN);
           for (let i = o; i < o + n; i++) ledger[e][perm[i]]++;
@@ -133,7 +133,7 @@ gpuTest("one device: vramPool on and off (and FLODL_VRAM_POOL=off) give bit-iden
   const run = async (tune: (b: any) => any) => {
     const losses: number[] = [];
     const b = tune(mnistPack.clone().dataset(train).batchSize(B).numEpochs(2).cluster({ ranks: [{}] }));
-    observe(b.state, { batch: (e: { loss: number }) => void losses.push(e.loss) });
+    observe(b, { batch: (e: { loss: number }) => void losses.push(e.loss) });
     const h = await b.run();
     await h.join();
     return { losses, history: h.history as RunEpochMetrics[] };
@@ -171,7 +171,7 @@ gpuTest("a rank that dies with its stage file open: the run stops (maxFailure 1)
       .heartbeatTimeoutSecs(20).maxFailure(MaxFailureThreshold.absolute(1)).cluster({ ranks: [{}, {}] })
       .vramPool(false).diskStage(0.01).diskStageDir(stageDir);
     let during: string[] = [];
-    observe(b.state, {
+    observe(b, {
       batch: () => {
         if (during.length) return;
         for (const run of Deno.readDirSync(stageDir)) during = [...Deno.readDirSync(`${stageDir}/${run.name}`)].map((f) => f.name).sort();

@@ -47,8 +47,8 @@ async function lose(fault: "exit" | "destroy" | "destroy-raw", reason: RegExp) {
   const ledger = new Ledger();
   const lost: string[] = [];
   const b = threeRanks();
-  const { observe } = await import("../../../src/distributed/run/launch.ts");
-  observe(b.state, { chunk: ledger.chunk, rankLost: (r, why) => lost.push(`${r}: ${why}`) });
+  const { observe } = await import("../../../src/distributed/run/builder.ts");
+  observe(b, { chunk: ledger.chunk, rankLost: (r, why) => lost.push(`${r}: ${why}`) });
   const h = await b.run();
   const state = await h.join();
   setProgramArgs({});
@@ -76,8 +76,8 @@ gpuTest("a worker lost right after its first chunk's reply: what no reduce folde
       const lost: number[] = [];
       const b = tiny.clone().elche(ElCheConfig[mode]()).bf16Wire(true).batchSize(B).numEpochs(1).lrScaleRatio(0)
         .heartbeatTimeoutSecs(2).cluster({ ranks: [{}, {}, {}] });
-      const { observe } = await import("../../../src/distributed/run/launch.ts");
-      observe(b.state, { rankLost: (r) => lost.push(r) });
+      const { observe } = await import("../../../src/distributed/run/builder.ts");
+      observe(b, { rankLost: (r) => lost.push(r) });
       const h = await b.run();
       await h.join();
       setProgramArgs({});
@@ -116,7 +116,7 @@ gpuTest("maxFailure(absolute(1)) writes a max_failure_exceeded bundle; resumeFro
   const stem = `${dir}/ckpt`;
   try {
     const ledger = new Ledger();
-    const { observe } = await import("../../../src/distributed/run/launch.ts");
+    const { observe } = await import("../../../src/distributed/run/builder.ts");
     // Run 1: rank 2 vanishes; one dead rank is already too many.
     setProgramArgs({ faultRank: 2, faultAt: 30, fault: "exit" });
     let b = threeRanks().savePath(stem).maxFailure(MaxFailureThreshold.absolute(1));
@@ -141,7 +141,7 @@ gpuTest("maxFailure(absolute(1)) writes a max_failure_exceeded bundle; resumeFro
     // Run 2: resume with three healthy ranks.
     setProgramArgs({});
     b = threeRanks().savePath(stem).resumeFrom(stem).maxFailure(MaxFailureThreshold.absolute(1));
-    observe(b.state, { chunk: ledger.chunk });
+    observe(b, { chunk: ledger.chunk });
     const h2 = await b.run();
     await h2.join();
     ledger.exactlyOnce("stop + resume");
@@ -189,12 +189,12 @@ gpuTest("checkpointAtEpoch mid-epoch, then resumeFrom that bundle: no sample rep
   const dir = await Deno.makeTempDir({ prefix: "flodl-ckpt-" });
   try {
     setProgramArgs({});
-    const { observe } = await import("../../../src/distributed/run/launch.ts");
+    const { observe } = await import("../../../src/distributed/run/builder.ts");
     // Run 1: keep a copy of the bundle written when a rank reaches epoch 1.
     // Small windows (maxAnchor 4): epoch 1 takes several reduces, so the bundle is mid-epoch.
     const b1 = threeRanks().cluster({ ranks: [{}, {}] }).anchor(4).maxAnchor(4).savePath(`${dir}/run`).checkpointAtEpoch(1);
     let copied = false;
-    observe(b1.state, {
+    observe(b1, {
       saved: () => {
         if (copied) return;
         copied = true;
@@ -218,7 +218,7 @@ gpuTest("checkpointAtEpoch mid-epoch, then resumeFrom that bundle: no sample rep
     if (at < SAMPLES) ledger.chunk(1, 0, at, SAMPLES - at);
     // Run 2 resumes from the copy.
     const b2 = threeRanks().cluster({ ranks: [{}, {}] }).anchor(4).maxAnchor(4).resumeFrom(`${dir}/mid`);
-    observe(b2.state, { chunk: ledger.chunk });
+    observe(b2, { chunk: ledger.chunk });
     await (await b2.run()).join();
     ledger.exactlyOnce("checkpointAtEpoch + resume");
   } finally {

@@ -9,7 +9,7 @@
  */
 import { startNatsServer } from "../../../scripts/nats_server.ts";
 import { createRunCredentials, ElCheConfig, MaxFailureThreshold, permutation, readBundleMeta, serverAuthorization } from "../../../src/index.ts";
-import { observe } from "../../../src/distributed/run/launch.ts";
+import { observe } from "../../../src/distributed/run/builder.ts";
 import { FsStorage } from "../../../src/io/mod.ts";
 import { mnistRemote, TRAIN } from "../../fixtures/programs/mnist_remote.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
@@ -39,7 +39,7 @@ async function restartedRun(stem?: string) {
     .heartbeatTimeoutSecs(8).cluster({ ranks: [{}] })
     .remoteRanks({ slots: 1, url: server.wsUrl, credentials: creds, joinTimeoutSecs: 120, onJoinToken: (_r, t) => procs.push(spawnDeno(RANK_SCRIPT, [t])) });
   if (stem) b = b.savePath(stem).maxFailure(MaxFailureThreshold.absolute(1));
-  observe(b.state, {
+  observe(b, {
     chunk: (_e, _r, offset, size) => {
       for (let i = offset; i < offset + size; i++) counts[perm[i]]++;
     },

@@ -37,8 +37,8 @@ gpuTest("nccl-cadence, 3 ranks: rank 2 vanishes at the barrier; the survivors re
   const reduces: { round: number; steps: number[] }[] = [];
   const b = tiny.clone().elche(ElCheConfig.ncclCadence()).bf16Wire(false).batchSize(B).numEpochs(EPOCHS).lrScaleRatio(0)
     .heartbeatTimeoutSecs(2).cluster({ ranks: [{}, {}, {}] });
-  const { observe } = await import("../../../src/distributed/run/launch.ts");
-  observe(b.state, {
+  const { observe } = await import("../../../src/distributed/run/builder.ts");
+  observe(b, {
     chunk: ledger.chunk,
     rankLost: (r, why) => lost.push(`${r}: ${why}`),
     reduce: (e) => reduces.push({ round: e.round, steps: [...e.steps] }),
@@ -96,8 +96,8 @@ gpuTest("nccl-cadence: maxFailure(absolute(1)) after a death at the barrier writ
     }
     setProgramArgs({});
     const b = threeRanks().savePath(stem).resumeFrom(stem);
-    const { observe } = await import("../../../src/distributed/run/launch.ts");
-    observe(b.state, { chunk: ledger.chunk });
+    const { observe } = await import("../../../src/distributed/run/builder.ts");
+    observe(b, { chunk: ledger.chunk });
     const state = await (await b.run()).join();
     assert(state.params.size === 2, "the resumed run finished with a consensus");
     ledger.exactlyOnce("stop + resume");

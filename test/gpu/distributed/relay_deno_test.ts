@@ -9,7 +9,7 @@
  */
 import { startNatsServer } from "../../../scripts/nats_server.ts";
 import { assignRelay, createRunCredentials, ElCheConfig, permutation, serverAuthorization } from "../../../src/index.ts";
-import { observe } from "../../../src/distributed/run/launch.ts";
+import { observe } from "../../../src/distributed/run/builder.ts";
 import { mnistRemote, TRAIN } from "../../fixtures/programs/mnist_remote.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
@@ -57,7 +57,7 @@ gpuTest("two remote rank processes behind one relay process: all-local accuracy 
     onJoinToken: (_rank, token) => procs.push(spawnDeno(RANK_SCRIPT, [token])),
     onRelayToken: (_slot, token) => procs.push(spawnDeno(RELAY_SCRIPT, [token])),
   });
-  observe(b.state, {
+  observe(b, {
     chunk: cov.chunk,
     rankLost: (r, why) => lost.push(`${r}: ${why}`),
     reduce: (e) => reduces.push({ round: e.round, bytesUp: e.bytesUp }),

@@ -18,7 +18,7 @@
  */
 import { startNatsServer } from "../../../scripts/nats_server.ts";
 import { createRunCredentials, permutation, serverAuthorization } from "../../../src/index.ts";
-import { observe } from "../../../src/distributed/run/launch.ts";
+import { observe } from "../../../src/distributed/run/builder.ts";
 import { remoteProgram, TRAIN } from "../../fixtures/programs/mnist_remote.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
@@ -78,7 +78,7 @@ async function run(opts: {
       onJoinToken: (rank, token) => procs.push(spawnRank(token, opts.env?.[rank - opts.locals])),
     });
   }
-  observe(b.state, {
+  observe(b, {
     chunk: ledger.chunk,
     rankLost: (r, why) => lost.push(`${r}: ${why}`),
     batch: (e) => opts.onBatch?.(e.rank, procs),
@@ -228,7 +228,7 @@ gpuTest("elastic: a remote rank killed in epoch 1 and a new remote process joini
         if (rank === 1) procs.push(spawnRank(token));
       },
     });
-  observe(b.state, {
+  observe(b, {
     chunk: ledger.chunk,
     rankLost: (r, why) => lost.push(`${r}: ${why}`),
     rankWaiting: (r) => r === 2 && waiting(),

@@ -8,7 +8,7 @@
  */
 import { ElCheConfig, MaxFailureThreshold, permutation, readBundleMeta, setProgramArgs } from "../../../src/index.ts";
 import { FsStorage } from "../../../src/io/mod.ts";
-import { observe } from "../../../src/distributed/run/launch.ts";
+import { observe } from "../../../src/distributed/run/builder.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
 
@@ -27,7 +27,7 @@ gpuTest("MNIST MLP: max_failure_exceeded bundle, resume in the factories, each s
       const b = tune(mnist.clone().elche(ElCheConfig.cpuSync()).partitionRatios([1 / 3, 1 / 3, 1 / 3]).bf16Wire(true).batchSize(B).numEpochs(EPOCHS)
         .heartbeatTimeoutSecs(15).cluster({ ranks: [{}, {}, {}] }));
       if (ledger) {
-        observe(b.state, {
+        observe(b, {
           chunk: (e: number, _r: number, o: number, n: number) => {
             const perm = permutation(42, e, TRAIN);
             for (let i = o; i < o + n; i++) ledger[e][perm[i]]++;

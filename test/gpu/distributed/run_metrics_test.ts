@@ -27,7 +27,7 @@ gpuTest("a single-device run keeps data time out of compute ms, and its history 
     .numEpochs(EPOCHS)
     .cluster({ ranks: [{}] });
   const events: BatchEvent[] = [];
-  observe(b.state, { batch: (e) => events.push(e) });
+  observe(b, { batch: (e) => events.push(e) });
   const h = await b.run();
   await h.join();
 

@@ -30,9 +30,9 @@ interface Probed {
 async function probe(b: DdpBuilder<TinyLinear>, world: number, dir: string, stem: string, factor = 1): Promise<Probed> {
   const asked: number[][] = Array.from({ length: world }, () => []);
   const folded: number[][] = [];
-  const { observe } = await import("../../../src/distributed/run/launch.ts");
+  const { observe } = await import("../../../src/distributed/run/builder.ts");
   b = b.savePath(`${dir}/${stem}`);
-  observe(b.state, {
+  observe(b, {
     batch: (e) => asked[e.rank].push(probedStep(e.lr, factor)),
     reduce: (e) => folded.push([...e.steps]),
   });
