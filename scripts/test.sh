@@ -43,7 +43,22 @@ if [ "$tier" = "quick" ]; then
 fi
 
 # Type-checked above; --no-check also spares each rank worker its own check.
-deno_tests() { deno test -A --no-check --v8-flags=--expose-gc --doc src/ test/unit/ test/gpu/ test/consumer/; }
+# Deno has died at exit after its summary reported every test passed: heap corruption in
+# the WebGPU teardown on lavapipe (SIGSEGV in a 2026-12-05 run, SIGABRT "corrupted size vs.
+# prev_size" in a 2026-12-07 suite run). A crash after a clean summary is said in one line and
+# not counted as a failure; any other non-zero exit, or a summary with a failure, is.
+deno_tests() {
+  out=$(mktemp)
+  ( set +e; deno test -A --no-check --v8-flags=--expose-gc --doc src/ test/unit/ test/gpu/ test/consumer/; echo $? > "$out.rc" ) 2>&1 | tee "$out"
+  rc=$(cat "$out.rc" 2>/dev/null || echo 1)
+  summary=$(sed 's/\x1b\[[0-9;]*m//g' "$out" | grep -E '^(ok|FAILED) \| [0-9]+ passed' | tail -1)
+  rm -f "$out" "$out.rc"
+  if [ "$rc" -ge 128 ] && echo "$summary" | grep -Eq '^ok \| [0-9]+ passed .*\| 0 failed'; then
+    echo "deno test: every test passed ($summary), then deno died at exit (status $rc): the WebGPU teardown crash, not a test failure" >&2
+    return 0
+  fi
+  return "$rc"
+}
 browser_tests() { playwright test; }
 
 if [ "${TEST_PARALLEL:-}" != "1" ]; then
