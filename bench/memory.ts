@@ -40,7 +40,7 @@ import {
 } from "../src/index.ts";
 import type { RunEpochMetrics } from "../src/index.ts";
 import { collectGarbage, loadCollector } from "../src/gpu/collect.ts";
-import { messageCollections } from "../src/distributed/coordinator/rank_client.ts";
+import { messageCollections } from "../src/distributed/coordinator/transport/rank_client.ts";
 import { exitNow } from "../examples/exit.ts";
 import { charRnn, mlp } from "../src/zoo/mod.ts";
 import { meanLoss, nextCharLoss, spreadSubset } from "../src/zoo/mod.ts";

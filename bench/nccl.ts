@@ -1,6 +1,6 @@
 /**
  * Per-reduce time of the nccl-* collective (ranks reduce-scatter through a
- * SharedArrayBuffer slab, src/distributed/coordinator/reduce_nccl.ts) against the cpu-*
+ * SharedArrayBuffer slab, src/distributed/coordinator/reduce/reduce_nccl.ts) against the cpu-*
  * plane (frames through the coordinator), f32 both, at 2 and 4 ranks on the trainer
  * bench's MNIST MLP (bench/ddp_program.ts, 203,530 parameters). Contenders are interleaved
  * per rank count, so machine load hits them alike; every epoch after the first is measured.

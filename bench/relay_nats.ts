@@ -18,10 +18,10 @@
  */
 import process from "node:process";
 import { startNatsServer } from "../scripts/nats_server.ts";
-import { RankClient } from "../src/distributed/coordinator/rank_client.ts";
-import { reduceCycle } from "../src/distributed/coordinator/reduce_cycle.ts";
-import { RelayClient } from "../src/distributed/coordinator/relay_client.ts";
-import { NatsTransport } from "../src/distributed/coordinator/transport_nats.ts";
+import { RankClient } from "../src/distributed/coordinator/transport/rank_client.ts";
+import { reduceCycle } from "../src/distributed/coordinator/reduce/reduce_cycle.ts";
+import { RelayClient } from "../src/distributed/coordinator/reduce/relay_client.ts";
+import { NatsTransport } from "../src/distributed/coordinator/transport/transport_nats.ts";
 import {
   assignRelay,
   connectLink,

@@ -1,5 +1,5 @@
 /**
- * Browser checks of io/opfs.ts, io/archive.ts and distributed/coordinator/bundle.ts, driven by
+ * Browser checks of io/opfs.ts, io/archive.ts and distributed/coordinator/persistence/bundle.ts, driven by
  * storage.spec.ts. The same module runs as the page (checks, plus the download and upload
  * buttons) and as a module worker it starts (checks again: workers write through sync
  * access handles). Results land in `window.__storage` = { done, results: [{ where, name, ok, error }] }.
@@ -10,7 +10,7 @@ import {
   bundleToArchive,
   readBundle,
   writeBundle,
-} from "../../src/distributed/coordinator/bundle.ts";
+} from "../../src/distributed/coordinator/persistence/bundle.ts";
 import { downloadBytes, NotFoundError, OpfsStorage, packTar, pickFile, unpackTar } from "../../src/io/mod.ts";
 
 interface Result {

@@ -34,6 +34,26 @@ const ROOMS: Record<string, string[]> = {
   run: ["coordinator", "rank", "protocol", "nats"],
 };
 
+/**
+ * The rooms of distributed/coordinator/, named after what they do, and the rooms each may
+ * import. `coordinator.ts` at the top composes them and may import any.
+ * - `control`: the knobs (the run's configuration) and what turns them into decisions:
+ *   ElChe, the cadence of a reduce, the convergence guards, the meta-controller, max failure.
+ * - `transport`: reaching a rank: the rank client and the worker, local and NATS transports.
+ * - `report`: what the coordinator is given (RunDefinition) and tells (observers, metrics).
+ * - `schedule`: which samples go where: chunks, partitions, the work source, epoch roles.
+ * - `persistence`: bundles and checkpoints.
+ * - `reduce`: one averaging cycle (CPU or nccl), consensus and relay clients.
+ */
+const COORDINATOR_ROOMS: Record<string, string[]> = {
+  control: [],
+  transport: [],
+  report: ["control"],
+  schedule: ["control", "report", "transport"],
+  persistence: ["control", "report", "schedule"],
+  reduce: ["report", "transport"],
+};
+
 const src = new URL("../../src/", import.meta.url);
 
 function* walk(dir: URL, rel = ""): Generator<string> {
@@ -83,6 +103,27 @@ Deno.test("distributed/ rooms import one way: run -> coordinator | rank -> proto
       const to = target.startsWith("distributed/") ? folder(target, 1) : undefined;
       if (!room || !to || to === room) continue; // distributed/mod.ts may import any room
       if (!(ROOMS[room] ?? []).includes(to)) problems.push(`${file} imports ${target} (distributed/${room} -> ${to} is not an allowed edge)`);
+    }
+  }
+  assert(problems.length === 0, problems.join("\n"));
+});
+
+Deno.test("coordinator/ rooms import one way: coordinator.ts -> persistence | reduce | schedule -> report -> control", () => {
+  const problems: string[] = [];
+  const base = "distributed/coordinator/";
+  for (const file of walk(new URL(base, src), base)) {
+    const room = folder(file, 2);
+    if (!room) continue; // coordinator.ts composes the rooms
+    if (!(room in COORDINATOR_ROOMS)) {
+      problems.push(`${file} is in ${base}${room}/, which is not a room of COORDINATOR_ROOMS`);
+      continue;
+    }
+    for (const target of importsOf(file)) {
+      if (!target.startsWith(base)) continue;
+      const to = folder(target, 2);
+      if (to === room) continue;
+      if (!to) problems.push(`${file} imports ${target}: a room never imports coordinator.ts`);
+      else if (!COORDINATOR_ROOMS[room].includes(to)) problems.push(`${file} imports ${target} (coordinator/${room} -> ${to} is not an allowed edge)`);
     }
   }
   assert(problems.length === 0, problems.join("\n"));

@@ -11,9 +11,9 @@
  */
 import { setImmediate } from "node:timers";
 import { Coordinator, type RunObserver } from "../../src/distributed/coordinator/coordinator.ts";
-import type { Persistence } from "../../src/distributed/coordinator/persistence.ts";
+import type { Persistence } from "../../src/distributed/coordinator/persistence/persistence.ts";
 import { DdpHandle, type TrainedState } from "../../src/distributed/run/handle.ts";
-import type { ChunkReport } from "../../src/distributed/coordinator/metrics.ts";
+import type { ChunkReport } from "../../src/distributed/coordinator/report/metrics.ts";
 import type {
   Adoption,
   CollectiveAck,
@@ -28,10 +28,10 @@ import type {
   RankSetup,
   SyncAck,
 } from "../../src/distributed/protocol/messages.ts";
-import { RankClient } from "../../src/distributed/coordinator/rank_client.ts";
+import { RankClient } from "../../src/distributed/coordinator/transport/rank_client.ts";
 import { RankLostError } from "../../src/distributed/protocol/errors.ts";
 import { resolveConfig, type ResolvedRunConfig } from "../../src/distributed/run/validate_config.ts";
-import type { RankPlace, RunEvents } from "../../src/distributed/coordinator/observer.ts";
+import type { RankPlace, RunEvents } from "../../src/distributed/coordinator/report/observer.ts";
 import type { DdpBuilder } from "../../src/distributed/run/builder.ts";
 import type { Module } from "../../src/nn/mod.ts";
 import { ArrayDataSet, SGD, Trainer, type Variable } from "../../src/index.ts";

@@ -16,14 +16,14 @@ import type { Module } from "../../nn/mod.ts";
 import type { BatchEvent, ChunkReport, Frame, LayoutTable, SyncAck } from "../protocol/messages.ts";
 import { RankLostError } from "../protocol/errors.ts";
 import type { RankView } from "../protocol/transport.ts";
-import { boundedCall, quietly } from "./callbacks.ts";
-import { Cadence } from "./cadence.ts";
-import { type BundleSource, Checkpoints } from "./checkpoints.ts";
-import type { Chunk, EpochCoverage, NextChunkContext } from "./chunk_pool.ts";
-import { EvalCadence, type ResolvedRunConfig } from "./config.ts";
-import { EpochReports } from "./epoch_report.ts";
-import { EpochRole } from "./epoch_role.ts";
-import { type SaveReason, stallCeilingMs, unrecoverableReason } from "./max_failure.ts";
+import { boundedCall, quietly } from "./transport/callbacks.ts";
+import { Cadence } from "./control/cadence.ts";
+import { type BundleSource, Checkpoints } from "./persistence/checkpoints.ts";
+import type { Chunk, EpochCoverage, NextChunkContext } from "./schedule/chunk_pool.ts";
+import { EvalCadence, type ResolvedRunConfig } from "./control/config.ts";
+import { EpochReports } from "./report/epoch_report.ts";
+import { EpochRole } from "./schedule/epoch_role.ts";
+import { type SaveReason, stallCeilingMs, unrecoverableReason } from "./control/max_failure.ts";
 import {
   type RankPlace,
   type ReduceEvent,
@@ -32,15 +32,15 @@ import {
   type RunSink,
   trainedState,
   type TrainedState,
-} from "./observer.ts";
+} from "./report/observer.ts";
 import { OuterStepper } from "../protocol/outer.ts";
-import type { Persistence, ResumeSeed } from "./persistence.ts";
-import type { RankClient } from "./rank_client.ts";
-import { reduceCycle, type ReduceInput } from "./reduce_cycle.ts";
-import { NcclGroup, reduceNccl } from "./reduce_nccl.ts";
-import { Wake } from "./wake.ts";
-import type { RunDefinition } from "./run_definition.ts";
-import { planSource, type WorkSource } from "./work_source.ts";
+import type { Persistence, ResumeSeed } from "./persistence/persistence.ts";
+import type { RankClient } from "./transport/rank_client.ts";
+import { reduceCycle, type ReduceInput } from "./reduce/reduce_cycle.ts";
+import { NcclGroup, reduceNccl } from "./reduce/reduce_nccl.ts";
+import { Wake } from "./schedule/wake.ts";
+import type { RunDefinition } from "./report/run_definition.ts";
+import { planSource, type WorkSource } from "./schedule/work_source.ts";
 
 export type { RankPlace, ReduceEvent, RunObserver };
 

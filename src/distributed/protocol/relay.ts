@@ -3,7 +3,7 @@
  * sums the reduce frames of the ranks on its host, each times the mass the coordinator
  * gives it, and never divides; the coordinator folds the sum like any frame and divides
  * once by the masses of the ranks the sum holds. Declared once here; the relay process is
- * run/relay.ts, the coordinator's handle coordinator/relay_client.ts.
+ * run/relay.ts, the coordinator's handle coordinator/reduce/relay_client.ts.
  */
 import type { Frame, LayoutTable } from "./messages.ts";
 
@@ -42,7 +42,7 @@ export interface SummedFrame {
 
 /**
  * The coordinator's handle on one relay, as the reduce cycle uses it
- * (coordinator/relay_client.ts implements it). A rank's client points at its relay.
+ * (coordinator/reduce/relay_client.ts implements it). A rank's client points at its relay.
  */
 export interface FrameRelay {
   /** The relay's slot in the run. */

@@ -8,7 +8,7 @@
  *  Int32 control [STATE, COUNT, 0, 0] | slot 0 (L f32) | ... | slot W-1 | result (L f32)
  * ```
  *
- * Both sides import it: the coordinator creates and aborts slabs (coordinator/reduce_nccl.ts),
+ * Both sides import it: the coordinator creates and aborts slabs (coordinator/reduce/reduce_nccl.ts),
  * a rank writes its slot, meets the others at {@link barrier}, reduces its 1/W slice of the
  * result ({@link reduceSlice}) and reads the whole result back (rank/collective.ts).
  *

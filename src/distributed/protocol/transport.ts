@@ -1,11 +1,11 @@
 /**
  * The transport seam: the one interface through which the coordinator talks to a rank.
- * Everything above it (`coordinator/rank_client.ts`: liveness, `lastSeen`, `overdueMs`,
+ * Everything above it (`coordinator/transport/rank_client.ts`: liveness, `lastSeen`, `overdueMs`,
  * `fail`, naming the rank and the call in errors) is transport independent; everything
  * below it is one file per transport:
  *
- * - `coordinator/transport_worker.ts`: a rank in a Web Worker of this page or process (comlink);
- * - `coordinator/transport_local.ts`: a rank object in this thread (tests' fake ranks, tools).
+ * - `coordinator/transport/transport_worker.ts`: a rank in a Web Worker of this page or process (comlink);
+ * - `coordinator/transport/transport_local.ts`: a rank object in this thread (tests' fake ranks, tools).
  *
  * Writing a transport (e.g. ranks on other machines over NATS) is writing one class that
  * implements {@link RankTransport}, and on the rank's side one loop that turns incoming
@@ -62,7 +62,7 @@ export interface RankTransport {
   /**
    * True when every reply and event arrives as a message from another isolate, whose
    * native memory Deno frees only at a major collection: the client then counts them and
-   * collects every `MESSAGES_PER_COLLECT` (coordinator/rank_client.ts). False in process.
+   * collects every `MESSAGES_PER_COLLECT` (coordinator/transport/rank_client.ts). False in process.
    */
   readonly messages: boolean;
   /** Attach the listener. Called once, before the first request (events before it may be dropped). */

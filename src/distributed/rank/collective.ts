@@ -33,7 +33,7 @@ export type AllReduced =
   | { status: "done"; consensus: { params: Float32Array<ArrayBuffer>; buffers: Float32Array<ArrayBuffer> }; divergence: Divergence }
   | { status: Exclude<BarrierOutcome, "passed"> };
 
-/** ||pre − post|| / ||post|| (0 when ||post|| <= 1e-10), squared sums in f64, as coordinator/consensus.ts's `divergence`. */
+/** ||pre − post|| / ||post|| (0 when ||post|| <= 1e-10), squared sums in f64, as coordinator/reduce/consensus.ts's `divergence`. */
 export function divergenceOf(pre: ArrayLike<number>, post: ArrayLike<number>): Divergence {
   let a = 0, b = 0, d = 0;
   for (let i = 0; i < pre.length; i++) {

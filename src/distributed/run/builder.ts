@@ -19,12 +19,12 @@ import {
   type EpochCallbackPolicy,
   type EvalCadence,
   type Reduction,
-} from "../coordinator/config.ts";
-import { type ConvergenceGuard } from "../coordinator/guards.ts";
-import type { MaxFailureThreshold } from "../coordinator/max_failure.ts";
-import type { EpochMetrics } from "../coordinator/metrics.ts";
+} from "../coordinator/control/config.ts";
+import { type ConvergenceGuard } from "../coordinator/control/guards.ts";
+import type { MaxFailureThreshold } from "../coordinator/control/max_failure.ts";
+import type { EpochMetrics } from "../coordinator/report/metrics.ts";
 import type { OuterOptimizer } from "../protocol/outer.ts";
-import type { RunObserver } from "../coordinator/observer.ts";
+import type { RunObserver } from "../coordinator/report/observer.ts";
 import {
   type EvalFn,
   RankRuntime,

@@ -7,9 +7,9 @@
 import type { Device } from "../../gpu/mod.ts";
 import type { Timeline } from "../../monitor/mod.ts";
 import type { Module } from "../../nn/mod.ts";
-import type { DdpRunConfig } from "../coordinator/config.ts";
-import type { ConvergenceGuard } from "../coordinator/guards.ts";
-import type { EpochMetrics } from "../coordinator/metrics.ts";
+import type { DdpRunConfig } from "../coordinator/control/config.ts";
+import type { ConvergenceGuard } from "../coordinator/control/guards.ts";
+import type { EpochMetrics } from "../coordinator/report/metrics.ts";
 import type { OuterOptimizer } from "../protocol/outer.ts";
 import type { CoopBridge } from "../rank/coop_bridge.ts";
 import type { RankRuntime, RankSpec } from "../rank/rank_runtime.ts";

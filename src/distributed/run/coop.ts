@@ -16,7 +16,7 @@ import { CoopBridge, type Queued } from "../rank/coop_bridge.ts";
 import type { ChunkRun } from "../rank/chunk_run.ts";
 import type { DdpHandle, EvalRecord, TrainedState } from "./handle.ts";
 import { launch } from "./launch.ts";
-import type { EpochMetrics } from "../coordinator/metrics.ts";
+import type { EpochMetrics } from "../coordinator/report/metrics.ts";
 import type { ChunkPlan } from "../protocol/messages.ts";
 
 /** Result of {@link CoopWorker.step}. */

@@ -8,7 +8,7 @@
  * Deno: a directory (default under the system temp dir). Browser: a folder of the origin's
  * private file system (OPFS), the ranks' workers open their files with sync access handles.
  */
-import type { DdpRunConfig } from "../coordinator/config.ts";
+import type { DdpRunConfig } from "../coordinator/control/config.ts";
 
 /** A run's stage folder. */
 export interface DiskStage {

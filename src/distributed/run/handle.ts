@@ -1,5 +1,5 @@
-import type { RunEpochMetrics } from "../coordinator/metrics.ts";
-import type { EvalRecord, RunSink, TrainedState } from "../coordinator/observer.ts";
+import type { RunEpochMetrics } from "../coordinator/report/metrics.ts";
+import type { EvalRecord, RunSink, TrainedState } from "../coordinator/report/observer.ts";
 
 export type { EvalRecord, RunSink, TrainedState };
 

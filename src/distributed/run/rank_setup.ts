@@ -3,8 +3,8 @@
  * shared by the worker launch and the single-device path.
  */
 import type { Module } from "../../nn/mod.ts";
-import { lrScaleFactor } from "../coordinator/config.ts";
-import type { ResolvedRunConfig } from "../coordinator/config.ts";
+import { lrScaleFactor } from "../coordinator/control/config.ts";
+import type { ResolvedRunConfig } from "../coordinator/control/config.ts";
 import type { RankSetup } from "../protocol/messages.ts";
 import { rankCallbacks } from "../rank/rank_runtime.ts";
 import type { BuilderState } from "./builder_state.ts";

@@ -2,7 +2,7 @@
  * A relay: one process per host (or site) that sums the reduce frames of
  * the ranks there before they reach the coordinator, so the coordinator's inbound bytes
  * per reduce grow with relays, not ranks. It never divides: the coordinator folds the sum
- * like a frame and divides once (coordinator/relay_client.ts, averaging.ts).
+ * like a frame and divides once (coordinator/reduce/relay_client.ts, averaging.ts).
  *
  * Each member rank publishes its frame on its relay subject (nats/subjects.ts), chunked and
  * signed with the rank's own key; the relay holds its members' keys (its token), so the
@@ -17,7 +17,7 @@
  * coordinator says bye or goes silent. It needs no GPU and no program: only the token.
  */
 import { accumulateBf16, packBf16 } from "../../tensor/mod.ts";
-import { accumulate } from "../coordinator/consensus.ts";
+import { accumulate } from "../coordinator/reduce/consensus.ts";
 import {
   checkFrame,
   connectLink,

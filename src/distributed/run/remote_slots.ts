@@ -6,7 +6,7 @@
  * start: the error names the rank and the item that differs. A rank whose hello does not
  * verify (a wrong key) is told by a notice signed with its password (nats/refusal.ts).
  */
-import { NatsTransport } from "../coordinator/transport_nats.ts";
+import { NatsTransport } from "../coordinator/transport/transport_nats.ts";
 import {
   connectLink,
   coordinatorInbox,

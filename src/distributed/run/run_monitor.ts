@@ -17,10 +17,10 @@ import {
 import type { Module } from "../../nn/mod.ts";
 import { DATA_COUNTERS, DATA_GAUGES } from "../../data/mod.ts";
 import type { BuilderState } from "./builder_state.ts";
-import type { RankPlace, ReduceEvent, ReduceExtra, RunEvents } from "../coordinator/observer.ts";
+import type { RankPlace, ReduceEvent, ReduceExtra, RunEvents } from "../coordinator/report/observer.ts";
 
 export type { ReduceExtra, RunEvents };
-import type { RunEpochMetrics } from "../coordinator/metrics.ts";
+import type { RunEpochMetrics } from "../coordinator/report/metrics.ts";
 import type { BatchEvent } from "../protocol/messages.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
 

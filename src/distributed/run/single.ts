@@ -5,20 +5,20 @@
 import { Device } from "../../gpu/mod.ts";
 import type { Module } from "../../nn/mod.ts";
 import type { BuilderState } from "./builder_state.ts";
-import { EvalCadence } from "../coordinator/config.ts";
+import { EvalCadence } from "../coordinator/control/config.ts";
 import type { RunObserver } from "../coordinator/coordinator.ts";
-import { quietly } from "../coordinator/callbacks.ts";
-import { trainedState } from "../coordinator/observer.ts";
+import { quietly } from "../coordinator/transport/callbacks.ts";
+import { trainedState } from "../coordinator/report/observer.ts";
 import { describeError } from "../protocol/errors.ts";
 import { DdpHandle, type TrainedState } from "./handle.ts";
 import { setupFor } from "./rank_setup.ts";
-import { EpochAggregator, type RunEpochMetrics } from "../coordinator/metrics.ts";
+import { EpochAggregator, type RunEpochMetrics } from "../coordinator/report/metrics.ts";
 import type { LayoutTable } from "../protocol/messages.ts";
 import { frameToFlat } from "../protocol/frame_codec.ts";
 import type { RankRuntime } from "../rank/rank_runtime.ts";
 import type { ResolvedRunConfig } from "./validate_config.ts";
-import type { Persistence } from "../coordinator/persistence.ts";
-import type { SaveReason } from "../coordinator/max_failure.ts";
+import type { Persistence } from "../coordinator/persistence/persistence.ts";
+import type { SaveReason } from "../coordinator/control/max_failure.ts";
 import { runMonitor, type RunEvents } from "./run_monitor.ts";
 import type { DiskStage } from "./disk_stage.ts";
 

@@ -12,8 +12,8 @@ import {
   ElCheConfig,
   ElCheMode,
   Reduction,
-} from "../coordinator/config.ts";
-import type { ResolvedRunConfig } from "../coordinator/config.ts";
+} from "../coordinator/control/config.ts";
+import type { ResolvedRunConfig } from "../coordinator/control/config.ts";
 
 export type { ResolvedRunConfig };
 import { CORE_REDUCTIONS } from "../../monitor/mod.ts";
@@ -64,7 +64,7 @@ function finite(knob: string, v: unknown, min?: number, minOpen = false): void {
  * @throws {RangeError} A value is out of range; the message names the knob, range and value.
  * @example
  * ```ts
- * import { defaultRunConfig } from "../coordinator/config.ts";
+ * import { defaultRunConfig } from "../coordinator/control/config.ts";
  * import { validateConfig } from "./validate_config.ts";
  * const cfg = { ...defaultRunConfig(), batchSize: 32, numEpochs: 2 };
  * validateConfig(cfg, { worldSize: 2, datasetLen: 1000 });
@@ -175,7 +175,7 @@ function validateElche(e: ElCheConfig, worldSize?: number): void {
  * @throws {TypeError | RangeError} As {@link validateConfig}.
  * @example
  * ```ts
- * import { defaultRunConfig } from "../coordinator/config.ts";
+ * import { defaultRunConfig } from "../coordinator/control/config.ts";
  * import { resolveConfig } from "./validate_config.ts";
  * const r = resolveConfig({ ...defaultRunConfig(), policy: "async", batchSize: 8, numEpochs: 1 });
  * r.mode; // "cpu-async"

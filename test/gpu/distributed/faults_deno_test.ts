@@ -156,7 +156,7 @@ void MemoryStorage;
 gpuTest("a rank stuck in its step while alive (heartbeats on): reduce_stall after the stall ceiling, bundle written, join rejects", async () => {
   const dir = await Deno.makeTempDir({ prefix: "flodl-stall-" });
   const stem = `${dir}/ckpt`;
-  const { overrideStallFloorSecsForTests } = await import("../../../src/distributed/coordinator/max_failure.ts");
+  const { overrideStallFloorSecsForTests } = await import("../../../src/distributed/coordinator/control/max_failure.ts");
   // The spec's ceiling is max(10 × heartbeat, 300 s): without the 300 s floor, 20 s here
   // (heartbeatTimeoutSecs 2), while rank 1's worker keeps beating every second.
   overrideStallFloorSecsForTests(0);

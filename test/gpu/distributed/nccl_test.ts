@@ -1,7 +1,7 @@
 /**
  * The nccl-* modes end to end on the tiny program (test/fixtures/programs/tiny.ts): real
  * rank workers reduce among themselves through a SharedArrayBuffer slab
- * (coordinator/reduce_nccl.ts). nccl-sync computes what cpu-sync and one rank on the
+ * (coordinator/reduce/reduce_nccl.ts). nccl-sync computes what cpu-sync and one rank on the
  * union batches compute; nccl-cadence follows ElChe as cpu-cadence does. Runs under deno
  * test and in Chromium (the dev server sends the COOP/COEP headers shared memory needs).
  */

@@ -4,7 +4,7 @@
  * runs under Deno and in Chromium.
  */
 import { Parameter, type Variable } from "../../../src/autograd/mod.ts";
-import { writeBundle } from "../../../src/distributed/coordinator/bundle.ts";
+import { writeBundle } from "../../../src/distributed/coordinator/persistence/bundle.ts";
 import { decodeSafetensors, encodeSafetensors, MemoryStorage, NotFoundError } from "../../../src/io/mod.ts";
 import { loadCheckpointFile, saveCheckpointFile } from "../../../src/nn/checkpoint.ts";
 import { Module } from "../../../src/nn/module.ts";

@@ -3,7 +3,7 @@
  * identically; mismatches and corrupt files are refused naming the file, changing nothing.
  */
 import { Parameter } from "../../../src/autograd/mod.ts";
-import { readBundleOptim, writeBundle } from "../../../src/distributed/coordinator/bundle.ts";
+import { readBundleOptim, writeBundle } from "../../../src/distributed/coordinator/persistence/bundle.ts";
 import { MemoryStorage, NotFoundError } from "../../../src/io/mod.ts";
 import { Adam, SGD } from "../../../src/optim/mod.ts";
 import { hostOptimizerState, loadStateFile, saveStateFile } from "../../../src/optim/state_file.ts";

@@ -13,15 +13,15 @@ import {
   readBundleOptim,
   readBundleOuter,
   writeBundle,
-} from "../../../src/distributed/coordinator/bundle.ts";
-import type { BundleParts } from "../../../src/distributed/coordinator/bundle.ts";
+} from "../../../src/distributed/coordinator/persistence/bundle.ts";
+import type { BundleParts } from "../../../src/distributed/coordinator/persistence/bundle.ts";
 import {
   BUNDLE_SCHEMA_VERSION,
   type BundleMeta,
   type BundleMetaInput,
   checkResumeCompatible,
   MAX_META_BYTES,
-} from "../../../src/distributed/coordinator/bundle_meta.ts";
+} from "../../../src/distributed/coordinator/persistence/bundle_meta.ts";
 import { packTar, unpackTar } from "../../../src/io/archive.ts";
 import { FsStorage, MemoryStorage, NotFoundError, type FileStore } from "../../../src/io/storage.ts";
 import { assert, assertEquals, assertRejects, assertThrows } from "../../util/assert.ts";

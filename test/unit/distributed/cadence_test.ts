@@ -6,10 +6,10 @@
  */
 import type { Module } from "../../../src/nn/mod.ts";
 import type { BuilderState } from "../../../src/distributed/run/builder.ts";
-import { Cadence, emptyWindow, timingFeed, type TimingWindow } from "../../../src/distributed/coordinator/cadence.ts";
-import { type ApplyPolicy, defaultRunConfig } from "../../../src/distributed/coordinator/config.ts";
-import { ElChe } from "../../../src/distributed/coordinator/elche.ts";
-import { NoGuard } from "../../../src/distributed/coordinator/guards.ts";
+import { Cadence, emptyWindow, timingFeed, type TimingWindow } from "../../../src/distributed/coordinator/control/cadence.ts";
+import { type ApplyPolicy, defaultRunConfig } from "../../../src/distributed/coordinator/control/config.ts";
+import { ElChe } from "../../../src/distributed/coordinator/control/elche.ts";
+import { NoGuard } from "../../../src/distributed/coordinator/control/guards.ts";
 import type { BatchEvent } from "../../../src/distributed/protocol/messages.ts";
 import { resolveConfig } from "../../../src/distributed/run/validate_config.ts";
 import { assert, assertEquals, assertRelClose } from "../../util/assert.ts";

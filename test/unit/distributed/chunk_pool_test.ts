@@ -1,5 +1,5 @@
-import { type Chunk, ChunkPool, type NextChunkContext } from "../../../src/distributed/coordinator/chunk_pool.ts";
-import type { ApplyPolicy } from "../../../src/distributed/coordinator/config.ts";
+import { type Chunk, ChunkPool, type NextChunkContext } from "../../../src/distributed/coordinator/schedule/chunk_pool.ts";
+import type { ApplyPolicy } from "../../../src/distributed/coordinator/control/config.ts";
 import { assert, assertEquals, assertThrows } from "../../util/assert.ts";
 import { mulberry32 } from "../../util/random.ts";
 

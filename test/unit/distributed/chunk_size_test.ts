@@ -3,7 +3,7 @@ import {
   type ChunkSizeInput,
   finalWindowSplit,
   isFinalWindow,
-} from "../../../src/distributed/coordinator/chunk_size.ts";
+} from "../../../src/distributed/coordinator/schedule/chunk_size.ts";
 import { assertEquals } from "../../util/assert.ts";
 
 const T = true, F = false;

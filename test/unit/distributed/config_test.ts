@@ -9,8 +9,8 @@ import {
   EvalCadence,
   lrScaleFactor,
   Reduction,
-} from "../../../src/distributed/coordinator/config.ts";
-import { TrendGuard } from "../../../src/distributed/coordinator/guards.ts";
+} from "../../../src/distributed/coordinator/control/config.ts";
+import { TrendGuard } from "../../../src/distributed/coordinator/control/guards.ts";
 import { assert, assertEquals, assertThrows } from "../../util/assert.ts";
 
 Deno.test("ElCheMode.split and fromParts are inverse over the five modes", () => {

@@ -7,7 +7,7 @@ import {
   easgdBlend,
   finish,
   paramMass,
-} from "../../../src/distributed/coordinator/consensus.ts";
+} from "../../../src/distributed/coordinator/reduce/consensus.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
 import { mulberry32, randn } from "../../util/random.ts";
 

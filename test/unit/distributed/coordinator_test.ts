@@ -6,7 +6,7 @@
 import { ArrayDataSet, ElCheConfig, EvalCadence, permutation } from "../../../src/index.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
 import { fakeProgram, type FakeRankScript, simulate } from "../../util/fake_ranks.ts";
-import { RankClient, STEP_WINDOW } from "../../../src/distributed/coordinator/rank_client.ts";
+import { RankClient, STEP_WINDOW } from "../../../src/distributed/coordinator/transport/rank_client.ts";
 import { mulberry32 } from "../../util/random.ts";
 
 const program = fakeProgram;
@@ -132,7 +132,7 @@ Deno.test("coordinator: async ranks stream into the next epoch while the eval of
 
 for (const what of ["evaluate", "checkpoint"] as const) {
   Deno.test(`coordinator: a rank whose ${what} never returns (alive, beating) stops the run with reduce_stall naming it`, async () => {
-    const { overrideStallFloorSecsForTests } = await import("../../../src/distributed/coordinator/max_failure.ts");
+    const { overrideStallFloorSecsForTests } = await import("../../../src/distributed/coordinator/control/max_failure.ts");
     overrideStallFloorSecsForTests(0); // the ceiling is then 10 × heartbeatTimeoutSecs = 0.5 s
     try {
       const samples = 256, B = 8;

@@ -6,7 +6,7 @@
  * holds, and a batch is in the model when the reduce averaged that frame.
  */
 import { ElCheConfig } from "../../../src/index.ts";
-import type { RunEpochMetrics } from "../../../src/distributed/coordinator/metrics.ts";
+import type { RunEpochMetrics } from "../../../src/distributed/coordinator/report/metrics.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
 import { fakeProgram, type FakeRankScript, modelLedger, simulate, type SimResult } from "../../util/fake_ranks.ts";
 

@@ -5,7 +5,7 @@
  * next epoch boundary, with the consensus; every epoch trains each sample exactly once.
  */
 import { ElCheConfig, permutation } from "../../../src/index.ts";
-import type { RankPlace } from "../../../src/distributed/coordinator/observer.ts";
+import type { RankPlace } from "../../../src/distributed/coordinator/report/observer.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
 import { fakeProgram, type FakeRankScript, type SimControl, simulate } from "../../util/fake_ranks.ts";
 import { mulberry32 } from "../../util/random.ts";

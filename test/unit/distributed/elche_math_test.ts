@@ -1,4 +1,4 @@
-import { applyWindowCap, electAnchor, proposeGrowth, recomputeCounts } from "../../../src/distributed/coordinator/elche_math.ts";
+import { applyWindowCap, electAnchor, proposeGrowth, recomputeCounts } from "../../../src/distributed/coordinator/control/elche_math.ts";
 import { assertEquals } from "../../util/assert.ts";
 
 const T = true, F = false;

@@ -1,4 +1,4 @@
-import { ElChe, OVERSHOOT_CEILING, OVERSHOOT_INITIAL } from "../../../src/distributed/coordinator/elche.ts";
+import { ElChe, OVERSHOOT_CEILING, OVERSHOOT_INITIAL } from "../../../src/distributed/coordinator/control/elche.ts";
 import { assert, assertEquals, assertThrows } from "../../util/assert.ts";
 
 const stable = { kind: "stable" } as const;

@@ -5,7 +5,7 @@ import {
   resolveGuard,
   TrendGuard,
   type Verdict,
-} from "../../../src/distributed/coordinator/guards.ts";
+} from "../../../src/distributed/coordinator/control/guards.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
 
 const rep = (d: number) => new DivergenceReport([d / 2, d], 1);

@@ -5,7 +5,7 @@
  * the narrower `EpochMetrics`.
  */
 import { DdpHandle } from "../../../src/distributed/run/handle.ts";
-import type { RunEpochMetrics } from "../../../src/distributed/coordinator/metrics.ts";
+import type { RunEpochMetrics } from "../../../src/distributed/coordinator/report/metrics.ts";
 import type { RunEpochMetrics as Exported } from "../../../src/index.ts";
 import { assertEquals } from "../../util/assert.ts";
 

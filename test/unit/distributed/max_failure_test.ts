@@ -1,4 +1,4 @@
-import { MaxFailureThreshold, stallCeilingMs, unrecoverableReason } from "../../../src/distributed/coordinator/max_failure.ts";
+import { MaxFailureThreshold, stallCeilingMs, unrecoverableReason } from "../../../src/distributed/coordinator/control/max_failure.ts";
 import { assertEquals, assertThrows } from "../../util/assert.ts";
 
 Deno.test("MaxFailureThreshold.limit: absolute n, or ceil(p·W)", () => {

@@ -1,5 +1,5 @@
-import { LrEventMeta } from "../../../src/distributed/coordinator/meta.ts";
-import type { Verdict } from "../../../src/distributed/coordinator/guards.ts";
+import { LrEventMeta } from "../../../src/distributed/coordinator/control/meta.ts";
+import type { Verdict } from "../../../src/distributed/coordinator/control/guards.ts";
 import { assertEquals, assertRelClose } from "../../util/assert.ts";
 
 const S: Verdict = { kind: "stable" };

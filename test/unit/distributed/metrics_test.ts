@@ -1,4 +1,4 @@
-import { type ChunkReport, EpochAggregator } from "../../../src/distributed/coordinator/metrics.ts";
+import { type ChunkReport, EpochAggregator } from "../../../src/distributed/coordinator/report/metrics.ts";
 import { reductionFor, rollUp, type RollUpChild } from "../../../src/monitor/mod.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/assert.ts";
 

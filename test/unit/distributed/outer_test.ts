@@ -3,8 +3,8 @@ import { assert, assertEquals, assertRelClose, assertThrows } from "../../util/a
 import { mulberry32, randn } from "../../util/random.ts";
 import { ArrayDataSet, AverageBackend, ElCheConfig, SGD, Trainer, Variable } from "../../../src/index.ts";
 import type { Module } from "../../../src/nn/mod.ts";
-import { BundleWriter, loadResume } from "../../../src/distributed/coordinator/persistence.ts";
-import { readBundleOuter } from "../../../src/distributed/coordinator/bundle.ts";
+import { BundleWriter, loadResume } from "../../../src/distributed/coordinator/persistence/persistence.ts";
+import { readBundleOuter } from "../../../src/distributed/coordinator/persistence/bundle.ts";
 import { resolveConfig } from "../../../src/distributed/run/validate_config.ts";
 import { FsStorage } from "../../../src/io/mod.ts";
 import { simulate } from "../../util/fake_ranks.ts";

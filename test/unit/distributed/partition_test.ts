@@ -1,4 +1,4 @@
-import { extendPartitions, planPartitions } from "../../../src/distributed/coordinator/partition.ts";
+import { extendPartitions, planPartitions } from "../../../src/distributed/coordinator/schedule/partition.ts";
 import { assertEquals, assertThrows } from "../../util/assert.ts";
 
 const sizes = (rs: { size: number }[]) => rs.map((r) => r.size);

@@ -7,7 +7,7 @@
  * isolate collects every MESSAGES_PER_COLLECT messages from worker ranks: V8 alone seldom
  * runs a major collection there, and a received message's native memory waits for one.
  */
-import { MESSAGES_PER_COLLECT, messageCollections, RankClient } from "../../../src/distributed/coordinator/rank_client.ts";
+import { MESSAGES_PER_COLLECT, messageCollections, RankClient } from "../../../src/distributed/coordinator/transport/rank_client.ts";
 import { RankLostError } from "../../../src/distributed/protocol/errors.ts";
 import type { RankApi } from "../../../src/distributed/protocol/messages.ts";
 import { collectGarbage, loadCollector } from "../../../src/gpu/collect.ts";

@@ -7,7 +7,7 @@
 import { counterDelta, DATA_COUNTERS, DATA_GAUGES, foldCounters, planeTotals } from "../../../src/data/mod.ts";
 import type { Device } from "../../../src/gpu/mod.ts";
 import { RecordTree } from "../../../src/monitor/mod.ts";
-import { EpochAggregator } from "../../../src/distributed/coordinator/metrics.ts";
+import { EpochAggregator } from "../../../src/distributed/coordinator/report/metrics.ts";
 import type { DataSetup } from "../../../src/distributed/protocol/messages.ts";
 import { hostAvailableBytes, planeBudgets, vramPoolKilled } from "../../../src/distributed/rank/rank_data.ts";
 import { prepareDiskStage } from "../../../src/distributed/run/disk_stage.ts";

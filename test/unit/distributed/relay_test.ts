@@ -7,11 +7,11 @@
  * loses its ranks and the next reduce runs on the rest. Waits are on events, never times.
  */
 import { startNatsServer } from "../../../scripts/nats_server.ts";
-import { paramMass } from "../../../src/distributed/coordinator/consensus.ts";
-import { reduceCycle } from "../../../src/distributed/coordinator/reduce_cycle.ts";
-import { RankClient } from "../../../src/distributed/coordinator/rank_client.ts";
-import { checkSum, RelayClient } from "../../../src/distributed/coordinator/relay_client.ts";
-import { NatsTransport } from "../../../src/distributed/coordinator/transport_nats.ts";
+import { paramMass } from "../../../src/distributed/coordinator/reduce/consensus.ts";
+import { reduceCycle } from "../../../src/distributed/coordinator/reduce/reduce_cycle.ts";
+import { RankClient } from "../../../src/distributed/coordinator/transport/rank_client.ts";
+import { checkSum, RelayClient } from "../../../src/distributed/coordinator/reduce/relay_client.ts";
+import { NatsTransport } from "../../../src/distributed/coordinator/transport/transport_nats.ts";
 import {
   assignRelay,
   connectLink,

@@ -1,11 +1,11 @@
 /**
- * The NATS transport (coordinator/transport_nats.ts) against a real nats-server on
+ * The NATS transport (coordinator/transport/transport_nats.ts) against a real nats-server on
  * loopback, with a fake rank served by `serveRank`: calls and events cross, a frame that
  * fails `checkFrame` rejects as a lost rank naming it (never returned for averaging), a
  * rank's own error keeps its name, heartbeats during a first compiling call count as
  * "compiling". And the join check of protocol/remote_hello.ts, item by item.
  */
-import { NatsTransport } from "../../../src/distributed/coordinator/transport_nats.ts";
+import { NatsTransport } from "../../../src/distributed/coordinator/transport/transport_nats.ts";
 import { openCoordinator, serveRank } from "../../../src/distributed/nats/mod.ts";
 import { RankLostError } from "../../../src/distributed/protocol/errors.ts";
 import type { Frame, LayoutTable, RankSetup } from "../../../src/distributed/protocol/messages.ts";

@@ -3,8 +3,8 @@
  * by calls by name with plain arguments, hears it through events, and a transport's own
  * failure (`down`) fails every call in flight with the rank named.
  */
-import { RankClient } from "../../../src/distributed/coordinator/rank_client.ts";
-import { LocalTransport } from "../../../src/distributed/coordinator/transport_local.ts";
+import { RankClient } from "../../../src/distributed/coordinator/transport/rank_client.ts";
+import { LocalTransport } from "../../../src/distributed/coordinator/transport/transport_local.ts";
 import { RankLostError } from "../../../src/distributed/protocol/errors.ts";
 import type { BatchEvent, CoordinatorSink, RankApi, RankSetup } from "../../../src/distributed/protocol/messages.ts";
 import {

@@ -1,4 +1,4 @@
-import { shouldAverage, throttleRanks } from "../../../src/distributed/coordinator/trigger.ts";
+import { shouldAverage, throttleRanks } from "../../../src/distributed/coordinator/control/trigger.ts";
 import { assertEquals } from "../../util/assert.ts";
 
 const T = true, F = false;

@@ -4,7 +4,7 @@ import {
   ElCheConfig,
   EpochCallbackPolicy,
   EvalCadence,
-} from "../../../src/distributed/coordinator/config.ts";
+} from "../../../src/distributed/coordinator/control/config.ts";
 import { resolveConfig, validateConfig } from "../../../src/distributed/run/validate_config.ts";
 import { assertEquals, assertThrows } from "../../util/assert.ts";
 

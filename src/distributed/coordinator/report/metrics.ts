@@ -3,8 +3,8 @@
  * one `EpochMetrics`. The record-tree roll-ups are monitor/roll_up.ts's.
  */
 
-import type { ChunkReport } from "../protocol/messages.ts";
-import { type DataCounters, foldCounters } from "../../data/mod.ts";
+import type { ChunkReport } from "../../protocol/messages.ts";
+import { type DataCounters, foldCounters } from "../../../data/mod.ts";
 
 export type { ChunkReport };
 

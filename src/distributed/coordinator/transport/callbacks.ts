@@ -3,8 +3,8 @@
  * (a failure is a warning, training continues) and rank calls that must answer within
  * the stall ceiling (eval, checkpointFn, optimizer state).
  */
-import { describeError } from "../protocol/errors.ts";
-import type { RankView } from "../protocol/transport.ts";
+import { describeError } from "../../protocol/errors.ts";
+import type { RankView } from "../../protocol/transport.ts";
 import type { RankClient } from "./rank_client.ts";
 
 /** Run a user callback; a throw becomes a warning naming it (training continues). */

@@ -3,14 +3,24 @@
  * feed (delivered or compute-only), the convergence guard, the LR meta-controller,
  * and the window quotas c[r] the dispatcher hands out.
  */
-import type { RunDefinition } from "./run_definition.ts";
 import type { ApplyPolicy } from "./config.ts";
-import { ElChe } from "./elche.ts";
+import { ElChe, type ElCheState } from "./elche.ts";
 import { type ConvergenceGuard, DivergenceReport, resolveGuard, type Verdict } from "./guards.ts";
 import { LrEventMeta } from "./meta.ts";
-import type { ResumeSeed } from "./persistence.ts";
-import type { BatchEvent, SyncAck } from "../protocol/messages.ts";
+import type { BatchEvent, SyncAck } from "../../protocol/messages.ts";
 import type { ResolvedRunConfig } from "./config.ts";
+
+/** What Cadence reads of the run's definition: an explicit guard and the ranks' speed hints. */
+export interface CadenceInputs {
+  guard?: ConvergenceGuard;
+  cluster?: { ranks: { speedHint?: number }[] };
+}
+
+/** The control state a resumed run starts from (a bundle's ElChe state and guard trend). */
+export interface CadenceResume {
+  elche?: ElCheState;
+  trendHistory?: number[];
+}
 
 /** One rank's batches since the last reduce, as the coordinator received them. */
 export interface TimingWindow {
@@ -87,7 +97,7 @@ export class Cadence {
   #lastSyncMs = 0;
   #lastLr?: number;
 
-  constructor(state: RunDefinition, cfg: ResolvedRunConfig, world: number, pickSpace: number, resume?: ResumeSeed) {
+  constructor(state: CadenceInputs, cfg: ResolvedRunConfig, world: number, pickSpace: number, resume?: CadenceResume) {
     this.#cfg = cfg;
     const e = cfg.elche;
     this.elche = new ElChe({

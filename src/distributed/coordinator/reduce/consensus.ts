@@ -7,7 +7,7 @@
  * result for +, −, ×, ÷, since 53 >= 2·24 + 2), so the coordinator matches a rank doing the
  * same arithmetic on the GPU.
  */
-import type { SyncAck } from "../protocol/messages.ts";
+import type { SyncAck } from "../../protocol/messages.ts";
 
 const f32 = Math.fround;
 

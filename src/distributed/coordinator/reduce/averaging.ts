@@ -8,10 +8,10 @@
  * `steps` like any rank's, so Σm and the movers count every rank once, wherever its frame
  * was summed, and the root divides once.
  */
-import { accumulateBf16 } from "../../tensor/mod.ts";
+import { accumulateBf16 } from "../../../tensor/mod.ts";
 import { accumulate, consensusWeights, paramMass } from "./consensus.ts";
-import type { Frame, LayoutTable } from "../protocol/messages.ts";
-import type { SummedFrame } from "../protocol/relay.ts";
+import type { Frame, LayoutTable } from "../../protocol/messages.ts";
+import type { SummedFrame } from "../../protocol/relay.ts";
 
 /** A consensus, or null for a zero-mass round. */
 export interface Averaged {

@@ -12,11 +12,11 @@
  * group is rebuilt over the alive ranks (new numbering) and the reduce retried
  * with their masses only.
  */
-import type { CollectiveAck } from "../protocol/messages.ts";
-import { abortSlab, createSlab, type Slab, slabViews } from "../protocol/slab.ts";
+import type { CollectiveAck } from "../../protocol/messages.ts";
+import { abortSlab, createSlab, type Slab, slabViews } from "../../protocol/slab.ts";
 import { paramMass } from "./consensus.ts";
-import { describeOuter } from "../protocol/outer.ts";
-import type { RankClient } from "./rank_client.ts";
+import { describeOuter } from "../../protocol/outer.ts";
+import type { RankClient } from "../transport/rank_client.ts";
 import type { ReduceInput, ReduceOutcome } from "./reduce_cycle.ts";
 
 /** The ranks sharing one slab, numbered 0..W-1 in rank order; rebuilt when the alive set changes. */

@@ -2,7 +2,7 @@
  * Convergence guards: each reduce they read the ranks' divergence from the
  * consensus and answer Stable, SuppressGrowth or NudgeDown{factor}; ElChe applies it.
  */
-import type { SyncAck } from "../protocol/messages.ts";
+import type { SyncAck } from "../../protocol/messages.ts";
 
 export type { SyncAck };
 

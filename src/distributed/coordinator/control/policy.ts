@@ -10,7 +10,7 @@ export type ApplyPolicy = (typeof ApplyPolicy)[keyof typeof ApplyPolicy];
 
 /**
  * HOW a reduce travels. `Cpu`: frames to the coordinator and back. `Nccl`: the
- * ranks' collective in a SharedArrayBuffer slab (coordinator/reduce_nccl.ts), the web's
+ * ranks' collective in a SharedArrayBuffer slab (coordinator/reduce/reduce_nccl.ts), the web's
  * stand-in for NCCL.
  */
 export const AverageBackend = { Nccl: "nccl", Cpu: "cpu" } as const;

@@ -7,14 +7,14 @@
  * decides when a cycle runs and what it means for the schedule; this module only moves
  * and combines frames.
  */
-import { packBf16 } from "../../tensor/mod.ts";
-import { frameToFlat } from "../protocol/frame_codec.ts";
-import type { Adoption, Frame, LayoutTable, SyncAck } from "../protocol/messages.ts";
+import { packBf16 } from "../../../tensor/mod.ts";
+import { frameToFlat } from "../../protocol/frame_codec.ts";
+import type { Adoption, Frame, LayoutTable, SyncAck } from "../../protocol/messages.ts";
 import { average } from "./averaging.ts";
-import type { RunObserver } from "./observer.ts";
-import type { OuterStepper } from "../protocol/outer.ts";
-import type { RankClient } from "./rank_client.ts";
-import type { FrameRelay, SummedFrame } from "../protocol/relay.ts";
+import type { RunObserver } from "../report/observer.ts";
+import type { OuterStepper } from "../../protocol/outer.ts";
+import type { RankClient } from "../transport/rank_client.ts";
+import type { FrameRelay, SummedFrame } from "../../protocol/relay.ts";
 
 /** What a cycle needs to know: who takes part, how to weigh and ship, and where the schedule stands. */
 export interface ReduceInput {

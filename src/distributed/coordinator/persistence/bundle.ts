@@ -19,7 +19,7 @@ import {
   packTar,
   type FileStore,
   unpackTar,
-} from "../../io/mod.ts";
+} from "../../../io/mod.ts";
 import {
   type BundleMeta,
   type BundleMetaInput,
@@ -108,7 +108,7 @@ export interface BundleOuter {
  * @throws {TypeError|RangeError} For invalid parts, naming the file and the field.
  * @example
  * ```ts
- * import { MemoryStorage } from "../../io/mod.ts";
+ * import { MemoryStorage } from "../../../io/mod.ts";
  * import { readBundleMeta, writeBundle } from "./bundle.ts";
  * const storage = new MemoryStorage();
  * await writeBundle(storage, "runs/demo", {

@@ -3,7 +3,7 @@
  * Sync (and by Cadence/Async when progressive dispatch is turned off).
  */
 
-import type { ApplyPolicy } from "./config.ts";
+import type { ApplyPolicy } from "../control/config.ts";
 
 /** A contiguous range of pick positions `[offset, offset + size)` in an epoch's permutation. */
 export interface Range {

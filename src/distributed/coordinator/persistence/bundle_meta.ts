@@ -4,9 +4,9 @@
  * Keys are flodl's, verbatim. User knobs (τ, anchor bounds) are not saved:
  * a resume uses the new config.
  */
-import type { EpochCoverage } from "./chunk_pool.ts";
-import type { ElCheState, Phase } from "./elche.ts";
-import type { SaveReason } from "./max_failure.ts";
+import type { EpochCoverage } from "../schedule/chunk_pool.ts";
+import type { ElCheState, Phase } from "../control/elche.ts";
+import type { SaveReason } from "../control/max_failure.ts";
 
 /** The schema this code writes; readers refuse newer versions and fill defaults for older ones. */
 export const BUNDLE_SCHEMA_VERSION = 5;

@@ -4,8 +4,8 @@
  * a `Comlink.proxy` here, and nowhere else does a proxy or function cross the seam.
  */
 import * as Comlink from "comlink";
-import type { Hello, RankApi } from "../protocol/messages.ts";
-import { dispatch, type RankCallName, type RankCalls, type RankListener, type RankTransport, sinkOf } from "../protocol/transport.ts";
+import type { Hello, RankApi } from "../../protocol/messages.ts";
+import { dispatch, type RankCallName, type RankCalls, type RankListener, type RankTransport, sinkOf } from "../../protocol/transport.ts";
 
 export class WorkerTransport implements RankTransport {
   readonly messages = true;

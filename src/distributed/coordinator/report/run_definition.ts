@@ -4,9 +4,9 @@
  * the outer optimizer and guard, and the cluster's speed hints. `run/builder_state.ts`'s
  * `BuilderState` satisfies it structurally; the coordinator imports nothing from run/.
  */
-import type { ConvergenceGuard } from "./guards.ts";
+import type { ConvergenceGuard } from "../control/guards.ts";
 import type { EpochMetrics } from "./metrics.ts";
-import type { OuterOptimizer } from "../protocol/outer.ts";
+import type { OuterOptimizer } from "../../protocol/outer.ts";
 
 export interface RunDefinition {
   spec: {

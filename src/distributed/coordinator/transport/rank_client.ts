@@ -4,11 +4,11 @@
  * liveness, and calls that carry the rank and the cause when they fail. Nothing here knows
  * how messages travel.
  */
-import { collectGarbage } from "../../gpu/mod.ts";
-import { describeError, RankLostError } from "../protocol/errors.ts";
-import type { BatchEvent, CoordinatorSink, RankApi } from "../protocol/messages.ts";
-import type { FrameRelay } from "../protocol/relay.ts";
-import { type RankEvent, type RankTransport, type RankView, viewOf } from "../protocol/transport.ts";
+import { collectGarbage } from "../../../gpu/mod.ts";
+import { describeError, RankLostError } from "../../protocol/errors.ts";
+import type { BatchEvent, CoordinatorSink, RankApi } from "../../protocol/messages.ts";
+import type { FrameRelay } from "../../protocol/relay.ts";
+import { type RankEvent, type RankTransport, type RankView, viewOf } from "../../protocol/transport.ts";
 import { LocalTransport } from "./transport_local.ts";
 import { WorkerTransport } from "./transport_worker.ts";
 

@@ -2,12 +2,12 @@
  * Checkpoint bundles of a run: where they go (`savePath`), what a resume
  * seeds (`resumeFrom`), and a writer that never runs two writes of one stem at once.
  */
-import { resolveStorage, type FileStore } from "../../io/mod.ts";
+import { resolveStorage, type FileStore } from "../../../io/mod.ts";
 import { type BundleParts, readBundleMeta, readBundleOuter, writeBundle } from "./bundle.ts";
 import { type BundleMeta, checkResumeCompatible } from "./bundle_meta.ts";
-import type { EpochCoverage } from "./chunk_pool.ts";
-import type { ElCheState } from "./elche.ts";
-import type { ResolvedRunConfig } from "./config.ts";
+import type { EpochCoverage } from "../schedule/chunk_pool.ts";
+import type { ElCheState } from "../control/elche.ts";
+import type { ResolvedRunConfig } from "../control/config.ts";
 
 /** FileStore and stem of a bundle path such as `runs/mnist/ckpt` or `/tmp/ckpt`. */
 export function bundleLocation(stem: string): { storage: FileStore; stem: string; where: string } {

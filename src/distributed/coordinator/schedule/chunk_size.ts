@@ -3,7 +3,7 @@
  * (flodl's chunk sizing, rules 1–5). Pure functions; the chunk pool applies them.
  */
 
-import type { ApplyPolicy } from "./config.ts";
+import type { ApplyPolicy } from "../control/config.ts";
 
 /** Smallest Async chunk (probe and calibrated), batches. */
 export const MIN_ASYNC_CHUNK = 4;

@@ -3,7 +3,7 @@
  * averaging plane's counters (reduces, wire bytes, ms), closed into one
  * `RunEpochMetrics` when the epoch ends.
  */
-import type { ChunkReport } from "../protocol/messages.ts";
+import type { ChunkReport } from "../../protocol/messages.ts";
 import { EpochAggregator, type RunEpochMetrics } from "./metrics.ts";
 
 interface ReduceTotals {

@@ -2,8 +2,8 @@
  * The in-process transport: a rank object (a `RankRuntime`, a test's fake rank) called
  * directly in this thread. Nothing is copied; events arrive synchronously.
  */
-import type { RankApi } from "../protocol/messages.ts";
-import { dispatch, type RankCallName, type RankCalls, type RankListener, type RankTransport, sinkOf } from "../protocol/transport.ts";
+import type { RankApi } from "../../protocol/messages.ts";
+import { dispatch, type RankCallName, type RankCalls, type RankListener, type RankTransport, sinkOf } from "../../protocol/transport.ts";
 
 export class LocalTransport implements RankTransport {
   readonly messages = false;

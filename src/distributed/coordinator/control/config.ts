@@ -12,7 +12,7 @@ import type { MaxFailureThreshold } from "./max_failure.ts";
 
 export { MaxFailureThreshold } from "./max_failure.ts";
 
-import { Reduction } from "../../monitor/mod.ts";
+import { Reduction } from "../../../monitor/mod.ts";
 import { ApplyPolicy, AverageBackend } from "./policy.ts";
 
 export { ApplyPolicy, AverageBackend };

@@ -9,10 +9,10 @@
  * it. A bad frame, or an error of the link itself, rejects as a {@link RankLostError}: the
  * client drops the rank (the run goes on without it), never averages what it sent.
  */
-import { checkFrame, type NatsCoordinator, type RankLink, RankLinkError } from "../nats/mod.ts";
-import { RankLostError } from "../protocol/errors.ts";
-import type { Adoption, Frame, RankHello, RankSetup } from "../protocol/messages.ts";
-import type { RankCallName, RankCalls, RankEvent, RankListener, RankTransport } from "../protocol/transport.ts";
+import { checkFrame, type NatsCoordinator, type RankLink, RankLinkError } from "../../nats/mod.ts";
+import { RankLostError } from "../../protocol/errors.ts";
+import type { Adoption, Frame, RankHello, RankSetup } from "../../protocol/messages.ts";
+import type { RankCallName, RankCalls, RankEvent, RankListener, RankTransport } from "../../protocol/transport.ts";
 
 const EVENT_KINDS: ReadonlySet<string> = new Set(["batch", "heartbeat", "compiling"]);
 

@@ -13,12 +13,12 @@
  * Nothing else about a relayed rank differs: its calls, events and heartbeats go straight
  * to the coordinator, so a rank dying behind a relay is lost as any rank is.
  */
-import { checkFrame, type RankLink } from "../nats/mod.ts";
-import { describeError, RankLostError } from "../protocol/errors.ts";
-import type { Frame, LayoutTable } from "../protocol/messages.ts";
-import type { FrameRelay, RelayAsk, SummedFrame } from "../protocol/relay.ts";
+import { checkFrame, type RankLink } from "../../nats/mod.ts";
+import { describeError, RankLostError } from "../../protocol/errors.ts";
+import type { Frame, LayoutTable } from "../../protocol/messages.ts";
+import type { FrameRelay, RelayAsk, SummedFrame } from "../../protocol/relay.ts";
 import { paramMass } from "./consensus.ts";
-import type { RankClient } from "./rank_client.ts";
+import type { RankClient } from "../transport/rank_client.ts";
 
 /** Options of a {@link RelayClient}. */
 export interface RelayClientOptions {

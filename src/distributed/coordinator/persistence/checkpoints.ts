@@ -4,14 +4,14 @@
  * ElChe's state) and writing it. The coordinator hands over a {@link BundleSource}; it
  * keeps no bundle logic of its own.
  */
-import { describeError } from "../protocol/errors.ts";
-import type { LayoutTable } from "../protocol/messages.ts";
+import { describeError } from "../../protocol/errors.ts";
+import type { LayoutTable } from "../../protocol/messages.ts";
 import type { BundleParts } from "./bundle.ts";
 import type { BundleElCheState } from "./bundle_meta.ts";
-import type { EpochCoverage } from "./chunk_pool.ts";
-import type { ResolvedRunConfig } from "./config.ts";
-import type { SaveReason } from "./max_failure.ts";
-import type { RunObserver } from "./observer.ts";
+import type { EpochCoverage } from "../schedule/chunk_pool.ts";
+import type { ResolvedRunConfig } from "../control/config.ts";
+import type { SaveReason } from "../control/max_failure.ts";
+import type { RunObserver } from "../report/observer.ts";
 import type { BundleWriter } from "./persistence.ts";
 
 /** Everything a bundle is made of, as the coordinator holds it at save time. */

@@ -4,14 +4,14 @@
  * while it is alive, else the fastest rank by ElChe's measurements, and sticks to its
  * holder while that rank lives.
  */
-import { describeError } from "../protocol/errors.ts";
-import type { RankView } from "../protocol/transport.ts";
-import { quietly } from "./callbacks.ts";
-import type { ResolvedRunConfig } from "./config.ts";
-import type { ElChe } from "./elche.ts";
-import type { RunEvents, RunSink } from "./observer.ts";
-import type { RankClient } from "./rank_client.ts";
-import type { RunDefinition } from "./run_definition.ts";
+import { describeError } from "../../protocol/errors.ts";
+import type { RankView } from "../../protocol/transport.ts";
+import { quietly } from "../transport/callbacks.ts";
+import type { ResolvedRunConfig } from "../control/config.ts";
+import type { ElChe } from "../control/elche.ts";
+import type { RunEvents, RunSink } from "../report/observer.ts";
+import type { RankClient } from "../transport/rank_client.ts";
+import type { RunDefinition } from "../report/run_definition.ts";
 
 /** What the role needs of the coordinator. */
 export interface RoleContext {

@@ -3,9 +3,9 @@
  * results), the run's monitor (`RunEvents`) and live observers (`RunObserver`). Declared
  * here, below `run/`, which implements them: the coordinator imports no run/ module.
  */
-import type { Verdict } from "./guards.ts";
+import type { Verdict } from "../control/guards.ts";
 import type { RunEpochMetrics } from "./metrics.ts";
-import type { BatchEvent, LayoutTable } from "../protocol/messages.ts";
+import type { BatchEvent, LayoutTable } from "../../protocol/messages.ts";
 
 /** The trained consensus: parameters and buffers by name, f32 (flodl's `TrainedState`). */
 export interface TrainedState {

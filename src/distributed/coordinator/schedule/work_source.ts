@@ -5,8 +5,8 @@
  */
 import { type Chunk, ChunkPool, type EpochCoverage, type NextChunkContext } from "./chunk_pool.ts";
 import { planPartitions, type Range } from "./partition.ts";
-import type { ApplyPolicy, ResolvedRunConfig } from "./config.ts";
-import type { ElChe } from "./elche.ts";
+import type { ApplyPolicy, ResolvedRunConfig } from "../control/config.ts";
+import type { ElChe } from "../control/elche.ts";
 
 /**
  * One epoch's dispatchable work. A chunk is covered only once a reduce folded the rank's work
