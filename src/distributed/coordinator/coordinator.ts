@@ -1,16 +1,17 @@
 /**
- * The scheduler of a multi-rank run: dispatches chunks under the
- * policy's pacing, decides when a reduce is due and when an epoch ends, runs ElChe, the
- * guards and the meta-controller through `Cadence`, schedules eval and callbacks, and
- * stops the run when it cannot go on. What happens inside a reduce is
- * `reduce_cycle.ts`'s; bundles are `checkpoints.ts`'s; the epoch ledger is
- * `epoch_report.ts`'s; the callbacks' rank is `epoch_role.ts`'s. It runs on the main
- * thread, reaches ranks only through `RankClient` (protocol/transport.ts), and never
- * touches a GPU.
+ * The scheduler of a multi-rank run: dispatches chunks under the policy's pacing, decides
+ * when a reduce is due and when an epoch ends, admits and loses ranks, and stops the run
+ * when it cannot go on. It composes the coordinator's rooms (docs/ARCHITECTURE.md): what a
+ * rank holds is `schedule/in_flight.ts`'s, ElChe, the guards and the meta-controller are
+ * `control/cadence.ts`'s, a reduce is `reduce/`'s, bundles are `persistence/`'s, the epoch
+ * ledger and the callbacks' rank are `report/` and `schedule/epoch_role.ts`'s. It runs on
+ * the main thread, reaches ranks only through `RankClient` (protocol/transport.ts), and
+ * never touches a GPU.
  *
- * Over ~400 lines on purpose: dispatch, the reduce gate, epoch boundaries, rank loss and
- * the stop reasons are one state machine over one set of fields (flight, window counts,
- * frontier, version); what does not read them has been moved out (see above).
+ * One of the three files over 450 lines, on purpose: dispatch, the reduce gate, epoch
+ * boundaries, joins, rank loss and the stop reasons are one state machine over the same
+ * few objects (the work in flight, the clock, the consensus, the membership, the halt);
+ * what does not read them lives in the rooms.
  */
 import type { Module } from "../../nn/mod.ts";
 import type { BatchEvent, ChunkReport, Frame, LayoutTable, SyncAck } from "../protocol/messages.ts";
@@ -20,6 +21,7 @@ import { boundedCall, quietly } from "./transport/callbacks.ts";
 import { Cadence } from "./control/cadence.ts";
 import { type BundleSource, Checkpoints } from "./persistence/checkpoints.ts";
 import type { Chunk, EpochCoverage, NextChunkContext } from "./schedule/chunk_pool.ts";
+import { InFlight } from "./schedule/in_flight.ts";
 import { EvalCadence, type ResolvedRunConfig } from "./control/config.ts";
 import { EpochReports } from "./report/epoch_report.ts";
 import { EpochRole } from "./schedule/epoch_role.ts";
@@ -44,26 +46,37 @@ import { planSource, type WorkSource } from "./schedule/work_source.ts";
 
 export type { RankPlace, ReduceEvent, RunObserver };
 
-interface Flight {
-  chunk: Chunk;
-  source: WorkSource;
-  /** performance.now() when the chunk was sent. */
-  since: number;
+/** Where the run is: the epoch to close next, reduce rounds, consensus versions, batches folded. */
+interface RunClock {
+  frontier: number;
+  round: number;
+  version: number;
+  globalStep: number;
 }
 
-/**
- * A chunk a rank holds work on that no reduce has wholly folded into the consensus. A rank
- * trains its chunks in the order they were sent and each frame counts the batches since
- * the last one folded, so a reduce's `steps[r]` folds the next that many batches of this
- * list, across chunks and epochs (a sample counts once the consensus holds it).
- */
-interface Unfolded {
-  chunk: Chunk;
-  source: WorkSource;
-  /** Batches the rank reported trained (its reply); undefined while in flight. */
-  trained?: number;
-  /** Leading batches a reduce folded. */
-  folded: number;
+/** The last consensus and what it holds: the coverage and epoch of the reduce that made it. */
+interface Consensus {
+  params: Float32Array | null;
+  buffers: Float32Array | null;
+  coverage: EpochCoverage[];
+  epoch: number;
+}
+
+/** Who trains: members ever admitted (maxFailure's W), ranks lost, slots waiting to join. */
+interface Membership {
+  members: number;
+  dead: number;
+  /** Standby slots whose join passed its checks and init, waiting for the next epoch boundary. */
+  joins: Map<number, RankPlace>;
+  /** Ranks lost while a reduce was running: their work is given back once it settles (it may fold some of it). */
+  lostInReduce: Set<number>;
+}
+
+/** Why the run stops: a cooperative shutdown, a failure to rethrow, or an unrecoverable reason to save. */
+interface Halt {
+  shutdown: boolean;
+  failure?: Error;
+  stop?: { reason: SaveReason; cause: Error };
 }
 
 export class Coordinator<M extends Module> {
@@ -78,55 +91,27 @@ export class Coordinator<M extends Module> {
   #outer?: OuterStepper;
   /** Restored outer momentum the nccl-* ranks' replicas still need (their first collective). */
   #outerSeed?: Float32Array;
-  #P: number;
-  #B: number;
+  #pickSpace: number;
+  #batchSize: number;
   #sources = new Map<number, WorkSource>();
   #reports: EpochReports;
-  #flight: (Flight | null)[];
-  #n: number[];
-  /**
-   * NOTE: batch events and chunk replies reach this thread on different message channels
-   * (a worker's sink is a comlink proxy of its own port), so a chunk's reply may land
-   * before its last batch events. Counting only events, a barrier-paced dispatch then saw a
-   * rank short of its window quota and gave it a second chunk in the same window, a timing
-   * dependent schedule. So a reply completes the chunk's count: `#seen` counts the events of
-   * the chunk in flight, the reply adds what is missing to `#n` and owes it (`#owed`), and
-   * the late events pay the debt instead of counting twice.
-   */
-  #seen: number[];
-  #owed: number[];
-  /** Per rank, its chunks not yet wholly in the consensus, oldest first. */
-  #unfolded: Unfolded[][];
-  /** Ranks lost while a reduce was running: their work is given back once it settles (it may fold some of it). */
-  #lostInReduce = new Set<number>();
-  #frontier = 0;
-  #round = 0;
-  #version = 0;
-  #globalStep = 0;
+  #work: InFlight;
+  #clock: RunClock = { frontier: 0, round: 0, version: 0, globalStep: 0 };
+  #consensus: Consensus = { params: null, buffers: null, coverage: [], epoch: 0 };
+  #membership: Membership = { members: 0, dead: 0, joins: new Map(), lostInReduce: new Set() };
+  #halt: Halt = { shutdown: false };
   #reducing = false;
-  #stop = false;
-  #failure?: Error;
   #wake = new Wake();
   /** performance.now() of the last batch, chunk or reduce: what the stall ceiling measures from. */
   #lastProgress = performance.now();
   #role: EpochRole;
-  #consensus: Float32Array | null = null;
   #events?: RunEvents;
+  /** Epochs whose first chunk was sent (epochStart fired). */
   #started = new Set<number>();
   #resume?: ResumeSeed;
   #checkpoints: Checkpoints;
-  /** Coverage the current consensus holds: what the reduce that made it had folded. */
-  #ckptCoverage: EpochCoverage[] = [];
-  #ckptEpoch = 0;
-  #stopReason?: { reason: SaveReason; cause: Error };
-  #dead = 0;
-  /** Ranks that were members at some point: the start's, then each one admitted (maxFailure's W). */
-  #members = 0;
-  /** Standby slots whose join passed its checks and init, waiting for the next epoch boundary. */
-  #joins = new Map<number, RankPlace>();
   /** Ranks the last dispatch pass offered work and the source told to hold (nothing for them this window). */
   #held = new Set<number>();
-  #consensusBuffers: Float32Array | null = null;
   /** The nccl-* ranks' shared-memory group (rebuilt over the survivors after a loss). */
   #nccl = new NcclGroup();
 
@@ -151,15 +136,14 @@ export class Coordinator<M extends Module> {
     this.#layout = layout;
     this.#sink = sink;
     this.#observer = observer;
-    this.#B = cfg.batchSize;
-    this.#P = (state.spec.dataset?.len() ?? 0) * cfg.augment;
+    this.#batchSize = cfg.batchSize;
+    this.#pickSpace = (state.spec.dataset?.len() ?? 0) * cfg.augment;
+    this.#work = new InFlight(this.W, cfg.batchSize);
     const resume = persistence.resume;
-    this.#cadence = new Cadence(state, cfg, this.W, this.#P, resume);
+    this.#cadence = new Cadence(state, cfg, this.W, this.#pickSpace, resume);
     if (resume) {
-      this.#frontier = resume.startEpoch;
-      this.#ckptEpoch = resume.startEpoch;
-      this.#globalStep = resume.globalStep;
-      this.#round = resume.round;
+      this.#clock = { frontier: resume.startEpoch, round: resume.round, version: 0, globalStep: resume.globalStep };
+      this.#consensus.epoch = resume.startEpoch;
     }
     this.#role = new EpochRole({
       ranks,
@@ -169,7 +153,7 @@ export class Coordinator<M extends Module> {
       sink,
       events,
       bounded: (client, what, fn) => this.#bounded(client, what, fn),
-      stopping: () => this.#stopReason !== undefined,
+      stopping: () => this.#halt.stop !== undefined,
     });
     if (state.outerFactory) this.#outer = new OuterStepper(state.outerFactory());
     const momentum = persistence.resume?.outer;
@@ -182,11 +166,6 @@ export class Coordinator<M extends Module> {
       this.#outer.optimizer.loadState(momentum); // prev_global re-anchors on the resumed model
       this.#outerSeed = momentum;
     }
-    this.#flight = new Array(this.W).fill(null);
-    this.#n = new Array(this.W).fill(0);
-    this.#seen = new Array(this.W).fill(0);
-    this.#owed = new Array(this.W).fill(0);
-    this.#unfolded = Array.from({ length: this.W }, () => []);
     for (const r of ranks) {
       r.onBatch = (ev) => this.#onBatch(ev);
       r.onDown = (err, fatal) => (fatal ? this.#fail(err) : this.#rankLost(r.rank, err));
@@ -194,9 +173,9 @@ export class Coordinator<M extends Module> {
         // A spare slot (elastic membership): out of ElChe and every plan until admitted.
         this.#cadence.dead(r.rank);
         r.onStandbyDown = (err) => {
-          if (this.#joins.delete(r.rank)) console.warn(`flodl-webgpu: ${err.message} (it was waiting to join; the run goes on)`);
+          if (this.#membership.joins.delete(r.rank)) console.warn(`flodl-webgpu: ${err.message} (it was waiting to join; the run goes on)`);
         };
-      } else this.#members++;
+      } else this.#membership.members++;
     }
   }
 
@@ -208,18 +187,18 @@ export class Coordinator<M extends Module> {
   requestJoin(rank: number, place: RankPlace): void {
     const c = this.#ranks[rank];
     if (!c?.standby || c.cause) return;
-    this.#joins.set(rank, place);
+    this.#membership.joins.set(rank, place);
     this.#observer.rankWaiting?.(rank, place);
   }
 
   /** Ranks waiting for the next epoch boundary to join. */
   get pendingJoins(): number[] {
-    return [...this.#joins.keys()];
+    return [...this.#membership.joins.keys()];
   }
 
   /** Cooperative cancel: no new chunks; in-flight ones finish; a final reduce; then done. */
   shutdown(): void {
-    this.#stop = true;
+    this.#halt.shutdown = true;
     this.#poke();
   }
 
@@ -228,7 +207,7 @@ export class Coordinator<M extends Module> {
   }
 
   #fail(e: Error): void {
-    this.#failure ??= e;
+    this.#halt.failure ??= e;
     this.#poke();
   }
 
@@ -238,12 +217,7 @@ export class Coordinator<M extends Module> {
 
   #onBatch(ev: BatchEvent): void {
     this.#lastProgress = performance.now();
-    const r = ev.rank;
-    if (this.#owed[r] > 0) this.#owed[r]--; // counted when its chunk's reply came first
-    else {
-      this.#n[r]++;
-      this.#seen[r]++;
-    }
+    this.#work.batch(ev.rank);
     this.#cadence.batch(ev);
     this.#observer.batch?.(ev);
     this.#events?.batch(ev);
@@ -255,7 +229,7 @@ export class Coordinator<M extends Module> {
     if (!s) {
       s = planSource(epoch, {
         cfg: this.#cfg,
-        pickSpace: this.#P,
+        pickSpace: this.#pickSpace,
         alive: this.#ranks.map((r) => r.alive),
         resumed: this.#resume?.coverage.get(epoch),
         elche: this.#cadence.elche,
@@ -276,26 +250,27 @@ export class Coordinator<M extends Module> {
       counts: this.#counts(),
       calibrated: this.#cadence.elche.calibrated,
       hinted: this.#cadence.elche.hinted,
-      pickSpace: this.#P,
-      batchSize: this.#B,
-      stepsSinceAvg: this.#n[rank],
+      pickSpace: this.#pickSpace,
+      batchSize: this.#batchSize,
+      stepsSinceAvg: this.#work.window(rank),
       maxOvershoot: this.#cfg.policy === "async" ? this.#cadence.elche.maxOvershoot : 0,
     };
   }
 
   #dispatch(): void {
     this.#held.clear();
-    if (this.#stop) return;
+    if (this.#halt.shutdown) return;
     const barrier = this.#cfg.policy !== "async";
     const last = this.#cfg.numEpochs - 1;
     const counts = this.#counts();
     for (const client of this.#alive()) {
       const r = client.rank;
-      if (this.#flight[r]) continue;
+      if (this.#work.flight(r)) continue;
       // Barrier-paced: a rank that met its window quota waits for the reduce.
-      if (barrier && (this.#reducing || this.#n[r] >= Math.max(1, counts[r]))) continue;
+      if (barrier && (this.#reducing || this.#work.window(r) >= Math.max(1, counts[r]))) continue;
       // Barrier-paced: only the frontier epoch. Async: may stream one epoch ahead.
-      const epochs = barrier ? [this.#frontier] : [this.#frontier, this.#frontier + 1];
+      const f = this.#clock.frontier;
+      const epochs = barrier ? [f] : [f, f + 1];
       for (const epoch of epochs) {
         if (epoch > last) break;
         const source = this.#source(epoch);
@@ -314,15 +289,14 @@ export class Coordinator<M extends Module> {
       this.#started.add(chunk.epoch);
       this.#events?.epochStart(chunk.epoch);
     }
-    this.#flight[r] = { chunk, source, since: performance.now() };
-    this.#unfolded[r].push({ chunk, source, folded: 0 });
+    this.#work.sent(r, chunk, source);
     const epochFn = this.#role.epochFn(chunk.epoch, r);
     client.call("train", (api) =>
       api.train({
         epoch: chunk.epoch,
         ranges: [[chunk.offset, chunk.size]],
-        globalStep: this.#globalStep,
-        version: this.#version,
+        globalStep: this.#clock.globalStep,
+        version: this.#clock.version,
         epochFn,
       })).then(
         (report) => this.#completed(r, chunk, source, report),
@@ -333,45 +307,9 @@ export class Coordinator<M extends Module> {
   #completed(r: number, chunk: Chunk, source: WorkSource, report: ChunkReport): void {
     if (!this.#ranks[r].alive) return;
     this.#lastProgress = performance.now();
-    this.#flight[r] = null;
-    const missing = Math.max(0, report.batches - this.#seen[r]);
-    this.#n[r] += missing;
-    this.#owed[r] += missing;
-    this.#seen[r] = 0;
-    const trained = Math.min(chunk.batches, Math.max(0, report.batches));
-    source.complete(r, chunk.id, trained);
-    const open = this.#unfolded[r].find((u) => u.chunk === chunk);
-    if (open) {
-      open.trained = Math.max(trained, open.folded);
-      if (open.folded === open.trained) this.#unfolded[r].splice(this.#unfolded[r].indexOf(open), 1);
-    }
+    this.#work.completed(r, chunk, source, report);
     this.#reports.chunk(chunk.epoch, report);
     this.#poke();
-  }
-
-  /**
-   * A reduce put `steps[r]` more batches of each rank's work into the consensus: the next
-   * that many of its unfolded chunks' batches, oldest first. Only now do they count as
-   * trained (the sources' coverage, the observer's ledger).
-   */
-  #fold(steps: readonly number[]): void {
-    const B = this.#B;
-    steps.forEach((k, r) => {
-      const q = this.#unfolded[r];
-      while (k > 0 && q.length > 0) {
-        const u = q[0];
-        const t = Math.min(k, (u.trained ?? u.chunk.batches) - u.folded);
-        if (t <= 0) break; // a count beyond what was sent: nothing of ours to fold
-        u.source.fold(r, u.chunk.id, t);
-        this.#observer.chunk?.(u.chunk.epoch, r, u.chunk.offset + u.folded * B, t * B);
-        u.folded += t;
-        k -= t;
-        if (u.folded === (u.trained ?? u.chunk.batches)) {
-          if (u.trained !== undefined) q.shift();
-          else break; // in flight, every batch folded: its reply settles it
-        }
-      }
-    });
   }
 
   /**
@@ -380,11 +318,7 @@ export class Coordinator<M extends Module> {
    * trained for nothing is accounted as discarded in its epoch's metrics.
    */
   #reclaim(r: number): void {
-    for (const u of this.#unfolded[r]) {
-      const wasted = (u.trained ?? 0) - u.folded;
-      if (wasted > 0) this.#reports.discard(u.chunk.epoch, r, wasted * this.#B);
-    }
-    this.#unfolded[r] = [];
+    this.#work.reclaim(r, (epoch, samples) => this.#reports.discard(epoch, r, samples));
     for (const s of this.#sources.values()) if (!s.isComplete()) s.forfeit(r);
   }
 
@@ -392,13 +326,13 @@ export class Coordinator<M extends Module> {
   #shouldReduce(): boolean {
     if (this.#reducing) return false;
     const alive = this.#alive();
-    if (!alive.some((c) => this.#n[c.rank] > 0)) return false;
+    if (!alive.some((c) => this.#work.window(c.rank) > 0)) return false;
     const barrier = this.#cfg.policy !== "async";
     const counts = this.#counts();
     return alive.every((c) => {
       const r = c.rank;
-      if (barrier && this.#flight[r]) return false;
-      if (this.#n[r] >= Math.max(1, counts[r])) return true;
+      if (barrier && this.#work.flight(r)) return false;
+      if (this.#work.window(r) >= Math.max(1, counts[r])) return true;
       return this.#quiesced(r);
     });
   }
@@ -409,10 +343,10 @@ export class Coordinator<M extends Module> {
    * for it). Held ranks are woken after the reduce.
    */
   #quiesced(r: number): boolean {
-    if (this.#flight[r]) return false;
-    if (this.#stop || this.#held.has(r)) return true;
-    const last = this.#cfg.numEpochs - 1;
-    const epochs = this.#cfg.policy === "async" ? [this.#frontier, this.#frontier + 1] : [this.#frontier];
+    if (this.#work.flight(r)) return false;
+    if (this.#halt.shutdown || this.#held.has(r)) return true;
+    const last = this.#cfg.numEpochs - 1, f = this.#clock.frontier;
+    const epochs = this.#cfg.policy === "async" ? [f, f + 1] : [f];
     return epochs.every((e) => e > last || this.#source(e).exhaustedFor(r));
   }
 
@@ -422,8 +356,8 @@ export class Coordinator<M extends Module> {
    * the final bundle are exact).
    */
   #lastWork(): boolean {
-    if (this.#stop) return true;
-    for (let e = this.#frontier; e < this.#cfg.numEpochs; e++) {
+    if (this.#halt.shutdown) return true;
+    for (let e = this.#clock.frontier; e < this.#cfg.numEpochs; e++) {
       const s = this.#sources.get(e);
       if (!s || !s.isTrained()) return false;
     }
@@ -435,22 +369,22 @@ export class Coordinator<M extends Module> {
     const stall = stallCeilingMs(this.#cfg.heartbeatTimeoutSecs);
     for (;;) {
       this.#wake.pending = false;
-      if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
-      if (this.#failure) throw this.#failure;
+      if (this.#halt.stop) await this.#abort(this.#halt.stop.reason, this.#halt.stop.cause);
+      if (this.#halt.failure) throw this.#halt.failure;
       this.#dispatch();
       if (this.#shouldReduce()) {
         await this.#reduce(this.#lastWork(), stall);
         continue;
       }
       if (await this.#epochBoundary()) continue;
-      const idle = this.#flight.every((f) => f === null);
-      if (idle && (this.#stop || this.#frontier >= this.#cfg.numEpochs)) break;
+      const idle = this.#work.idle;
+      if (idle && (this.#halt.shutdown || this.#clock.frontier >= this.#cfg.numEpochs)) break;
       if (idle && !this.#wake.pending) {
         // Nothing runs, nothing was dispatched, no reduce is due, and nothing is on its way
         // (no completion can come): sleeping here would be forever. Stop, say what is left.
-        this.#stopReason ??= {
+        this.#halt.stop ??= {
           reason: "reduce_stall",
-          cause: new Error(`no rank can take the remaining batches of epoch ${this.#frontier + 1}: ${this.#waitReport(0)}`),
+          cause: new Error(`no rank can take the remaining batches of epoch ${this.#clock.frontier + 1}: ${this.#waitReport(0)}`),
         };
         continue;
       }
@@ -458,13 +392,13 @@ export class Coordinator<M extends Module> {
       // look again instead of sleeping through it.
       if (!this.#wake.pending) await this.#idle(stall);
     }
-    if (this.#alive().some((c) => this.#n[c.rank] > 0) || this.#consensus === null) await this.#reduce(true, stall);
-    if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
-    if (this.#failure) throw this.#failure;
+    if (this.#alive().some((c) => this.#work.window(c.rank) > 0) || this.#consensus.params === null) await this.#reduce(true, stall);
+    if (this.#halt.stop) await this.#abort(this.#halt.stop.reason, this.#halt.stop.cause);
+    if (this.#halt.failure) throw this.#halt.failure;
     await this.#role.evaluate(this.#cfg.numEpochs);
-    if (this.#stopReason) await this.#abort(this.#stopReason.reason, this.#stopReason.cause);
-    if (this.#checkpoints.writer) await this.#save(this.#stop ? "graceful_shutdown" : "checkpoint");
-    return trainedState(this.#layout, this.#consensus!, this.#consensusBuffers!);
+    if (this.#halt.stop) await this.#abort(this.#halt.stop.reason, this.#halt.stop.cause);
+    if (this.#checkpoints.writer) await this.#save(this.#halt.shutdown ? "graceful_shutdown" : "checkpoint");
+    return trainedState(this.#layout, this.#consensus.params!, this.#consensus.buffers!);
   }
 
   /**
@@ -475,7 +409,7 @@ export class Coordinator<M extends Module> {
   #idle(stallMs: number): Promise<void> {
     return this.#wake.sleep(stallMs - (performance.now() - this.#lastProgress), (ms) => this.#waitReport(ms), () => {
       const secs = (stallMs / 1000).toFixed(0);
-      this.#stopReason ??= { reason: "reduce_stall", cause: new Error(`the window made no progress for ${secs} s: ${this.#waitReport(stallMs)}`) };
+      this.#halt.stop ??= { reason: "reduce_stall", cause: new Error(`the window made no progress for ${secs} s: ${this.#waitReport(stallMs)}`) };
     });
   }
 
@@ -488,9 +422,9 @@ export class Coordinator<M extends Module> {
   #waitReport(waitedMs: number): string {
     const now = performance.now(), counts = this.#counts();
     const ranks = this.#ranks.map((c) => {
-      const f = this.#flight[c.rank];
+      const f = this.#work.flight(c.rank);
       const state = c.standby
-        ? (this.#joins.has(c.rank) ? "waiting to join" : "vacant")
+        ? (this.#membership.joins.has(c.rank) ? "waiting to join" : "vacant")
         : !c.alive
         ? "lost"
         : f
@@ -499,7 +433,7 @@ export class Coordinator<M extends Module> {
       const compiling = c.alive && c.compiling && c.compilingWhat
         ? `compiling GPU pipelines for ${((now - c.compilingWhat.since) / 1000).toFixed(0)} s (now ${c.compilingWhat.what}), `
         : "";
-      return `rank ${c.rank} ${compiling}${state}, ${this.#n[c.rank]}/${Math.max(1, counts[c.rank])} batches of the window`;
+      return `rank ${c.rank} ${compiling}${state}, ${this.#work.window(c.rank)}/${Math.max(1, counts[c.rank])} batches of the window`;
     });
     // A rank compiling is busy, not stuck: say so first (a compile blocks its thread for
     // seconds on a software adapter, and its first steps compile many).
@@ -507,41 +441,38 @@ export class Coordinator<M extends Module> {
     const head = compiling.length
       ? `coordinator: waiting ${(waitedMs / 1000).toFixed(0)} s for rank${compiling.length > 1 ? "s" : ""} ${compiling.join(", ")} to compile GPU pipelines`
       : `coordinator: nothing happened for ${(waitedMs / 1000).toFixed(0)} s`;
-    return `${head} (epoch ${this.#frontier + 1}/${this.#cfg.numEpochs}, reduce due: ${this.#shouldReduce() ? "yes" : "no"}): ${ranks.join("; ")}`;
+    return `${head} (epoch ${this.#clock.frontier + 1}/${this.#cfg.numEpochs}, reduce due: ${this.#shouldReduce() ? "yes" : "no"}): ${ranks.join("; ")}`;
   }
 
   /** A rank was lost (worker died, device lost, silent): continue on the survivors. */
   #rankLost(r: number, err: Error): void {
-    this.#dead++;
+    this.#membership.dead++;
     this.#cadence.dead(r);
     // Mid-reduce, its frame may yet be folded (it answered its snapshot before it was lost).
-    if (this.#reducing) this.#lostInReduce.add(r);
+    if (this.#reducing) this.#membership.lostInReduce.add(r);
     else this.#reclaim(r);
-    this.#flight[r] = null;
-    this.#n[r] = 0;
-    this.#seen[r] = 0;
-    this.#owed[r] = 0;
+    this.#work.reset(r);
     this.#role.lost(r);
     const reason = err.message;
     console.warn(`flodl-webgpu: ${reason}; continuing on ${this.#alive().length} rank(s)`);
-    this.#events?.rankLost(r, this.#frontier, reason);
+    this.#events?.rankLost(r, this.#clock.frontier, reason);
     this.#observer.rankLost?.(r, reason);
-    const why = unrecoverableReason(this.#dead, this.#members, "cpu", this.#cfg.maxFailure);
-    if (why) this.#stopReason ??= { reason: why, cause: err };
+    const why = unrecoverableReason(this.#membership.dead, this.#membership.members, "cpu", this.#cfg.maxFailure);
+    if (why) this.#halt.stop ??= { reason: why, cause: err };
     this.#poke();
   }
 
   /** Unrecoverable: write the bundle with the reason (when savePath is set) and stop with a clear error. */
   async #abort(reason: SaveReason, cause: Error): Promise<never> {
-    const where = await this.#checkpoints.onAbort(reason, this.#consensus ? () => this.#bundleSource() : null, this.#observer);
+    const where = await this.#checkpoints.onAbort(reason, this.#consensus.params ? () => this.#bundleSource() : null, this.#observer);
     const alive = this.#alive().length;
     const err = new Error(
-      `Training stopped (${reason}): ${this.#dead} of ${this.#members} rank(s) lost, ${alive} alive` +
-        `${this.#cfg.maxFailure ? ` (maxFailure limit ${this.#cfg.maxFailure.limit(this.#members)})` : ""}; last: ${cause.message}${where}`,
+      `Training stopped (${reason}): ${this.#membership.dead} of ${this.#membership.members} rank(s) lost, ${alive} alive` +
+        `${this.#cfg.maxFailure ? ` (maxFailure limit ${this.#cfg.maxFailure.limit(this.#membership.members)})` : ""}; last: ${cause.message}${where}`,
       { cause },
     );
     (err as Error & { saveReason?: string }).saveReason = reason;
-    this.#failure = err;
+    this.#halt.failure = err;
     throw err;
   }
 
@@ -550,17 +481,17 @@ export class Coordinator<M extends Module> {
     const holder = this.#alive()[0];
     const trend = this.#cadence.guard.trendHistory();
     return {
-      consensus: this.#consensus!,
-      buffers: this.#consensusBuffers!,
+      consensus: this.#consensus.params!,
+      buffers: this.#consensus.buffers!,
       layout: this.#layout,
       optim: () => holder ? this.#bounded(holder, "optimizer state", (api) => api.optimizerState()).catch(() => undefined) : Promise.resolve(undefined),
       outer: this.#outer ? this.#outer.optimizer.state() : undefined,
       elche: this.#cfg.policy !== "sync" ? { ...this.#cadence.elche.exportState(), ...(trend.length ? { trend_history: trend } : {}) } : undefined,
-      epoch: this.#ckptEpoch,
-      globalStep: this.#globalStep,
-      round: this.#round,
+      epoch: this.#consensus.epoch,
+      globalStep: this.#clock.globalStep,
+      round: this.#clock.round,
       world: this.W,
-      coverage: this.#ckptCoverage,
+      coverage: this.#consensus.coverage,
     };
   }
 
@@ -572,19 +503,19 @@ export class Coordinator<M extends Module> {
   #coverage(): EpochCoverage[] {
     const out: EpochCoverage[] = [];
     for (const [epoch, s] of [...this.#sources].sort((a, b) => a[0] - b[0])) {
-      if (epoch >= this.#frontier) out.push(s.coverage());
+      if (epoch >= this.#clock.frontier) out.push(s.coverage());
     }
     return out;
   }
 
   /** Close the frontier epoch when its work is complete (and, barrier-paced, reduced). */
   async #epochBoundary(): Promise<boolean> {
-    const e = this.#frontier;
+    const e = this.#clock.frontier;
     if (e >= this.#cfg.numEpochs) return false;
     const source = this.#sources.get(e);
     if (!source || !source.isComplete()) return false;
-    if (this.#cfg.policy !== "async" && this.#alive().some((c) => this.#n[c.rank] > 0)) return false;
-    this.#frontier++;
+    if (this.#cfg.policy !== "async" && this.#alive().some((c) => this.#work.window(c.rank) > 0)) return false;
+    this.#clock.frontier++;
     const run = this.#reports.close(e, this.#cadence.elche.anchor, this.#cadence.elche.batchCounts);
     this.#sink.metrics(run);
     this.#events?.epochEnd(run);
@@ -609,26 +540,25 @@ export class Coordinator<M extends Module> {
    * (Async before its first reduce) the joins wait for the next boundary.
    */
   async #admit(epoch: number): Promise<void> {
-    if (this.#joins.size === 0 || this.#stop || this.#stopReason || this.#failure || this.#consensus === null) return;
-    for (const [r, place] of [...this.#joins]) {
-      this.#joins.delete(r);
+    if (this.#membership.joins.size === 0 || this.#halt.shutdown || this.#halt.stop || this.#halt.failure || this.#consensus.params === null) return;
+    for (const [r, place] of [...this.#membership.joins]) {
+      this.#membership.joins.delete(r);
       const client = this.#ranks[r];
       const frame: Frame = {
         rank: r,
-        round: this.#round,
+        round: this.#clock.round,
         batches: 0,
         dtype: "f32",
-        params: this.#consensus.slice(),
-        buffers: this.#consensusBuffers!.slice(),
+        params: this.#consensus.params.slice(),
+        buffers: this.#consensus.buffers!.slice(),
       };
       const ceiling = stallCeilingMs(this.#cfg.heartbeatTimeoutSecs);
       const loaded = await boundedCall(client, "load", (api) => api.load(frame), ceiling, (err) => {
         client.fail(new RankLostError(r, `rank ${r} did not load the consensus to join: ${err.message}`), false);
       }).then(() => true, () => false); // a failed join ends the slot (onStandbyDown said why)
       if (!loaded || !client.admit()) continue;
-      this.#members++;
-      this.#n[r] = 0;
-      this.#flight[r] = null;
+      this.#membership.members++;
+      this.#work.reset(r);
       this.#cadence.joined(r);
       this.#events?.rankJoined(r, epoch, place);
       this.#observer.rankJoined?.(r, epoch, place);
@@ -639,7 +569,7 @@ export class Coordinator<M extends Module> {
   /** A rank call bounded by the stall ceiling (callbacks.ts); a stall stops the run with `reduce_stall`. */
   #bounded<T>(client: RankClient, what: string, fn: (api: RankView) => Promise<T>): Promise<T> {
     return boundedCall(client, what, fn, stallCeilingMs(this.#cfg.heartbeatTimeoutSecs), (err) => {
-      this.#stopReason ??= { reason: "reduce_stall", cause: err };
+      this.#halt.stop ??= { reason: "reduce_stall", cause: err };
     });
   }
 
@@ -647,8 +577,8 @@ export class Coordinator<M extends Module> {
   async #reduce(exact: boolean, stallMs: number): Promise<void> {
     this.#reducing = true;
     const t0 = performance.now();
-    const round = ++this.#round;
-    const coverageEpoch = this.#frontier;
+    const round = ++this.#clock.round;
+    const coverageEpoch = this.#clock.frontier;
     try {
       const input: ReduceInput = {
         round,
@@ -660,39 +590,39 @@ export class Coordinator<M extends Module> {
         bf16Wire: this.#cfg.elche.bf16Wire,
         easgdAlpha: this.#cfg.easgdAlpha,
         outer: this.#outer,
-        version: this.#version + 1,
-        globalStep: this.#globalStep,
+        version: this.#clock.version + 1,
+        globalStep: this.#clock.globalStep,
         observer: this.#observer,
         averaged: (c) => {
-          this.#consensus = c.params;
-          this.#consensusBuffers = c.buffers;
+          this.#consensus.params = c.params;
+          this.#consensus.buffers = c.buffers;
         },
       };
       // nccl-*: the ranks reduce among themselves through shared memory (reduce_nccl.ts).
       const out = this.#cfg.backend === "nccl"
-        ? await reduceNccl({ ...input, steps: [...this.#n], group: this.#nccl, outerSeed: this.#outerSeed })
+        ? await reduceNccl({ ...input, steps: this.#work.windows(), group: this.#nccl, outerSeed: this.#outerSeed })
         : await reduceCycle(input);
       if (out.consensus) {
         this.#outerSeed = undefined; // the replicas exist now
-        this.#fold(out.steps);
+        this.#work.fold(out.steps, (epoch, r, offset, samples) => this.#observer.chunk?.(epoch, r, offset, samples));
       }
       const ms = performance.now() - t0;
       this.#finishCycle(out.steps, out.acks, ms, out.consensus === null, { round, ...out });
       if (out.consensus) {
         // What the consensus holds, by construction: the folded batches.
-        this.#ckptCoverage = this.#coverage();
-        this.#ckptEpoch = coverageEpoch;
+        this.#consensus.coverage = this.#coverage();
+        this.#consensus.epoch = coverageEpoch;
         if (!exact) {
-          await this.#checkpoints.afterReduce(this.#frontier, Math.max(this.#frontier, ...this.#started), () => this.#bundleSource(), this.#observer);
+          await this.#checkpoints.afterReduce(this.#clock.frontier, Math.max(this.#clock.frontier, ...this.#started), () => this.#bundleSource(), this.#observer);
         }
       }
     } catch (e) {
       if (!(e instanceof Error) || !/made no progress/.test(e.message)) throw e;
-      this.#stopReason ??= { reason: "reduce_stall", cause: e };
+      this.#halt.stop ??= { reason: "reduce_stall", cause: e };
     } finally {
       this.#reducing = false;
-      for (const r of this.#lostInReduce) this.#reclaim(r);
-      this.#lostInReduce.clear();
+      for (const r of this.#membership.lostInReduce) this.#reclaim(r);
+      this.#membership.lostInReduce.clear();
       this.#lastProgress = performance.now();
     }
   }
@@ -708,12 +638,12 @@ export class Coordinator<M extends Module> {
     const { verdict, report, anchorBefore, telemetry } = this.#cadence.cycle(steps, acks, ms, zeroMass);
     const kUsed = steps.reduce((a, b) => a + b, 0);
     if (!zeroMass) {
-      this.#version++;
-      this.#globalStep += kUsed;
+      this.#clock.version++;
+      this.#clock.globalStep += kUsed;
     }
-    for (let r = 0; r < this.W; r++) this.#n[r] = Math.max(0, this.#n[r] - steps[r]);
+    this.#work.windowDone(steps);
     for (const s of this.#sources.values()) s.beginWindow();
-    const epoch = Math.min(this.#frontier, this.#cfg.numEpochs - 1);
+    const epoch = Math.min(this.#clock.frontier, this.#cfg.numEpochs - 1);
     this.#reports.reduced(epoch, io.bytesUp + io.bytesDown, ms);
     const event: ReduceEvent = {
       round: io.round,
@@ -731,10 +661,10 @@ export class Coordinator<M extends Module> {
     };
     this.#observer.reduce?.(event);
     this.#events?.reduce(event, {
-      stepsPerEpoch: Math.floor(this.#P / this.#B),
+      stepsPerEpoch: Math.floor(this.#pickSpace / this.#batchSize),
       anchorBefore,
       telemetry,
-      globalStep: this.#globalStep,
+      globalStep: this.#clock.globalStep,
     });
   }
 
