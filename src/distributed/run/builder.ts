@@ -2,8 +2,9 @@
  * `Trainer.builder(...)`: flodl's `DdpBuilder`, one fluent method per knob with flodl's
  * name (camelCased), meaning and default, then `run()` / `intoWorker()`.
  *
- * Over ~400 lines on purpose: it is the public API's index, one short documented method
- * per knob; what a knob does lives elsewhere (config and its validation, launch, the
+ * Over 450 lines on purpose: one short documented method per flodl builder method (a line
+ * or two of body each), then `run`, `intoWorker` and `clone`; splitting it would split the
+ * API's one page. What a knob does lives elsewhere (config and its validation, launch, the
  * coordinator), and the state it fills is `builder_state.ts`.
  */
 import { type AsyncBatchSource, batchDatasetFrom, type BatchDataSet, type DataSet } from "../../data/mod.ts";

@@ -3,18 +3,18 @@
  * window of A batches, faster ranks get proportionally more, A grows to amortize the
  * fixed per-window cost and shrinks on convergence signals.
  *
- * Over ~400 lines on purpose: one state machine (calibration phases, anchor election,
- * growth, overshoot, export/import for bundles) whose transitions read the same fields;
- * its pure arithmetic is already apart in `elche_math.ts`.
+ * One state machine (anchor election, growth, overshoot) whose transitions read the same
+ * fields; its pure arithmetic is apart in `elche_math.ts`, and its phases and the state a
+ * bundle saves (with the check a resume runs on it) in `elche_state.ts`.
  */
 
 import type { ApplyPolicy } from "./config.ts";
 import type { Verdict } from "./guards.ts";
 import { electAnchor, proposeGrowth, recomputeCounts } from "./elche_math.ts";
+import { type ElCheState, type Phase, phaseAfter, phaseAtLeast, restoreElCheState } from "./elche_state.ts";
 
-/** Calibration phase; election is frozen before Stable once an anchor rank is pinned. */
-export type Phase = "probe" | "warmup" | "stable" | "mature";
-const PHASE_RANK: Record<Phase, number> = { probe: 0, warmup: 1, stable: 2, mature: 3 };
+// The bundle and the package import these from here, beside the class that fills them.
+export type { ElCheState, Phase };
 
 /** ms/batch readings averaged per rank (the trust window). */
 export const TRUST_WINDOW = 5;
@@ -24,26 +24,9 @@ export const INVALID_CLEAR = 5;
 export const GROWTH_REARM = 5;
 /** `c` snapshots behind recentBatchShare. */
 export const SHARE_WINDOW = 10;
-/** Calibrations to reach Stable and Mature. */
-export const STABLE_AT = 5;
-export const MATURE_AT = 20;
 /** Auto max_overshoot: start, ceiling (Async). */
 export const OVERSHOOT_INITIAL = 3;
 export const OVERSHOOT_CEILING = 15;
-
-/** ElChe's persisted state: the `elche_state` object of `<stem>.meta.json`, keys verbatim. */
-export interface ElCheState {
-  /** The anchor A: batches the anchor rank runs per window (>= 1). */
-  anchor: number;
-  /** The anchor rank (the slowest, whose window defines A), or null before election. */
-  anchor_rank: number | null;
-  /** Each rank's mean ms per batch over its trust window (0 when it has none); one entry per rank. */
-  smoothed_ms_per_batch: number[];
-  /** Calibration phase reached. */
-  phase: Phase;
-  /** Timing reports that calibrated the counts (they move the phase on). */
-  calibration_count: number;
-}
 
 /** Resolved ElChe knobs (see `resolveConfig`). */
 export interface ElCheOptions {
@@ -272,7 +255,7 @@ export class ElChe {
     if (this.#shares.length > SHARE_WINDOW) this.#shares.shift();
     this.#calibrated = true;
     this.#calCount += 1;
-    this.#advancePhase();
+    this.#phase = phaseAfter(this.#phase, this.#calCount);
   }
 
   /** Anchor-rank election over alive ranks; null when no rank has timing. */
@@ -404,28 +387,18 @@ export class ElChe {
   }
 
   /**
-   * Restore from a checkpoint: trust windows seeded with one sample (the saved mean). The
-   * saved anchor is kept within the new config's [1, maxAnchor] (user knobs are not saved).
+   * Restore from a checkpoint (see {@link restoreElCheState}): trust windows seeded with
+   * one sample (the saved mean), the anchor kept within [1, maxAnchor].
    * @throws {RangeError} When the saved world size or a field does not fit.
    */
   importState(s: ElCheState): void {
-    const W = this.worldSize;
-    if (s.smoothed_ms_per_batch.length !== W) {
-      throw new RangeError(
-        `ElChe.importState: saved world size is ${s.smoothed_ms_per_batch.length}, this run has ${W}`,
-      );
-    }
-    if (!Number.isInteger(s.anchor) || s.anchor < 1) {
-      throw new RangeError(`ElChe.importState: anchor must be an integer >= 1, got ${s.anchor}`);
-    }
-    if (!(s.phase in PHASE_RANK)) throw new RangeError(`ElChe.importState: unknown phase, got ${s.phase}`);
-    if (s.anchor_rank !== null) this.#checkRank("importState anchor_rank", s.anchor_rank);
-    this.#A = Math.min(s.anchor, this.maxAnchor);
-    this.#b = s.anchor_rank;
-    this.#win = s.smoothed_ms_per_batch.map((m) => (m > 0 ? [m] : []));
-    this.#phase = s.phase;
-    this.#calCount = s.calibration_count;
-    this.#calibrated = s.calibration_count > 0;
+    const r = restoreElCheState(s, this.worldSize, this.maxAnchor);
+    this.#A = r.anchor;
+    this.#b = r.anchorRank;
+    this.#win = r.trustWindows;
+    this.#phase = r.phase;
+    this.#calCount = r.calibrationCount;
+    this.#calibrated = r.calibrationCount > 0;
     this.#recompute();
   }
 
@@ -435,13 +408,7 @@ export class ElChe {
   }
 
   #atLeast(p: Phase): boolean {
-    return PHASE_RANK[this.#phase] >= PHASE_RANK[p];
-  }
-
-  #advancePhase(): void {
-    const n = this.#calCount;
-    const next: Phase = n >= MATURE_AT ? "mature" : n >= STABLE_AT ? "stable" : n >= 1 ? "warmup" : "probe";
-    if (PHASE_RANK[next] > PHASE_RANK[this.#phase]) this.#phase = next;
+    return phaseAtLeast(this.#phase, p);
   }
 
   /** Batch counts from the anchor rank's rate, then the window cap; consumes the slack. */

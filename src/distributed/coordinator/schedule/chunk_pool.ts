@@ -6,7 +6,8 @@
  * folded (a reduce put the rank's work on it into the consensus): only folded batches are
  * covered. A dead rank's in-flight and trained-but-unfolded batches go back to the
  * reclaimed queue, so work a lost rank took with it is trained again by the survivors;
- * coverage is exported as uncovered ranges and a pool can be rebuilt from them.
+ * coverage is exported as uncovered ranges and a pool can be rebuilt from them (the
+ * translation is `pool_coverage.ts`).
  *
  * Internally everything is in batches relative to the pool start; chunks and coverage
  * are in pick positions (samples). The pool covers floor(samples / B) · B picks: the
@@ -15,6 +16,10 @@
 
 import { chunkSize, type ChunkSizeInput, finalWindowSplit, isFinalWindow } from "./chunk_size.ts";
 import type { Range } from "./partition.ts";
+import { coverageSegments, type EpochCoverage, type Seg, uncoveredRanges } from "./pool_coverage.ts";
+
+// Checkpoints and the package import it from here, beside the pool that writes it.
+export type { EpochCoverage };
 
 /** One unit of dispatched work: picks `[offset, offset + size)` of the epoch's permutation. */
 export interface Chunk {
@@ -24,16 +29,6 @@ export interface Chunk {
   readonly offset: number;
   readonly size: number;
   readonly batches: number;
-}
-
-/** Coverage of one epoch in a checkpoint (`coverage.per_epoch[]` of `<stem>.meta.json`, keys verbatim). */
-export interface EpochCoverage {
-  /** The epoch (0-based). */
-  epoch: number;
-  /** Picks the pool covers (floor(P/B)·B of the slice). */
-  total_samples: number;
-  /** `[offset, size]` pick ranges not yet completed, ascending, merged. */
-  uncovered_ranges: [number, number][];
 }
 
 /** Options of a fresh pool. */
@@ -52,11 +47,6 @@ export interface ChunkPoolOptions {
 
 /** Sizing context for {@link ChunkPool.nextChunk}; the pool supplies rank, rem and alive. */
 export type NextChunkContext = Omit<ChunkSizeInput, "rank" | "rem" | "alive">;
-
-interface Seg {
-  start: number;
-  end: number;
-}
 
 /** A chunk not yet wholly in the model, and how many of its leading batches a reduce folded. */
 interface Open {
@@ -134,25 +124,11 @@ export class ChunkPool {
    */
   static fromCoverage(cov: EpochCoverage, o: Omit<ChunkPoolOptions, "epoch" | "samples" | "counts">): ChunkPool {
     const pool = new ChunkPool({ ...o, epoch: cov.epoch, samples: cov.total_samples, counts: undefined });
-    const B = pool.batchSize, T = pool.totalBatches;
+    const T = pool.totalBatches;
     pool.#spans = pool.#spans.map(() => ({ start: T, end: T }));
-    const segs = cov.uncovered_ranges.map(([offset, size]) => {
-      const s = (offset - pool.start) / B, n = size / B;
-      if (!Number.isInteger(s) || !Number.isInteger(n) || s < 0 || n < 0 || s + n > T) {
-        throw new RangeError(
-          `ChunkPool.fromCoverage: uncovered range [${offset}, ${size}] must lie on batch boundaries (B = ${B}) ` +
-            `within [${pool.start}, ${pool.start + T * B})`,
-        );
-      }
-      return { start: s, end: s + n };
-    });
-    pool.#reclaimed = merge(segs);
-    let at = 0;
-    for (const r of pool.#reclaimed) {
-      if (r.start > at) pool.#done.push({ start: at, end: r.start });
-      at = r.end;
-    }
-    if (at < T) pool.#done.push({ start: at, end: T });
+    const { uncovered, done } = coverageSegments(cov, pool);
+    pool.#reclaimed = uncovered;
+    pool.#done = done;
     return pool;
   }
 
@@ -379,14 +355,7 @@ export class ChunkPool {
 
   /** Uncovered ranges: everything no reduce folded, in flight and trained included (redone on resume, never lost). */
   coverage(): EpochCoverage {
-    const done = merge(this.#done);
-    const uncovered: [number, number][] = [];
-    let at = 0;
-    for (const d of done) {
-      if (d.start > at) uncovered.push([this.#pos(at), (d.start - at) * this.batchSize]);
-      at = d.end;
-    }
-    if (at < this.totalBatches) uncovered.push([this.#pos(at), (this.totalBatches - at) * this.batchSize]);
+    const uncovered = uncoveredRanges(this.#done, this);
     return { epoch: this.epoch, total_samples: this.totalBatches * this.batchSize, uncovered_ranges: uncovered };
   }
 
@@ -442,15 +411,4 @@ function reserve(T: number, counts: readonly number[] | undefined, alive: readon
     at += k;
     return s;
   });
-}
-
-function merge(segs: readonly Seg[]): Seg[] {
-  const sorted = segs.filter((s) => s.end > s.start).map((s) => ({ ...s })).sort((a, b) => a.start - b.start);
-  const out: Seg[] = [];
-  for (const s of sorted) {
-    const last = out[out.length - 1];
-    if (last && s.start <= last.end) last.end = Math.max(last.end, s.end);
-    else out.push(s);
-  }
-  return out;
 }
