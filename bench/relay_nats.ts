@@ -121,7 +121,7 @@ if (Deno.args[0] === "--fakes") {
       await Promise.all([...transports.map((t) => t.link.ready), ...relayLinks.map((l) => l.ready)]);
       const clients = transports.map((t) => new RankClient(t.rank, t));
       const relayOf = (k: number) => (relayed ? W + Math.floor(k / PER_HOST) : undefined);
-      await Promise.all(clients.map((c) => c.call("init", (api) => api.init({ rank: c.rank, bf16Wire: true, relay: relayOf(c.rank) } as RankSetup))));
+      await Promise.all(clients.map((c) => c.call("init", (api) => api.init({ rank: c.rank, relay: relayOf(c.rank) } as RankSetup))));
       const relays = relayLinks.map((l) => new RelayClient(l, clients.filter((c) => relayOf(c.rank) === l.rank)));
       const links = [...transports.map((t) => t.link), ...relayLinks];
       const received = () => links.reduce((a, l) => a + l.bytes.received, 0);

@@ -246,12 +246,12 @@ export class FakeRank implements RankApi {
     this.client.fail(new RankLostError(this.rank, `rank ${this.rank}: ${why}`), false);
   }
 
-  snapshot(round: number, exact = false): Promise<Frame> {
+  /** Always an f32 frame, whatever the round's dtype. */
+  snapshot(round: number, _dtype?: Frame["dtype"]): Promise<Frame> {
     return this.#control("snapshot", () => {
       this.#snapshots.set(round, this.#stepsSinceAvg);
       this.framed.set(round, this.#sinceAvg.slice(0, this.#stepsSinceAvg));
       const f = this.#frame(round, this.#stepsSinceAvg);
-      f.dtype = exact ? "f32" : f.dtype;
       if ((this.#answered.get("snapshot") ?? 0) + 1 === this.script.refuseSnapshot) {
         const err = new RankLostError(this.rank, `rank ${this.rank}: its frame was refused: "w" holds NaN (scripted)`);
         this.#stopped = true;

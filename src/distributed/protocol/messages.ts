@@ -34,7 +34,6 @@ export interface RankSetup {
   maxGradNorm?: number;
   /** LR factor of flodl's linear scaling (already computed for this world size). */
   lrFactor: number;
-  bf16Wire: boolean;
   /** Steps take this many times as long (simulated slow GPU; 1 = off). */
   slowdown: number;
   /**
@@ -149,13 +148,20 @@ export interface ChunkReport {
   data?: Record<string, number>;
 }
 
+/**
+ * How a frame's parameters travel: bf16 (two per u32 word) or f32. The coordinator's reduce
+ * cycle decides it once per round (`wireDtype`, coordinator/reduce/reduce_cycle.ts) and the
+ * `snapshot` request carries it; every other frame is f32.
+ */
+export type WireDtype = "bf16" | "f32";
+
 /** Parameters (and buffers) of one rank, or a consensus. */
 export interface Frame {
   rank: number;
   round: number;
   /** Optimizer steps since the last reduce (n_r). */
   batches: number;
-  dtype: "bf16" | "f32";
+  dtype: WireDtype;
   /** bf16: two values per u32 word (element 2i low half); f32: one per element. */
   params: Uint32Array<ArrayBuffer> | Float32Array<ArrayBuffer>;
   /** Buffers (BatchNorm running stats) always f32. */
@@ -269,7 +275,10 @@ export interface CoordinatorSink {
   compiling(rank: number, what?: string): void;
 }
 
-/** Coordinator → rank calls. Every promise may reject with the rank's own error. */
+/**
+ * Coordinator → rank calls. Every promise may reject with the rank's own error. A new call
+ * also needs its row in `RANK_CALL_TABLE` (rank_calls.ts), which fails to compile without it.
+ */
 export interface RankApi {
   init(setup: RankSetup, sink: CoordinatorSink): Promise<RankHello>;
   /** Rank 0's initial parameters, f32, for the broadcast. */
@@ -278,8 +287,8 @@ export interface RankApi {
   load(frame: Frame): Promise<void>;
   /** Train the chunk's full batches; resolves when done (or stopped). */
   train(plan: ChunkPlan): Promise<ChunkReport>;
-  /** Snapshot parameters for a reduce, between batches; `exact` forces f32 (the final consensus). */
-  snapshot(round: number, exact?: boolean): Promise<Frame>;
+  /** Snapshot parameters for a reduce, between batches, packed in the round's `dtype` (the coordinator's choice). */
+  snapshot(round: number, dtype: WireDtype): Promise<Frame>;
   /** Adopt a consensus, between batches. */
   adopt(a: Adoption): Promise<SyncAck>;
   /** Take part in an nccl-* reduce through the group's slab, between batches, and adopt its consensus. */

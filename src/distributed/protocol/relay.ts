@@ -5,13 +5,13 @@
  * once by the masses of the ranks the sum holds. Declared once here; the relay process is
  * run/relay.ts, the coordinator's handle coordinator/reduce/relay_client.ts.
  */
-import type { Frame, LayoutTable } from "./messages.ts";
+import type { Frame, LayoutTable, WireDtype } from "./messages.ts";
 
 /** The coordinator asks relay `relay` for the sum of round `round` over `members`. */
 export interface RelayAsk {
   round: number;
   /** The wire dtype of the round: the members' frames and the sum both travel in it. */
-  dtype: "bf16" | "f32";
+  dtype: WireDtype;
   paramCount: number;
   bufferCount: number;
   /**
@@ -29,7 +29,7 @@ export interface RelayAsk {
 export interface SummedFrame {
   relay: number;
   round: number;
-  dtype: "bf16" | "f32";
+  dtype: WireDtype;
   /** The members whose frames are in the sums (a subset of those asked, in the order asked). */
   ranks: number[];
   /** Σ m_k θ_k (bf16 words or f32), over `ranks`. */
@@ -58,6 +58,6 @@ export interface FrameRelay {
     frames: readonly Frame[],
     gamma: number,
     layout: LayoutTable,
-    dtype: "bf16" | "f32",
+    dtype: WireDtype,
   ): Promise<{ sum: SummedFrame; frames: Frame[] } | null>;
 }

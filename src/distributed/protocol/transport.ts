@@ -12,9 +12,10 @@
  * requests into calls of a {@link RankApi} (a `RankRuntime`) and the runtime's sink calls
  * into {@link RankEvent}s ({@link sinkOf} does the second half). It is message based:
  *
- * 1. Requests are calls by name ({@link RankCallName}) with the arguments and result of
- *    {@link RankCalls}: structured-cloneable data only (numbers, strings, plain objects,
- *    typed arrays for frames). No function, proxy or class instance crosses the seam.
+ * 1. Requests are calls by name ({@link RankCallName}; their properties in `rank_calls.ts`)
+ *    with the arguments and result of {@link RankCalls}: structured-cloneable data only
+ *    (numbers, strings, plain objects, typed arrays for frames). No function, proxy or
+ *    class instance crosses the seam.
  *    The caller never touches the typed arrays it passed again, so a transport may
  *    transfer their buffers instead of copying.
  * 2. A request resolves with the rank's result or rejects with the rank's error, keeping
@@ -27,6 +28,7 @@
  *    watchdog does, from the events and replies it saw.
  */
 import type { BatchEvent, CoordinatorSink, RankApi, RankSetup } from "./messages.ts";
+import { RANK_CALLS } from "./rank_calls.ts";
 
 /**
  * Every call a coordinator makes on a rank, by name: its arguments and its result. Derived
@@ -79,27 +81,8 @@ export interface RankTransport {
   present?(): Promise<boolean>;
 }
 
-/** The calls of a rank as methods over a transport: `view.snapshot(round, exact)` is `request("snapshot", round, exact)`. */
+/** The calls of a rank as methods over a transport: `view.snapshot(round, dtype)` is `request("snapshot", round, dtype)`. */
 export type RankView = { [K in RankCallName]: (...args: RankCalls[K]["args"]) => Promise<RankCalls[K]["result"]> };
-
-const CALLS: { [K in RankCallName]: true } = {
-  init: true,
-  initialState: true,
-  load: true,
-  train: true,
-  snapshot: true,
-  adopt: true,
-  collective: true,
-  evaluate: true,
-  checkpoint: true,
-  finalState: true,
-  optimizerState: true,
-  memory: true,
-  stop: true,
-};
-
-/** Every call name (a new `RankApi` method fails to compile until it is listed). */
-export const RANK_CALLS = Object.keys(CALLS) as RankCallName[];
 
 /** A {@link RankView} over a transport. */
 export function viewOf(transport: RankTransport): RankView {

@@ -4,9 +4,9 @@
  * chunk, snapshot, adopt, the nccl-* collective, evaluate, checkpoint, final state.
  *
  * Over ~400 lines on purpose: the calls share one mutable state (the model's tensors, the
- * optimizer, the pending divergence, the data plane) and its invariants (a call never runs
- * while a chunk trains); the per-call work itself lives in chunk_run, frames, collective
- * and rank_data.
+ * optimizer, the pending divergence, the data plane); when a call may run (never while a
+ * step trains) is control_queue's, and the per-call work itself lives in chunk_run, frames,
+ * collective and rank_data.
  */
 import type { Parameter } from "../../autograd/mod.ts";
 import { Device, DeviceLostError } from "../../gpu/mod.ts";
@@ -22,6 +22,7 @@ import { buildDataPlane, planeReporter } from "./rank_data.ts";
 import type { DataCounters, DataPlane } from "../../data/mod.ts";
 import { allReduce } from "./collective.ts";
 import { outerFromSpec, OuterStepper } from "../protocol/outer.ts";
+import { ControlQueue } from "./control_queue.ts";
 import type {
   Adoption,
   ChunkPlan,
@@ -35,6 +36,7 @@ import type {
   RankHello,
   RankSetup,
   SyncAck,
+  WireDtype,
 } from "../protocol/messages.ts";
 
 import type { EvalFn, ModelFactory, OptimFactory, RankSpec, RankWorker, TrainFn, TransformFn } from "./rank_spec.ts";
@@ -53,8 +55,6 @@ const LOST_GRACE_MS = 1000;
 /** How long a stopping rank waits for its destroyed device to be released (see stop()). */
 const STOP_RELEASE_MS = 2000;
 
-type Control = { run: () => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
-
 /**
  * One rank: a device, a model replica, its optimizer and the training loop. Transport
  * independent: a worker exposes it through comlink; the single-device path calls it
@@ -72,9 +72,7 @@ export class RankRuntime<M extends Module> implements RankApi {
   #layout!: LayoutTable;
   #params: Parameter[] = [];
   #buffers: Tensor[] = [];
-  #controls: Control[] = [];
-  #busy = false;
-  #stopped = false;
+  #calls = new ControlQueue(() => `rank ${this.#setup?.rank}`);
   #globalStep = 0;
   #stepsSinceAvg = 0;
   #localStep = 0;
@@ -152,7 +150,7 @@ export class RankRuntime<M extends Module> implements RankApi {
   }
 
   initialState(): Promise<Frame> {
-    return this.#classified(this.#exact(0));
+    return this.#classified(this.#pack(0, "f32"));
   }
 
   async load(frame: Frame): Promise<void> {
@@ -163,14 +161,10 @@ export class RankRuntime<M extends Module> implements RankApi {
     });
   }
 
-  snapshot(round: number, exact = false): Promise<Frame> {
+  /** Pack the parameters in `dtype`, the round's wire dtype as the coordinator chose it. */
+  snapshot(round: number, dtype: WireDtype): Promise<Frame> {
     return this.#controlled(async () => {
-      const f = await packFrame(this.#device, this.#params.map((p) => p.data), this.#buffers, {
-        rank: this.#setup.rank,
-        round,
-        batches: this.#stepsSinceAvg,
-        bf16: this.#setup.bf16Wire && !exact,
-      });
+      const f = await this.#pack(round, dtype);
       this.#snapshotSteps.set(round, f.batches);
       return f;
     });
@@ -258,7 +252,7 @@ export class RankRuntime<M extends Module> implements RankApi {
   }
 
   finalState(): Promise<Frame> {
-    return this.#controlled(() => this.#exact(this.#version));
+    return this.#controlled(() => this.#pack(this.#version, "f32"));
   }
 
   optimizerState() {
@@ -279,7 +273,7 @@ export class RankRuntime<M extends Module> implements RankApi {
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
+    this.#calls.stop();
     this.onStop?.();
     // Frees the device pool and deletes the disk stage (the coordinator removes the run's
     // stage folder too, for ranks that die before they get here).
@@ -294,19 +288,15 @@ export class RankRuntime<M extends Module> implements RankApi {
     }
   }
 
-  /** Exact f32 state (never the bf16 staging), for the broadcast and join(). */
-  #exact(round: number): Promise<Frame> {
-    return packFrame(this.#device, this.#params.map((p) => p.data), this.#buffers, {
-      rank: this.#setup.rank,
-      round,
-      batches: this.#stepsSinceAvg,
-      bf16: false,
-    });
+  /** The parameters and buffers as a frame of `round`; f32 for the broadcast and join(), never the bf16 staging. */
+  #pack(round: number, dtype: WireDtype): Promise<Frame> {
+    const meta = { rank: this.#setup.rank, round, batches: this.#stepsSinceAvg, bf16: dtype === "bf16" };
+    return packFrame(this.#device, this.#params.map((p) => p.data), this.#buffers, meta);
   }
 
-  /** {@link #control}, with a failure on a lost device reported as the loss. */
+  /** A control call (control_queue.ts), with a failure on a lost device reported as the loss. */
   #controlled<T>(fn: () => Promise<T>): Promise<T> {
-    return this.#classified(this.#control(fn));
+    return this.#classified(this.#calls.run(fn));
   }
 
   /**
@@ -322,26 +312,6 @@ export class RankRuntime<M extends Module> implements RankApi {
       const lost = await this.#device.lostWithin(LOST_GRACE_MS);
       if (!lost) throw e;
       throw new DeviceLostError(this.#device.label, lost.reason, describeError(e));
-    }
-  }
-
-  /** Run `fn` now when idle, else between the next two batches. */
-  #control<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.#stopped) return Promise.reject(new Error(`rank ${this.#setup?.rank}: stopped`));
-    if (!this.#busy) return fn();
-    return new Promise<T>((resolve, reject) => {
-      this.#controls.push({ run: fn, resolve: resolve as (v: unknown) => void, reject });
-    });
-  }
-
-  async #drainControls(): Promise<void> {
-    while (this.#controls.length) {
-      const c = this.#controls.shift()!;
-      try {
-        c.resolve(await c.run());
-      } catch (e) {
-        c.reject(e);
-      }
     }
   }
 
@@ -392,9 +362,8 @@ export class RankRuntime<M extends Module> implements RankApi {
    * {@link end}. The cooperative tier uses this pair; {@link train} is the managed loop.
    */
   async begin(plan: ChunkPlan): Promise<ChunkRun> {
-    if (this.#busy) throw new Error(`rank ${this.#setup.rank}: a chunk is already running`);
     if (!this.#spec.dataset || !this.#plane) throw new Error(`rank ${this.#setup.rank}: no dataset on this rank`);
-    this.#busy = true;
+    this.#calls.begin();
     this.#globalStep = Math.max(this.#globalStep, plan.globalStep);
     this.#version = plan.version;
     try {
@@ -412,8 +381,7 @@ export class RankRuntime<M extends Module> implements RankApi {
 
   /** End the running chunk and serve control requests that queued during it. */
   async end(): Promise<void> {
-    this.#busy = false;
-    await this.#drainControls();
+    await this.#calls.end();
   }
 
   #view(): RankView {
@@ -426,14 +394,14 @@ export class RankRuntime<M extends Module> implements RankApi {
       data: this.#plane!,
       dataReport: () => this.#planeReport(),
       transform: this.#spec.transform,
-      isStopped: () => this.#stopped,
+      isStopped: () => this.#calls.stopped,
       perm: (e) => this.#perm(e),
       scheduledLr: () => (this.#scheduler ? this.#lr() : undefined),
       stepped: () => {
         this.#localStep++;
         this.#stepsSinceAvg++;
       },
-      drainControls: () => this.#drainControls(),
+      drainControls: () => this.#calls.drain(),
     };
   }
 

@@ -27,7 +27,8 @@ import {
 } from "../nats/mod.ts";
 import type { CoordinatorSink, Frame, RankApi } from "../protocol/messages.ts";
 import { layoutDigest, programId, type RemoteHello } from "../protocol/remote_hello.ts";
-import { dispatch, RANK_CALLS, type RankEvent, type RankListener, sinkOf } from "../protocol/transport.ts";
+import { RANK_CALLS } from "../protocol/rank_calls.ts";
+import { dispatch, type RankEvent, type RankListener, sinkOf } from "../protocol/transport.ts";
 import { forwardRankApi } from "../rank/rank_forward.ts";
 import { layoutOf } from "../rank/rank_runtime.ts";
 import type { BuilderState } from "./builder_state.ts";
@@ -204,8 +205,8 @@ async function serve(
       return runtime.init(setup, s);
     },
     ...forwardRankApi(() => runtime, (f) => f),
-    async snapshot(round, exact) {
-      const f = await runtime.snapshot(round, exact);
+    async snapshot(round, dtype) {
+      const f = await runtime.snapshot(round, dtype);
       if (!relay) return f;
       // The values go to the relay (sent before this answer leaves); the coordinator gets the count.
       await relay.sender.send(encodeValue(f));

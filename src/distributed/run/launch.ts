@@ -15,6 +15,7 @@ import type { JoinExpectation } from "../protocol/remote_hello.ts";
 import { awaitHello, WorkerTransport } from "../coordinator/transport/transport_worker.ts";
 import { RankClient } from "../coordinator/transport/rank_client.ts";
 import { RelayClient } from "../coordinator/reduce/relay_client.ts";
+import { wireDtype } from "../coordinator/reduce/reduce_cycle.ts";
 import { programArgs, type RankRole } from "./reentry.ts";
 import { runMonitor } from "./run_monitor.ts";
 import { loadCollector } from "../../gpu/mod.ts";
@@ -171,7 +172,7 @@ async function launchRanks<M extends Module>(
         program: programId(state.site),
         layout: layoutDigest(hellos[0].layout),
         datasetLen: state.spec.dataset!.len(),
-        wire: cfg.elche.bf16Wire ? "bf16" : "f32",
+        wire: wireDtype(cfg.elche.bf16Wire, false),
       };
       const joined = await remote.joined(want);
       const far = remote.transports.map((t) => new RankClient(t.rank, t));

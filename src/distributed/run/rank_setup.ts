@@ -35,7 +35,6 @@ export function setupFor<M extends Module>(
     augment: cfg.augment,
     maxGradNorm: cfg.maxGradNorm,
     lrFactor: lrScaleFactor(world, cfg.lrScaleRatio),
-    bf16Wire: cfg.elche.bf16Wire,
     slowdown: r.slowdown ?? 1,
     pipelined: !(state.cluster?.ranks.some((x) => (x.slowdown ?? 1) > 1) ?? false),
     powerPreference: r.powerPreference,

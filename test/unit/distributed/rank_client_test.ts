@@ -22,7 +22,7 @@ Deno.test("RankClient.call keeps no result alive once the call returned", async 
   assert(await loadCollector(), "no gc in this runtime (node:v8 / node:vm, or --v8-flags=--expose-gc)");
   const client = new RankClient(0, frameRank());
   // In a helper, so that no variable of this frame holds the last result.
-  const callOnce = async (i: number) => new WeakRef(await client.call("snapshot", (api) => api.snapshot(i, false)));
+  const callOnce = async (i: number) => new WeakRef(await client.call("snapshot", (api) => api.snapshot(i, "f32")));
   const refs: WeakRef<object>[] = [];
   for (let i = 0; i < 16; i++) refs.push(await callOnce(i));
   // WeakRef targets stay alive until the current job ends: collect from a later task.
@@ -38,7 +38,7 @@ Deno.test("RankClient.fail rejects the call in flight and every later call with 
   const client = new RankClient(3, api);
   let down: RankLostError | undefined;
   client.onDown = (e) => (down = e);
-  const pending = client.call("snapshot", (a) => a.snapshot(1, false));
+  const pending = client.call("snapshot", (a) => a.snapshot(1, "f32"));
   const cause = new RankLostError(3, "rank 3 was silent for 9.0 s");
   client.fail(cause, false);
   const got = await pending.then(() => "resolved", (e) => e);
@@ -46,7 +46,7 @@ Deno.test("RankClient.fail rejects the call in flight and every later call with 
   answer();
   assert(down === cause, `onDown saw ${down}, want the cause`);
   assertEquals(client.alive, false);
-  await assertRejects(() => client.call("adopt", (a) => a.snapshot(2, false)), RankLostError, "rank 3 was silent");
+  await assertRejects(() => client.call("adopt", (a) => a.snapshot(2, "f32")), RankLostError, "rank 3 was silent");
 });
 
 Deno.test("RankClient collects every MESSAGES_PER_COLLECT messages from worker ranks, none for in-process ranks", async () => {
@@ -78,7 +78,7 @@ Deno.test("RankClient.spare: a standby slot takes calls but is no member; its fa
   let died: RankLostError | undefined, ended: RankLostError | undefined;
   b.onDown = (e) => (died = e);
   b.onStandbyDown = (e) => (ended = e);
-  const pending = b.call("snapshot", (x) => x.snapshot(1, false));
+  const pending = b.call("snapshot", (x) => x.snapshot(1, "f32"));
   b.fail(new RankLostError(5, "rank 5: its link closed"), false);
   await assertRejects(() => pending, RankLostError, "its link closed");
   assertEquals([died, ended?.message], [undefined, "rank 5: its link closed"], "onStandbyDown, not onDown");
@@ -93,7 +93,7 @@ Deno.test("RankClient: a reply after a compile notice ends the compile allowance
   assert(client.compiling, "the notice sets it");
   const t = client.lastSeen;
   assertEquals(client.overdueMs(t + 10_000, 2_000, 300_000), 0, "compiling: 10 s of silence is allowed");
-  await client.call("snapshot", (a) => a.snapshot(1, false));
+  await client.call("snapshot", (a) => a.snapshot(1, "f32"));
   assert(!client.compiling, "the reply clears it");
   const seen = client.lastSeen;
   assertEquals(client.overdueMs(seen + 10_000, 2_000, 300_000), 10_000, "silent 10 s after its reply: overdue");

@@ -27,7 +27,7 @@ import {
   type RunCredentials,
   WireSender,
 } from "../../../src/distributed/nats/mod.ts";
-import type { Adoption, Frame, LayoutTable, RankApi, RankSetup, SyncAck } from "../../../src/distributed/protocol/messages.ts";
+import type { Adoption, Frame, LayoutTable, RankApi, RankSetup, SyncAck, WireDtype } from "../../../src/distributed/protocol/messages.ts";
 import { serveRelay } from "../../../src/distributed/run/relay.ts";
 import { packBf16, unpackBf16 } from "../../../src/tensor/mod.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
@@ -70,7 +70,7 @@ function sent(f: Frame): Float64Array {
 const ack = (rank: number): SyncAck => ({ rank, divergence: 0, postNorm: 1 });
 
 /** What the fake remote ranks send: their frame per round (a test may replace it). */
-type Sender = (rank: number, round: number, exact: boolean) => Frame;
+type Sender = (rank: number, round: number, dtype: WireDtype) => Frame;
 
 async function world(
   opts: { send?: Sender; waitMs?: number; keyOf?: (rank: number, creds: RunCredentials) => string; answer?: (f: Frame) => Frame } = {},
@@ -85,11 +85,11 @@ async function world(
     runKey: creds.runKey,
     beaconMs: 100,
   });
-  const send: Sender = opts.send ?? ((k, round, exact) => frameOf(k, round, exact ? "f32" : "bf16"));
+  const send: Sender = opts.send ?? ((k, round, dtype) => frameOf(k, round, dtype));
   const adopted: Adoption[] = [];
   // Rank 0: in process, its frame straight to the coordinator.
   const direct: Partial<RankApi> = {
-    snapshot: (round, exact) => Promise.resolve(frameOf(0, round, exact ? "f32" : "bf16")),
+    snapshot: (round, dtype) => Promise.resolve(frameOf(0, round, dtype)),
     adopt: (a) => (adopted.push(a), Promise.resolve(ack(0))),
   };
   const clients = [new RankClient(0, direct as RankApi)];
@@ -106,8 +106,8 @@ async function world(
         beaconLossMs: 10_000,
         handler: {
           init: (s: RankSetup) => ({ rank: s.rank, adapter: "fake", layout: LAYOUT }),
-          snapshot: async (round: number, exact: boolean) => {
-            const f = send(k, round, exact);
+          snapshot: async (round: number, dtype: WireDtype) => {
+            const f = send(k, round, dtype);
             await toRelay.send(encodeValue(f));
             const answer = { ...f, via: RELAY, params: f.dtype === "bf16" ? new Uint32Array(0) : new Float32Array(0), buffers: new Float32Array(0) };
             return opts.answer?.(answer) ?? answer;
@@ -117,7 +117,7 @@ async function world(
       }),
     );
     await t.link.ready;
-    await t.request("init", { rank: k, bf16Wire: true, relay: RELAY } as RankSetup);
+    await t.request("init", { rank: k, relay: RELAY } as RankSetup);
     clients.push(new RankClient(k, t));
   }
   const relayLink = await coord.link(RELAY, { who: `relay (slot ${RELAY})` });

@@ -53,7 +53,7 @@ async function setup(frame: (round: number) => Frame) {
   const server = await serveRank({ connection: await rs.connectRank(RANK), creds: rs.creds.ranks[RANK], handler: rank.handler, beaconLossMs: 5000 });
   rank.emitted.emit = (e) => server.emit(e);
   await transport.link.ready;
-  await transport.request("init", { rank: RANK, bf16Wire: false } as RankSetup);
+  await transport.request("init", { rank: RANK } as RankSetup);
   return {
     transport,
     events,
@@ -71,7 +71,7 @@ async function setup(frame: (round: number) => Frame) {
 Deno.test("NatsTransport: a good frame crosses; events arrive; a first train's heartbeats count as compiling until its first batch", async () => {
   const t = await setup((round) => f32Frame(round));
   try {
-    const f = await t.transport.request("snapshot", 4, false);
+    const f = await t.transport.request("snapshot", 4, "f32");
     assertEquals([f.round, f.params.length, f.params[0]], [4, PARAMS, 0.5]);
     assertEquals(t.events.map((e) => e.kind), ["compiling", "compiling"], "init and the first snapshot compile");
     t.events.length = 0;
@@ -96,17 +96,18 @@ Deno.test("NatsTransport: a good frame crosses; events arrive; a first train's h
 });
 
 for (
-  const [what, frame, fragment] of [
+  const [what, frame, fragment, asked] of [
     ["a NaN parameter", (r: number) => f32Frame(r, new Float32Array(PARAMS).fill(NaN)), "NaN or Inf"],
     ["a round from the past", (r: number) => f32Frame(r - 1), "from the past"],
     ["the wrong size", (r: number) => f32Frame(r, new Float32Array(PARAMS + 1)), "expected 7"],
     ["another rank's number", (r: number) => ({ ...f32Frame(r), rank: 0 }), "says rank 0"],
+    ["another dtype than the round's", (r: number) => f32Frame(r), 'frame dtype "f32", the run\'s wire is "bf16"', "bf16"],
   ] as const
 ) {
   Deno.test(`NatsTransport: a frame with ${what} is refused as a lost rank naming it, never returned`, async () => {
     const t = await setup(frame);
     try {
-      const err = await assertRejects(() => t.transport.request("snapshot", 5, false), RankLostError, "rank 1", fragment, "dropped");
+      const err = await assertRejects(() => t.transport.request("snapshot", 5, asked ?? "f32"), RankLostError, "rank 1", fragment, "dropped");
       assertEquals((err as RankLostError).rank, RANK);
       await until("the link down", () => t.downs.length ? true : undefined);
     } finally {

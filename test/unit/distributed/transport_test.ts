@@ -7,8 +7,8 @@ import { RankClient } from "../../../src/distributed/coordinator/transport/rank_
 import { LocalTransport } from "../../../src/distributed/coordinator/transport/transport_local.ts";
 import { RankLostError } from "../../../src/distributed/protocol/errors.ts";
 import type { BatchEvent, CoordinatorSink, RankApi, RankSetup } from "../../../src/distributed/protocol/messages.ts";
+import { RANK_CALLS } from "../../../src/distributed/protocol/rank_calls.ts";
 import {
-  RANK_CALLS,
   type RankCallName,
   type RankListener,
   type RankTransport,
@@ -40,10 +40,10 @@ Deno.test("a RankView sends each call by name with its plain arguments; init car
   const view = viewOf(t);
   const setup = { rank: 2, world: 3 } as RankSetup;
   void view.init(setup);
-  void view.snapshot(7, true);
+  void view.snapshot(7, "f32");
   void view.stop();
   assertEquals(t.sent.map(([n, a]) => [n, a.length]), [["init", 1], ["snapshot", 2], ["stop", 0]]);
-  assert(t.sent[0][1][0] === setup && t.sent[1][1][0] === 7 && t.sent[1][1][1] === true, JSON.stringify(t.sent));
+  assert(t.sent[0][1][0] === setup && t.sent[1][1][0] === 7 && t.sent[1][1][1] === "f32", JSON.stringify(t.sent));
   assert(t.sent.every(([, a]) => a.every((x) => typeof x !== "function")), "a function crossed the seam");
   assertEquals(new Set(RANK_CALLS).size, RANK_CALLS.length);
   assert(RANK_CALLS.includes("adopt") && RANK_CALLS.includes("train"), `calls: ${RANK_CALLS}`);
@@ -54,7 +54,7 @@ Deno.test("a transport's down(reason) fails the client: the call in flight rejec
   const client = new RankClient(2, t);
   let seen: [RankLostError, boolean] | undefined;
   client.onDown = (e, fatal) => (seen = [e, fatal]);
-  const pending = client.call("snapshot", (api) => api.snapshot(1, false));
+  const pending = client.call("snapshot", (api) => api.snapshot(1, "f32"));
   t.listener!.down("rank 2: its worker died: boom");
   await assertRejects(() => pending, RankLostError, "rank 2: its worker died: boom");
   assert(seen !== undefined && seen[0].rank === 2 && seen[1] === false, `onDown saw ${seen}`);

@@ -9,7 +9,7 @@
  */
 import { packBf16 } from "../../../tensor/mod.ts";
 import { frameToFlat } from "../../protocol/frame_codec.ts";
-import type { Adoption, Frame, LayoutTable, SyncAck } from "../../protocol/messages.ts";
+import type { Adoption, Frame, LayoutTable, SyncAck, WireDtype } from "../../protocol/messages.ts";
 import { average } from "./averaging.ts";
 import type { RunObserver } from "../report/observer.ts";
 import type { OuterStepper } from "../../protocol/outer.ts";
@@ -19,7 +19,7 @@ import type { FrameRelay, SummedFrame } from "../../protocol/relay.ts";
 /** What a cycle needs to know: who takes part, how to weigh and ship, and where the schedule stands. */
 export interface ReduceInput {
   round: number;
-  /** Ship f32 frames both ways (the final consensus is exact even on a bf16 wire). */
+  /** Ship f32 frames both ways (the final consensus is exact even on a bf16 wire; see {@link wireDtype}). */
   exact: boolean;
   /** A cycle with no progress for this long rejects with "reduce <round> made no progress". */
   stallMs: number;
@@ -27,6 +27,7 @@ export interface ReduceInput {
   ranks: readonly RankClient[];
   layout: LayoutTable;
   gamma: number;
+  /** The run ships bf16 on this averaging plane (`.bf16Wire(true)`; see {@link wireDtype}). */
   bf16Wire: boolean;
   easgdAlpha?: number;
   outer?: OuterStepper;
@@ -50,8 +51,27 @@ export interface ReduceOutcome {
   averageMs: number;
 }
 
+/**
+ * The wire dtype of a round, decided here once and carried by every request of the round
+ * (the ranks' `snapshot`, the relays' `sum`, the consensus each rank adopts), which the NATS
+ * transport and the relays check frames against: bf16 on a bf16 wire, f32 otherwise and
+ * for an exact round (the final consensus).
+ * @param bf16Wire The run's `.bf16Wire(...)`.
+ * @param exact The round ships f32 both ways.
+ * @returns `"bf16"` or `"f32"`.
+ * @example
+ * ```ts
+ * import { wireDtype } from "./reduce_cycle.ts";
+ * if (wireDtype(true, true) !== "f32" || wireDtype(true, false) !== "bf16") throw new Error("wire rule");
+ * ```
+ */
+export function wireDtype(bf16Wire: boolean, exact: boolean): WireDtype {
+  return bf16Wire && !exact ? "bf16" : "f32";
+}
+
 /** Run one cycle. Rejects only when it stalls; a rank lost mid-cycle drops out of it (its call rejects). */
 export async function reduceCycle(inp: ReduceInput): Promise<ReduceOutcome> {
+  const dtype = wireDtype(inp.bf16Wire, inp.exact);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const stalled = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`reduce ${inp.round} made no progress for ${(inp.stallMs / 1000).toFixed(0)} s`)), inp.stallMs);
@@ -63,7 +83,7 @@ export async function reduceCycle(inp: ReduceInput): Promise<ReduceOutcome> {
     return out.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
   };
   try {
-    const { frames, sums } = await gather(inp, settled);
+    const { frames, sums } = await gather(inp, dtype, settled);
     const steps = new Array(inp.ranks.length).fill(0);
     for (const f of frames) steps[f.rank] = f.batches;
     let bytesUp = 0;
@@ -88,11 +108,10 @@ export async function reduceCycle(inp: ReduceInput): Promise<ReduceOutcome> {
       globalStep: inp.globalStep + steps.reduce((a, b) => a + b, 0),
       withBuffers: avg.movers > 0,
     };
-    const bf16 = inp.bf16Wire && !inp.exact;
     let bytesDown = 0;
     const takers = inp.ranks.filter((c) => c.alive && frames.some((f) => f.rank === c.rank));
     const acks = await settled(takers.map((c) => {
-      const consensus = pack(inp.round, params, avg.buffers, bf16);
+      const consensus = pack(inp.round, params, avg.buffers, dtype);
       bytesDown += consensus.params.byteLength + consensus.buffers.byteLength;
       return adopt(c, { ...adoption, consensus });
     }));
@@ -110,16 +129,16 @@ export async function reduceCycle(inp: ReduceInput): Promise<ReduceOutcome> {
  */
 async function gather(
   inp: ReduceInput,
+  dtype: WireDtype,
   settled: <T>(calls: Promise<T>[]) => Promise<T[]>,
 ): Promise<{ frames: Frame[]; sums: SummedFrame[] }> {
-  const answers = await snapshot(inp, settled);
+  const answers = await snapshot(inp, dtype, settled);
   const byRelay = new Map<FrameRelay, Frame[]>();
   for (const f of answers) {
     const relay = f.via === undefined ? undefined : inp.ranks[f.rank].relay;
     if (relay) byRelay.set(relay, [...byRelay.get(relay) ?? [], f]);
   }
   if (!byRelay.size) return { frames: answers, sums: [] };
-  const dtype = inp.bf16Wire && !inp.exact ? "bf16" : "f32";
   const relayed = await settled([...byRelay].map(([relay, fs]) => relay.sum(inp.round, fs, inp.gamma, inp.layout, dtype)));
   // NOTE: a member in a relay's sum counts even if it is lost right after: its values are
   // in the sum, so its mass must be in the divisor.
@@ -133,21 +152,25 @@ async function gather(
   return { frames, sums };
 }
 
-/** Each alive rank's frame, between its batches (rank side: `packFrame`). */
-async function snapshot(inp: ReduceInput, settled: <T>(calls: Promise<T>[]) => Promise<T[]>): Promise<Frame[]> {
+/** Each alive rank's frame in the round's `dtype`, between its batches (rank side: `packFrame`). */
+async function snapshot(
+  inp: ReduceInput,
+  dtype: WireDtype,
+  settled: <T>(calls: Promise<T>[]) => Promise<T[]>,
+): Promise<Frame[]> {
   const alive = inp.ranks.filter((c) => c.alive);
-  const frames = await settled(alive.map((c) => c.call("snapshot", (api) => api.snapshot(inp.round, inp.exact))));
+  const frames = await settled(alive.map((c) => c.call("snapshot", (api) => api.snapshot(inp.round, dtype))));
   return frames.filter((f) => inp.ranks[f.rank].alive);
 }
 
 /** The consensus as a frame for one rank: its own copy (the transport may transfer it). */
-function pack(round: number, params: Float32Array, buffers: Float32Array, bf16: boolean): Frame {
+function pack(round: number, params: Float32Array, buffers: Float32Array, dtype: WireDtype): Frame {
   return {
     rank: -1,
     round,
     batches: 0,
-    dtype: bf16 ? "bf16" : "f32",
-    params: bf16 ? packBf16(params) : new Float32Array(params),
+    dtype,
+    params: dtype === "bf16" ? packBf16(params) : new Float32Array(params),
     buffers: new Float32Array(buffers),
   };
 }

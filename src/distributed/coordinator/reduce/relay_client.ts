@@ -15,7 +15,7 @@
  */
 import { checkFrame, type RankLink } from "../../nats/mod.ts";
 import { describeError, RankLostError } from "../../protocol/errors.ts";
-import type { Frame, LayoutTable } from "../../protocol/messages.ts";
+import type { Frame, LayoutTable, WireDtype } from "../../protocol/messages.ts";
 import type { FrameRelay, RelayAsk, SummedFrame } from "../../protocol/relay.ts";
 import { paramMass } from "./consensus.ts";
 import type { RankClient } from "../transport/rank_client.ts";
@@ -96,7 +96,7 @@ export class RelayClient implements FrameRelay {
     frames: readonly Frame[],
     gamma: number,
     layout: LayoutTable,
-    dtype: "bf16" | "f32",
+    dtype: WireDtype,
   ): Promise<{ sum: SummedFrame; frames: Frame[] } | null> {
     if (!this.#alive) return null;
     const ask: RelayAsk = {

@@ -11,32 +11,30 @@
  */
 import { checkFrame, type NatsCoordinator, type RankLink, RankLinkError } from "../../nats/mod.ts";
 import { RankLostError } from "../../protocol/errors.ts";
-import type { Adoption, Frame, RankHello, RankSetup } from "../../protocol/messages.ts";
+import type { Adoption, Frame, RankHello, RankSetup, WireDtype } from "../../protocol/messages.ts";
+import { RANK_CALL_TABLE } from "../../protocol/rank_calls.ts";
 import type { RankCallName, RankCalls, RankEvent, RankListener, RankTransport } from "../../protocol/transport.ts";
 
 const EVENT_KINDS: ReadonlySet<string> = new Set(["batch", "heartbeat", "compiling"]);
-
-/**
- * Calls whose first run compiles GPU pipelines on the rank. A worker says "compiling" before
- * its thread blocks and the message leaves at once; a remote rank's notice is signed
- * (WebCrypto, async) and sent after the block, so it arrives too late. Until such a call
- * has run once (`train`: until its first batch), the rank's heartbeats count as
- * "compiling" here: the client allows the stall ceiling, not the heartbeat timeout.
- */
-const COMPILES: ReadonlySet<string> = new Set(["init", "initialState", "load", "train", "snapshot", "adopt", "evaluate", "finalState"]);
 
 export class NatsTransport implements RankTransport {
   readonly messages = false;
   #listener?: RankListener;
   #closed = false;
-  /** From `init`: the wire dtype and the frame sizes every answer is checked against. */
-  #bf16 = false;
   /** From `init`: the relay the rank's reduce frames go to (its snapshot answers carry no values). */
   #relay?: number;
+  /** From `init`: the frame sizes every answer is checked against. */
   #counts?: { paramCount: number; bufferCount: number };
   /** The version of the last adoption sent: the round of the rank's `finalState` frame. */
   #version?: number;
-  /** Compiling calls answered once; first runs in flight; a batch seen (train compiled). */
+  /**
+   * Compiling calls (`RANK_CALL_TABLE`) answered once; first runs in flight; a batch seen
+   * (train compiled). A worker says "compiling" before its thread blocks and the message
+   * leaves at once; a remote rank's notice is signed (WebCrypto, async) and sent after the
+   * block, so it arrives too late. Until such a call has run once (`train`: until its first
+   * batch), the rank's heartbeats count as "compiling" here: the client allows the stall
+   * ceiling, not the heartbeat timeout.
+   */
   #warm = new Set<string>();
   #warming = new Set<string>();
   #trained = false;
@@ -86,7 +84,7 @@ export class NatsTransport implements RankTransport {
 
   async request<K extends RankCallName>(name: K, ...args: RankCalls[K]["args"]): Promise<RankCalls[K]["result"]> {
     let result: unknown;
-    const first = COMPILES.has(name) && !this.#warm.has(name) && !this.#warming.has(name);
+    const first = RANK_CALL_TABLE[name].compiles && !this.#warm.has(name) && !this.#warming.has(name);
     if (first) {
       this.#warming.add(name);
       this.#listener?.event({ kind: "compiling" });
@@ -104,22 +102,23 @@ export class NatsTransport implements RankTransport {
       }
     }
     if (name === "init") {
-      const setup = args[0] as RankSetup;
-      this.#bf16 = setup.bf16Wire;
-      this.#relay = setup.relay;
+      this.#relay = (args[0] as RankSetup).relay;
       this.#counts = (result as RankHello).layout;
     } else if (name === "adopt") this.#version = (args[0] as Adoption).version;
-    else if (name === "snapshot" || name === "initialState" || name === "finalState") {
-      const exact = name !== "snapshot" || Boolean(args[1]);
+    else if (name === "snapshot") {
+      // In the dtype the request asked for (the round's wire), behind the rank's relay if any.
+      const [round, dtype] = args as RankCalls["snapshot"]["args"];
+      this.#checked(result, round, dtype, this.#relay);
+    } else if (RANK_CALL_TABLE[name].frame) {
+      // The broadcast's and join()'s exact state (initialState, finalState): always f32.
       const frame = result as Frame;
-      const round = name === "snapshot" ? args[0] as number : name === "initialState" ? 0 : this.#version ?? frame?.round;
-      this.#checked(frame, round, exact ? "f32" : this.#bf16 ? "bf16" : "f32", name === "snapshot" ? this.#relay : undefined);
+      this.#checked(frame, name === "initialState" ? 0 : this.#version ?? frame?.round, "f32");
     }
     return result as RankCalls[K]["result"];
   }
 
   /** Refuse a bad frame: the rank is dropped (its link closed), the frame never averaged. */
-  #checked(frame: unknown, round: number, dtype: "bf16" | "f32", via?: number): void {
+  #checked(frame: unknown, round: number, dtype: WireDtype, via?: number): void {
     if (!this.#counts) throw new RankLostError(this.rank, `rank ${this.rank}: sent a frame before init`);
     try {
       checkFrame(frame, { rank: this.rank, dtype, round, via, ...this.#counts });
