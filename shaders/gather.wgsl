@@ -11,7 +11,7 @@
 // short); index_select's first sorts the index so each row reads only its own entries.
 override WG: u32 = 256;
 
-struct Params {  // mirrored in src/tensor/ops/gather.ts
+struct Params {  // mirrored in src/tensor/ops/gather_kernel.ts
   n: u32, size: u32, k: u32, inner: u32, pad: i32, dim: u32, block: u32, stride: u32,
   x0: u32, x1: u32, x2: u32, x3: u32, x4: u32, x5: u32,
   i0: u32, i1: u32, i2: u32, i3: u32, i4: u32, i5: u32,

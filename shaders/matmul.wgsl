@@ -4,7 +4,7 @@
 //   A: [batch.., M, K], or [batch.., K, M] when TA     B: [batch.., K, N], or [batch.., N, K] when TB
 //   C: [batch, M, N] (batch dims already broadcast)    bias: [N]
 // The grid's z is the output matrix; its A and B offsets come from up to three merged batch
-// dims with stride 0 along broadcast dims (planned in src/tensor/ops/matmul.ts).
+// dims with stride 0 along broadcast dims (planned in src/tensor/ops/matmul_plan.ts).
 //
 // Two kernels, chosen by the host from the device's tiling (src/gpu/tuning.ts):
 // - register (matmul_forward[_vec4], linear_forward[_vec4]), for CPU adapters (lavapipe,
@@ -44,7 +44,7 @@ override BK: u32 = 16u;
 // stays inside WebGPU's guaranteed 16 KiB of workgroup storage.
 const TILE = 2048u;
 
-struct Params {  // mirrored in src/tensor/ops/matmul.ts
+struct Params {  // mirrored in src/tensor/ops/matmul_plan.ts
   m: u32, n: u32, k: u32,
   d1: u32, d2: u32,
   sa0: u32, sa1: u32, sa2: u32,

@@ -2,7 +2,7 @@
 // the matrix product (shaders/matmul.wgsl), so a fused Linear + activation computes the same
 // f32 operations as the two ops apart. Included with `// #include "lib/act.wgsl"`.
 //
-// Kinds (mirrored by ACTIVATIONS in src/tensor/ops/matmul.ts):
+// Kinds (mirrored by ACTIVATIONS in src/tensor/ops/matmul_plan.ts):
 //   0 none, 1 relu, 2 gelu (exact), 3 gelu_tanh, 4 tanh, 5 sigmoid, 6 silu.
 // act_backward(kind, s, g) is the gradient through the activation for an upstream g, from
 // what the op saves: its output y for relu, tanh and sigmoid, its input x for the others.

@@ -98,6 +98,9 @@ function moveInto(home: Tensor, g: Tensor): Tensor {
 /** Walk the tape from `root` with output gradient `seed`, accumulating into leaves. */
 export function runBackward(root: TapeValue, seed: Tensor): void {
   const grads = new Map<TapeValue, Tensor>([[root, seed]]);
+  // Values whose whole gradient so far is one that its consumer already passed through the
+  // value's producer's first backward step (OpContext.folded): a second contribution unmarks it.
+  const folded = new Set<TapeValue>();
   for (const v of topoOrder(root)) {
     const g = grads.get(v);
     if (!g) continue;
@@ -116,6 +119,8 @@ export function runBackward(root: TapeValue, seed: Tensor): void {
       output: node.output,
       attrs: node.attrs,
       sole: node.inputs.map((x) => x.uses === 1),
+      producers: node.inputs.map((x) => x.node),
+      folded: folded.has(v),
       // A leaf's first gradient may go straight to its home (an unused home: no grad yet and
       // no contribution so far this backward; a later one is summed into a fresh tensor).
       into: node.inputs.map((x, i) =>
@@ -126,8 +131,11 @@ export function runBackward(root: TapeValue, seed: Tensor): void {
       const gi = ins[i];
       if (!gi || !input.requiresGrad) return;
       const prev = grads.get(input);
-      if (!prev) grads.set(input, gi);
-      else {
+      if (!prev) {
+        grads.set(input, gi);
+        if (ins.folded?.[i]) folded.add(input);
+      } else {
+        folded.delete(input);
         // Accumulate into a fresh copy: `prev` may be another op's output or saved tensor
         // (or `gi` itself, for x + x).
         const sum = clone(prev);

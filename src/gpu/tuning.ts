@@ -120,7 +120,7 @@ export const MATMUL_UNALIGNED = { tm: 16, tn: 8 };
 export const MATMUL_GPU: MatmulTiling = { tm: 4, tn: 4, wgx: 16, wgy: 16, bk: 16 };
 
 /**
- * Product classes that may get their own tiling (src/tensor/ops/matmul.ts `matmulClass`):
+ * Product classes that may get their own tiling (src/tensor/ops/matmul_plan.ts `matmulClass`):
  * - `wgrad`: Aᵀ·B, the weight gradient of a Linear (dW = dyᵀ·x: k is the batch, m·n the
  *   whole weight), and matmul's dB; many output blocks, few k-steps each.
  * - `skinny`: m ≤ {@link MATMUL_SKINNY_M} (a batch of rows times a weight: Linear's forward

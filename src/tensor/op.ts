@@ -13,9 +13,13 @@ export interface OpDef<A = undefined> {
   /**
    * Gradients of the inputs given the output gradient `grad` (same shape as the output).
    * Return `null` for an input that needs none (`ctx.needs[i]` false) or is not differentiable.
-   * Absent for ops without a gradient (argmax, comparisons).
+   * Absent for ops without a gradient (argmax, comparisons). A backward that took over the first
+   * step of an input's producer's backward (see {@link OpContext.producers}) says so in `folded`.
    */
-  backward?(grad: Tensor, ctx: OpContext<A>): readonly (Tensor | null)[];
+  backward?(grad: Tensor, ctx: OpContext<A>): readonly (Tensor | null)[] & {
+    /** Per input, true when that gradient already went through its producer's first backward step. */
+    readonly folded?: readonly boolean[];
+  };
 }
 
 /** Output of a forward and the tensors the backward will read. */
@@ -44,6 +48,19 @@ export interface OpContext<A> {
    * that applies the input's producer's activation (linear's dx product) needs it.
    */
   readonly sole?: readonly boolean[];
+  /**
+   * Per input, the op the tape recorded as its maker and what that op saved (null for a leaf;
+   * absent off the tape). A fused backward reads its producer's saved context here: the next
+   * Linear's dx product applies a fused Linear + activation's activation gradient from the
+   * pre-activation that op saved (linear_backward.ts), and marks that gradient `folded`.
+   */
+  readonly producers?: readonly ({ readonly op: OpDef<unknown>; readonly saved: readonly Tensor[] } | null)[];
+  /**
+   * True when `grad` already went through this op's first backward step (its activation's
+   * gradient): the one consumer that made `grad` took the step over (its result's `folded`)
+   * and no other gradient was summed in. The tape sets it; absent: false.
+   */
+  readonly folded?: boolean;
   /**
    * Per input, where its gradient may be written instead of a new tensor (a leaf's gradient
    * home, `Variable.gradHome`, when it has no gradient yet), so no copy follows. Ops may

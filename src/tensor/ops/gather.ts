@@ -1,49 +1,20 @@
-import { Device, type Kernel, kernel, launch, type Layout, layout } from "../../gpu/mod.ts";
+/**
+ * The index ops of shaders/gather.wgsl: index_select, gather, one_hot and embedding, their
+ * shape rules and host-index checks. `embeddingBag` is embedding_bag.ts's; the launches they
+ * share (and the sorted scatter-add of their backward) gather_launch.ts's.
+ */
+import { type Device, launch } from "../../gpu/mod.ts";
 import { fromArray } from "../creation.ts";
 import { checkHostIndices, type IndexRule, recordIndexCheck } from "../index_check.ts";
 import type { OpDef } from "../op.ts";
 import { fmt, numel, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
+import { GATHER } from "./gather_kernel.ts";
+import { checkIndex, type IndexValues, perElement, selectBackward } from "./gather_launch.ts";
 import { dimOf } from "./shape.ts";
-
-// deno-fmt-ignore
-/** Mirrors `struct Params` in shaders/gather.wgsl (one row per WGSL line). */
-export const GATHER_PARAMS: Layout<{
-  n: "u32"; size: "u32"; k: "u32"; inner: "u32"; pad: "i32"; dim: "u32"; block: "u32"; stride: "u32";
-  x0: "u32"; x1: "u32"; x2: "u32"; x3: "u32"; x4: "u32"; x5: "u32"; i0: "u32"; i1: "u32"; i2: "u32";
-  i3: "u32"; i4: "u32"; i5: "u32"; mode: "u32"; bags: "u32";
-}> = layout("gather", "Params", {
-  n: "u32", size: "u32", k: "u32", inner: "u32", pad: "i32", dim: "u32", block: "u32", stride: "u32",
-  x0: "u32", x1: "u32", x2: "u32", x3: "u32", x4: "u32", x5: "u32",
-  i0: "u32", i1: "u32", i2: "u32", i3: "u32", i4: "u32", i5: "u32",
-  mode: "u32", bags: "u32",
-});
 
 /** Dims gather supports (the Params struct holds six per shape). */
 const MAX_DIMS = 6;
-
-// deno-fmt-ignore
-/** Storage bindings of shaders/gather.wgsl (x and y are raw 32-bit words: any dtype). */
-export const GATHER: Kernel<typeof GATHER_PARAMS, {
-  x: [number, "read"]; y: [number, "read_write"]; idx: [number, "read"]; dy: [number, "read"];
-  dx: [number, "read_write"]; keys: [number, "read_write"]; pos: [number, "read_write"];
-  bounds: [number, "read_write"]; offs: [number, "read"]; arg: [number, "read_write"];
-}> = kernel(GATHER_PARAMS, {
-  x: [1, "read"], y: [2, "read_write"], idx: [3, "read"], dy: [4, "read"], dx: [5, "read_write"],
-  keys: [6, "read_write"], pos: [7, "read_write"], bounds: [8, "read_write"],
-  offs: [9, "read"], arg: [10, "read_write"],
-}, {
-  n: 0, size: 0, k: 0, inner: 0, pad: -1, dim: 0, block: 0, stride: 0,
-  x0: 1, x1: 1, x2: 1, x3: 1, x4: 1, x5: 1, i0: 1, i1: 1, i2: 1, i3: 1, i4: 1, i5: 1,
-  mode: 0, bags: 0,
-});
-
-type IndexValues = Partial<Record<keyof typeof GATHER_PARAMS.fields, number>>;
-
-/** One thread per element of `params.n`. */
-function perElement(entry: string, params: IndexValues & { n: number }) {
-  return { entry, params, groups: Device.grid(params.n) };
-}
 
 // ---- shape rules (pure) ----------------------------------------------------------------------
 
@@ -116,13 +87,6 @@ export function embeddingShape(weight: Shape, index: Shape, paddingIdx?: number)
   return { shape: [...index, weight[1]], pad: paddingIdx < 0 ? paddingIdx + v : paddingIdx };
 }
 
-function checkIndex(x: Tensor, index: Tensor, op: string): void {
-  x.sameDevice(index, op);
-  if (index.dtype !== "i32") {
-    throw new TypeError(`${op}: index must be an i32 tensor, got ${index.dtype} ${fmt(index.shape)}`);
-  }
-}
-
 const pad6 = (s: Shape) => [...new Array<number>(MAX_DIMS - s.length).fill(1), ...s];
 
 /** Gather params: both shapes padded to 6 dims, `dim` shifted with them. */
@@ -131,64 +95,6 @@ function gatherValues(x: Shape, index: Shape, dim: number, n: number): IndexValu
   const [i0, i1, i2, i3, i4, i5] = pad6(index);
   return { n, dim: dim + MAX_DIMS - x.length, x0, x1, x2, x3, x4, x5, i0, i1, i2, i3, i4, i5 };
 }
-
-/** Pairs sorted in one workgroup (shaders/gather.wgsl's LOCAL_SORT: 8 KiB of workgroup memory). */
-const LOCAL_SORT = 1024;
-
-/**
- * dx [outer, size, inner] of an index_select whose output was [outer, k, inner]: sort the
- * (index, position) pairs (bitonic: in one workgroup's memory when k ≤ LOCAL_SORT, else one
- * launch per pass), find each row's run, then sum each run in position order. Deterministic,
- * and O(k log² k + dx + dy) rather than the O(dx · k) of scanning every index for every
- * element of dx.
- */
-function selectBackward(
-  dy: Tensor,
-  index: Tensor,
-  dx: Tensor,
-  size: number,
-  k: number,
-  inner: number,
-  pad: number,
-): void {
-  const device = dy.device;
-  let p2 = 1;
-  while (p2 < k) p2 *= 2;
-  const keys = Tensor.empty([p2], { device, dtype: "u32" }, "indexSelect.keys");
-  const pos = Tensor.empty([p2], { device, dtype: "u32" }, "indexSelect.pos");
-  const bounds = Tensor.empty([2 * size], { device, dtype: "u32" }, "indexSelect.bounds");
-  if (size > 0) device.clear(bounds.buffer);
-  const base = { size, k, inner, pad };
-  launch(device, GATHER, {
-    ...perElement("index_select_backward_keys", { ...base, n: p2 }),
-    io: { idx: index, keys, pos },
-  });
-  if (p2 <= LOCAL_SORT) {
-    launch(device, GATHER, { entry: "index_select_backward_sort_local", params: { ...base, n: p2 }, io: { keys, pos }, groups: [1] });
-  } else {
-    for (let block = 2; block <= p2; block *= 2) {
-      for (let stride = block / 2; stride >= 1; stride /= 2) {
-        launch(device, GATHER, {
-          ...perElement("index_select_backward_sort", { ...base, n: p2 / 2, block, stride }),
-          io: { keys, pos },
-        });
-      }
-    }
-  }
-  launch(device, GATHER, { ...perElement("index_select_backward_bounds", { ...base, n: k }), io: { keys, bounds } });
-  launch(device, GATHER, {
-    ...perElement("index_select_backward", { ...base, n: dx.numel }),
-    io: {
-      dy,
-      dx,
-      pos,
-      bounds,
-    },
-  });
-  // Freed buffers are reused only after the next submit, so the launches above still see them.
-  for (const t of [keys, pos, bounds]) t.dispose();
-}
-
 // ---- ops -------------------------------------------------------------------------------------
 
 /**
@@ -342,130 +248,3 @@ export const oneHot = (index: Tensor, numClasses: number): Tensor => oneHotOp.fo
 export const embedding = (weight: Tensor, index: Indices, paddingIdx?: number): Tensor =>
   embeddingOp.forward([weight, toIndexTensor(index, embeddingRule(weight.shape[0]), weight.device)], { paddingIdx })
     .output;
-
-// ---- embedding_bag ---------------------------------------------------------------------------
-
-/** Reductions of {@link embeddingBag} (PyTorch's `mode`). */
-export type EmbeddingBagMode = "sum" | "mean" | "max";
-const BAG_MODES: Record<EmbeddingBagMode, number> = { sum: 0, mean: 1, max: 2 };
-
-/** Attributes of {@link embeddingBagOp}. */
-export interface EmbeddingBagOptions {
-  /** How a bag's rows combine. Default "mean". */
-  mode?: EmbeddingBagMode;
-  /** A row left out of every bag (and of mean's count), which gets no gradient; negative counts from V. */
-  paddingIdx?: number;
-}
-
-function bagMode(mode: unknown): number {
-  const m = BAG_MODES[(mode ?? "mean") as EmbeddingBagMode];
-  if (m === undefined || typeof mode === "number") {
-    throw new RangeError(`embeddingBag: mode must be "sum", "mean" or "max", got ${JSON.stringify(mode)}`);
-  }
-  return m;
-}
-
-/**
- * Bags of rows of `weight` [V, D] reduced by `mode` (inputs `[weight, index, offsets]`, both
- * i32 and 1-D: bag b holds index[offsets[b] .. offsets[b + 1]), the last bag runs to the
- * end). Output [B, D]. Out-of-range indices and row `paddingIdx` are left out; an empty bag
- * gives zeros in every mode (PyTorch's). The gradient of weight is dense and deterministic;
- * max sends it to the first maximum of each bag and column.
- */
-export const embeddingBagOp: OpDef<EmbeddingBagOptions> = {
-  name: "embeddingBag",
-  forward([weight, index, offsets], attrs) {
-    checkIndex(weight, index, "embeddingBag");
-    checkIndex(weight, offsets, "embeddingBag offsets");
-    if (weight.dtype !== "f32") throw new TypeError(`embeddingBag: weight must be f32, got ${weight.dtype} ${fmt(weight.shape)}`);
-    if (index.shape.length !== 1 || offsets.shape.length !== 1) {
-      throw new RangeError(`embeddingBag: index and offsets must be 1-D, got ${fmt(index.shape)} and ${fmt(offsets.shape)}`);
-    }
-    const mode = bagMode(attrs.mode);
-    const { pad } = embeddingShape(weight.shape, index.shape, attrs.paddingIdx);
-    recordIndexCheck(weight.device, index.buffer, index.shape, { ...embeddingRule(weight.shape[0]), op: "embeddingBag" });
-    const [v, d] = weight.shape, bags = offsets.shape[0];
-    const y = Tensor.empty([bags, d], { device: weight.device }, "embeddingBag");
-    const arg = Tensor.empty([Math.max(bags * d, 1)], { device: weight.device, dtype: "i32" }, "embeddingBag.arg");
-    const values = { n: bags * d, size: v, k: index.numel, inner: d, pad, mode, bags };
-    if (bags * d > 0) {
-      launch(weight.device, GATHER, { ...perElement("embedding_bag_forward", values), io: { x: weight, y, idx: index, offs: offsets, arg } });
-    }
-    return { output: y, saved: [index, offsets, arg] };
-  },
-  backward(dy, ctx) {
-    if (!ctx.needs[0]) return [null, null, null];
-    const [ws, is, os] = ctx.shapes;
-    const [index, offsets, arg] = ctx.saved;
-    const { pad } = embeddingShape(ws, is, ctx.attrs.paddingIdx);
-    const k = is[0], d = ws[1];
-    const spread = Tensor.empty([Math.max(k * d, 1)], { device: dy.device }, "embeddingBag.spread");
-    const values = { n: k * d, size: ws[0], k, inner: d, pad, mode: bagMode(ctx.attrs.mode), bags: os[0] };
-    if (k * d > 0) {
-      launch(dy.device, GATHER, {
-        ...perElement("embedding_bag_backward_spread", values),
-        io: { idx: index, offs: offsets, arg, dy, dx: spread },
-      });
-    }
-    const dw = Tensor.empty(ws, { device: dy.device }, "embeddingBag.backward");
-    if (k === 0) dy.device.clear(dw.buffer);
-    else selectBackward(spread, index, dw, ws[0], k, d, pad);
-    spread.dispose();
-    return [dw, null, null];
-  },
-};
-
-/**
- * Index and offsets of an embedding bag call, as PyTorch's F.embedding_bag takes them: a 2-D
- * index [B, L] (bags of L, offsets none) or a 1-D index with offsets [B] (host values are
- * checked: offsets[0] = 0, ascending, at most the index length; indices against [0, V)).
- * @throws {RangeError} Naming the argument and the value expected.
- */
-export function bagInputs(
-  weight: Shape,
-  index: Indices,
-  offsets: Indices | undefined,
-  device: Device,
-): { index: Tensor; offsets: Tensor } {
-  const rule = { ...embeddingRule(weight[0]), op: "embeddingBag" };
-  const shape = index instanceof Tensor ? index.shape : [index.length];
-  if (shape.length === 2) {
-    if (offsets !== undefined) {
-      throw new RangeError(`embeddingBag: offsets must be left out for a 2-D input ${fmt(shape)} (each row is a bag)`);
-    }
-    const [b, l] = shape;
-    const offs = fromArray(Int32Array.from({ length: b }, (_, i) => i * l), [b], { device, dtype: "i32" });
-    const flat = index instanceof Tensor ? index.reshape([b * l]) : index;
-    return { index: toIndexTensor(flat, rule, device), offsets: offs };
-  }
-  if (shape.length !== 1) throw new RangeError(`embeddingBag: input must be 1-D (with offsets) or 2-D [B, L], got ${fmt(shape)}`);
-  if (offsets === undefined) throw new RangeError(`embeddingBag: offsets are required for a 1-D input ${fmt(shape)}`);
-  if (!(offsets instanceof Tensor)) {
-    for (let b = 0; b < offsets.length; b++) {
-      const o = offsets[b], prev = b === 0 ? 0 : offsets[b - 1];
-      if (!Number.isInteger(o) || (b === 0 ? o !== 0 : o < prev) || o > shape[0]) {
-        throw new RangeError(
-          `embeddingBag: offsets must start at 0 and ascend up to the input length ${shape[0]}, got ${o} at position ${b}`,
-        );
-      }
-    }
-  }
-  const offs = offsets instanceof Tensor ? offsets : fromArray(Int32Array.from(offsets), [offsets.length], { device, dtype: "i32" });
-  return { index: toIndexTensor(index, rule, device), offsets: offs };
-}
-
-/**
- * Sums, means or maxima of bags of rows of `weight` [V, D], as torch.nn.functional.embedding_bag:
- * `[B, D]` for a 2-D index [B, L] or a 1-D index with `offsets` [B]. Empty bags give zeros.
- * @throws {TypeError} When an index is not i32. @throws {RangeError} For a bad mode, paddingIdx,
- * offsets or host index.
- */
-export const embeddingBag = (
-  weight: Tensor,
-  index: Indices,
-  offsets?: Indices,
-  options: EmbeddingBagOptions = {},
-): Tensor => {
-  const r = bagInputs(weight.shape, index, offsets, weight.device);
-  return embeddingBagOp.forward([weight, r.index, r.offsets], options).output;
-};

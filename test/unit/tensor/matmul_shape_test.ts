@@ -1,4 +1,4 @@
-import { linearShape, matmulPlan, matmulShape } from "../../../src/tensor/ops/matmul.ts";
+import { linearShape, matmulPlan, matmulShape } from "../../../src/tensor/ops/matmul_plan.ts";
 import { assertEquals, assertThrows } from "../../util/assert.ts";
 
 Deno.test("matmulShape multiplies the last two dims, with each transpose", () => {

@@ -16,10 +16,10 @@ import {
 import {
   embeddingShape,
   gatherShape,
-  GATHER_PARAMS,
   indexSelectShape,
   oneHotShape,
 } from "../../../src/tensor/ops/gather.ts";
+import { GATHER_PARAMS } from "../../../src/tensor/ops/gather_kernel.ts";
 import type { Layout } from "../../../src/gpu/mod.ts";
 import { assertEquals, assertThrows } from "../../util/assert.ts";
 

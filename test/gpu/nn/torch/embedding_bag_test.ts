@@ -1,5 +1,5 @@
 /**
- * embeddingBag (src/tensor/ops/gather.ts, F.embeddingBag, nn.EmbeddingBag): output and the
+ * embeddingBag (src/tensor/ops/embedding_bag.ts, F.embeddingBag, nn.EmbeddingBag): output and the
  * weight gradient match the f64 reference (test/reference/embedding_bag.ts) for each mode,
  * with a padding row, repeated indices and empty bags (zeros, as PyTorch), and PyTorch's own
  * values through the tape; the module's init and refusals naming the argument.
