@@ -1,88 +1,34 @@
 /**
- * `Device`: one GPUDevice and everything that records onto it (pipeline cache, uniform
- * arena, bind-group cache, buffer pool, the current encoder, submits and read-backs).
+ * `Device`: one GPUDevice and everything that records onto it: the current encoder and
+ * pass, submits, read-backs, step-scoped memory and the pending asynchronous error.
  *
- * Over 400 lines on purpose: it is one class whose private state interlocks (a dispatch
- * writes the arena slot its bind-group key names; a flush uploads the arena, submits, frees
- * pooled buffers and may collect); split across files, each piece would need the others'
- * private fields. The reusable parts already live beside it: pool.ts, params.ts,
- * kernel.ts, shaders.ts, collect.ts, tuning.ts.
+ * Its parts with their own state live beside it: adapter.ts (getting the GPUDevice),
+ * pipelines.ts (compile once per key), uniform_arena.ts (every dispatch's params, uploaded
+ * once per submit), bind_groups.ts (bind-group reuse), pool.ts (storage buffers), and
+ * dispatch.ts, params.ts, kernel.ts, shaders.ts, collect.ts, tuning.ts.
  */
+import { classifyAdapter, type DeviceOptions, requestGpuDevice } from "./adapter.ts";
+import { BindGroupCache } from "./bind_groups.ts";
 import { collectGarbage, loadCollector } from "./collect.ts";
+import type { Dispatch } from "./dispatch.ts";
 import { DeviceLostError, GpuError } from "./errors.ts";
-import { type Layout, writeParams } from "./params.ts";
+import { pipelineKey, PipelineCache } from "./pipelines.ts";
 import { BufferPool, type PoolStats, sizeClass, STORAGE_USAGE } from "./pool.ts";
-import { explainWgslLines, shaderSource } from "./shaders.ts";
+import { explainWgslLines } from "./shaders.ts";
 import {
-  BIND_GROUP_CACHE,
-  ELEMENTWISE_WG,
   type AdapterKind,
+  ELEMENTWISE_WG,
   MATMUL_CLASS_TILINGS,
   MATMUL_CPU,
-  MATMUL_SWIFTSHADER,
   MATMUL_GPU,
+  MATMUL_SWIFTSHADER,
   type MatmulClassTilings,
   type MatmulTiling,
   MAX_DISPATCHES_PER_SUBMIT,
   MAX_GROUPS_PER_DIM,
   NATIVE_OBJECTS_PER_COLLECT,
-  UNIFORM_ARENA_BYTES,
-  UNIFORM_SLOT_BYTES,
 } from "./tuning.ts";
-
-/** Options of {@link Device.request}. */
-export interface DeviceOptions {
-  /** Adapter preference passed to `navigator.gpu.requestAdapter`. */
-  powerPreference?: GPUPowerPreference;
-  /** Use this adapter instead of asking for one. */
-  adapter?: GPUAdapter;
-  /** Name used in labels and error messages. Default "gpu". */
-  label?: string;
-  /** Matmul tiling; default chosen from the adapter (register blocking on CPU adapters). */
-  matmul?: MatmulTiling;
-  /**
-   * Tilings of the product classes (tuning.ts `MatmulClass`: skinny products, the weight
-   * gradient Aᵀ·B). Default: the adapter's swept table (`MATMUL_CLASS_TILINGS`), or none
-   * when `matmul` is given, so a chosen tiling runs every product.
-   */
-  matmulClasses?: MatmulClassTilings;
-}
-
-/** One kernel launch: the pipeline, its uniform params (binding 0), its buffers by binding, the grid. */
-export interface Dispatch {
-  /** Shader family: `shaders/<shader>.wgsl`. */
-  shader: string;
-  /** Entry point, `<op>_<direction>`. */
-  entry: string;
-  /** WGSL `override` constants; part of the pipeline key. */
-  overrides?: Record<string, number>;
-  /** Uniform struct at `@binding(0)`. */
-  params?: { layout: Layout<any>; values: Readonly<Record<string, number>> };
-  /**
-   * Storage buffers by binding number: a whole buffer, or a range of one (a view into an
-   * arena, e.g. a parameter packed into its optimizer group's flat buffer; the offset is a
-   * multiple of `minStorageBufferOffsetAlignment`).
-   */
-  buffers: Record<number, GPUBuffer | BufferRange>;
-  /** Workgroup counts. */
-  groups: readonly [number, number?, number?];
-}
-
-/** A byte range of a buffer, bound as a storage binding. */
-export interface BufferRange {
-  /** The buffer. */
-  buffer: GPUBuffer;
-  /** First byte bound (a multiple of the adapter's storage offset alignment). */
-  offset: number;
-  /** Bytes bound. */
-  size: number;
-}
-
-/** Cache key of a pipeline: shader, entry and the override constants in name order. */
-function pipelineKey(shader: string, entry: string, overrides?: Record<string, number>): string {
-  if (!overrides) return `${shader}/${entry}`;
-  return `${shader}/${entry}` + Object.keys(overrides).sort().map((k) => `/${k}=${overrides[k]}`).join("");
-}
+import { UniformArena } from "./uniform_arena.ts";
 
 /** Something that gives its GPU memory back at the end of a step (a step-scoped tensor). */
 export interface StepScoped {
@@ -129,22 +75,13 @@ export class Device {
   readonly isFallback: boolean;
 
   #pool: BufferPool;
-  #pipelines = new Map<string, GPUComputePipeline>();
-  #modules = new Map<string, GPUShaderModule>();
+  #pipelines: PipelineCache;
   #encoder: GPUCommandEncoder | undefined;
   #pass: GPUComputePassEncoder | undefined;
   #dispatches = 0;
-  #arena: GPUBuffer;
-  #arenaData: ArrayBuffer;
-  #arenaView: DataView;
-  #arenaUsed = 0;
-  #slot: number;
+  #arena: UniformArena;
   #staging = new Map<number, GPUBuffer[]>();
-  /** Bind groups by pipeline, arena offset and buffers, oldest use first (Map order). */
-  #bindGroups = new Map<string, GPUBindGroup>();
-  #bufferIds = new WeakMap<GPUBuffer, number>();
-  #nextBufferId = 0;
-  #bindGroupsCreated = 0;
+  #bindGroups: BindGroupCache;
   /** GPU objects created since the last collection that only a GC frees (collect.ts). */
   #uncollected = 0;
   #collections = 0;
@@ -159,24 +96,16 @@ export class Device {
     this.info = adapter.info;
     this.label = label;
     this.features = new Set([...gpu.features] as string[]);
-    this.isFallback = (adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean }).isFallbackAdapter === true ||
-      adapter.info.architecture === "swiftshader" || /llvmpipe|lavapipe|swiftshader/i.test(adapter.info.description);
-    this.adapterKind = !this.isFallback
-      ? "gpu"
-      : adapter.info.architecture === "swiftshader" || /swiftshader/i.test(adapter.info.description)
-      ? "swiftshader"
-      : "lavapipe";
+    const adapterClass = classifyAdapter(adapter.info);
+    this.isFallback = adapterClass.isFallback;
+    this.adapterKind = adapterClass.adapterKind;
     this.matmul = matmul ?? { lavapipe: MATMUL_CPU, swiftshader: MATMUL_SWIFTSHADER, gpu: MATMUL_GPU }[this.adapterKind];
     this.matmulClasses = { ...(classes ?? (matmul ? {} : MATMUL_CLASS_TILINGS[this.adapterKind])) };
     this.#pool = new BufferPool((bytes) => gpu.createBuffer({ label: `${label}/pool/${bytes}`, size: bytes, usage: STORAGE_USAGE }));
-    this.#slot = Math.max(UNIFORM_SLOT_BYTES, gpu.limits.minUniformBufferOffsetAlignment);
-    this.#arena = gpu.createBuffer({
-      label: `${label}/uniform-arena`,
-      size: UNIFORM_ARENA_BYTES,
-      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
-    });
-    this.#arenaData = new ArrayBuffer(UNIFORM_ARENA_BYTES);
-    this.#arenaView = new DataView(this.#arenaData);
+    this.#arena = new UniformArena(gpu, label);
+    this.#pipelines = new PipelineCache(gpu, this.compiles, (key) => this.onCompile?.(key));
+    // Each new bind group is two objects only a GC frees: the group and its layout's wrapper.
+    this.#bindGroups = new BindGroupCache(gpu, this.#arena.buffer, () => (this.#uncollected += 2));
     gpu.lost.then((info) => (this.#lost = info));
     gpu.addEventListener("uncapturederror", (e) => {
       this.#error ??= (e as GPUUncapturedErrorEvent).error;
@@ -196,39 +125,9 @@ export class Device {
    * ```
    */
   static async request(options: DeviceOptions = {}): Promise<Device> {
-    const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
-    if (!gpu) {
-      throw new Error(
-        "WebGPU is not available in this runtime (navigator.gpu is undefined). In Deno install Mesa's " +
-          "lavapipe (apt-get install mesa-vulkan-drivers) or use a GPU; in Chromium start it with " +
-          "--enable-unsafe-webgpu (and --use-webgpu-adapter=swiftshader without a GPU)",
-      );
-    }
-    const adapter = options.adapter ?? await gpu.requestAdapter({ powerPreference: options.powerPreference });
-    if (!adapter) {
-      throw new Error(
-        "No WebGPU adapter found. Without a GPU: Deno needs Mesa's lavapipe (apt-get install mesa-vulkan-drivers); " +
-          "Chromium needs --enable-unsafe-webgpu --use-webgpu-adapter=swiftshader --enable-unsafe-swiftshader",
-      );
-    }
-    const wanted: GPUFeatureName[] = ["shader-f16", "timestamp-query", "subgroups" as GPUFeatureName];
-    const requiredFeatures = wanted.filter((f) => adapter.features.has(f));
-    const l = adapter.limits;
-    const gpuDevice = await adapter.requestDevice({
-      label: options.label ?? "gpu",
-      requiredFeatures,
-      requiredLimits: {
-        maxBufferSize: l.maxBufferSize,
-        maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
-        maxStorageBuffersPerShaderStage: l.maxStorageBuffersPerShaderStage,
-        maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize,
-        maxComputeInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
-        maxComputeWorkgroupSizeX: l.maxComputeWorkgroupSizeX,
-        maxComputeWorkgroupSizeY: l.maxComputeWorkgroupSizeY,
-      },
-    });
+    const { adapter, gpu } = await requestGpuDevice(options);
     await loadCollector();
-    const device = new Device(gpuDevice, adapter, options.label ?? "gpu", options.matmul, options.matmulClasses);
+    const device = new Device(gpu, adapter, options.label ?? "gpu", options.matmul, options.matmulClasses);
     deviceGlobal[DEFAULT_KEY] ??= device;
     return device;
   }
@@ -338,7 +237,7 @@ export class Device {
     return {
       ...s,
       totalBytes: s.liveBytes + s.pooledBytes,
-      bindGroupsCreated: this.#bindGroupsCreated,
+      bindGroupsCreated: this.#bindGroups.created,
       collections: this.#collections,
     };
   }
@@ -366,29 +265,7 @@ export class Device {
 
   /** The compiled pipeline for `shader/entry/overrides`, compiled once per device. */
   pipeline(shader: string, entry: string, overrides?: Record<string, number>): GPUComputePipeline {
-    return this.#pipeline(pipelineKey(shader, entry, overrides), shader, entry, overrides);
-  }
-
-  #pipeline(key: string, shader: string, entry: string, overrides?: Record<string, number>): GPUComputePipeline {
-    let p = this.#pipelines.get(key);
-    if (!p) {
-      this.onCompile?.(key);
-      const t0 = performance.now();
-      // One module per shader file: each override variant reuses its parse and validation.
-      let module = this.#modules.get(shader);
-      if (!module) {
-        module = this.gpu.createShaderModule({ label: `${shader}.wgsl`, code: shaderSource(shader) });
-        this.#modules.set(shader, module);
-      }
-      p = this.gpu.createComputePipeline({
-        label: key,
-        layout: "auto",
-        compute: { module, entryPoint: entry, constants: overrides },
-      });
-      this.compiles.push({ key, ms: performance.now() - t0 });
-      this.#pipelines.set(key, p);
-    }
-    return p;
+    return this.#pipelines.get(pipelineKey(shader, entry, overrides), shader, entry, overrides);
   }
 
   #encoderNow(): GPUCommandEncoder {
@@ -407,22 +284,11 @@ export class Device {
   /** Record one kernel launch into the current command encoder. */
   dispatch(d: Dispatch): void {
     this.check();
-    if (this.#dispatches >= MAX_DISPATCHES_PER_SUBMIT || this.#arenaUsed + this.#slot > UNIFORM_ARENA_BYTES) this.flush();
+    if (this.#dispatches >= MAX_DISPATCHES_PER_SUBMIT || this.#arena.full) this.flush();
     const pkey = pipelineKey(d.shader, d.entry, d.overrides);
-    const pipeline = this.#pipeline(pkey, d.shader, d.entry, d.overrides);
-    let key = pkey;
-    let offset = -1;
-    if (d.params) {
-      offset = this.#arenaUsed;
-      writeParams(this.#arenaView, offset, d.params.layout, d.params.values);
-      this.#arenaUsed += this.#slot;
-      key += `|${offset}:${d.params.layout.bytes}`;
-    }
-    for (const binding in d.buffers) {
-      const b = d.buffers[binding];
-      key += "buffer" in b ? `|${binding}=${this.#bufferId(b.buffer)}@${b.offset}+${b.size}` : `|${binding}=${this.#bufferId(b)}`;
-    }
-    const bindGroup = this.#bindGroup(key, pipeline, d, offset);
+    const pipeline = this.#pipelines.get(pkey, d.shader, d.entry, d.overrides);
+    const offset = d.params ? this.#arena.write(d.params.layout, d.params.values) : -1;
+    const bindGroup = this.#bindGroups.get(pkey, pipeline, d, offset);
     const [x, y = 1, z = 1] = d.groups;
     if (x === 0 || y === 0 || z === 0) return;
     if (x > MAX_GROUPS_PER_DIM || y > MAX_GROUPS_PER_DIM || z > MAX_GROUPS_PER_DIM) {
@@ -436,39 +302,6 @@ export class Device {
     this.#pass.setBindGroup(0, bindGroup);
     this.#pass.dispatchWorkgroups(x, y, z);
     this.#dispatches++;
-  }
-
-  #bufferId(buf: GPUBuffer): number {
-    let id = this.#bufferIds.get(buf);
-    if (id === undefined) this.#bufferIds.set(buf, id = this.#nextBufferId++);
-    return id;
-  }
-
-  /**
-   * The bind group of a dispatch, reused when the same pipeline binds the same buffers at
-   * the same arena offset (BIND_GROUP_CACHE says why: Deno frees bind groups only on GC).
-   */
-  #bindGroup(key: string, pipeline: GPUComputePipeline, d: Dispatch, offset: number): GPUBindGroup {
-    const cache = this.#bindGroups;
-    let bg = cache.get(key);
-    if (bg) {
-      cache.delete(key); // re-inserted below: most recently used last
-    } else {
-      const entries: GPUBindGroupEntry[] = [];
-      if (d.params) {
-        entries.push({ binding: 0, resource: { buffer: this.#arena, offset, size: Math.max(d.params.layout.bytes, 4) } });
-      }
-      for (const binding in d.buffers) {
-        const b = d.buffers[binding];
-        entries.push({ binding: Number(binding), resource: "buffer" in b ? b : { buffer: b } });
-      }
-      bg = this.gpu.createBindGroup({ label: `${d.shader}/${d.entry}`, layout: pipeline.getBindGroupLayout(0), entries });
-      this.#bindGroupsCreated++;
-      this.#uncollected += 2; // the bind group and its layout's wrapper
-      if (cache.size >= BIND_GROUP_CACHE) cache.delete(cache.keys().next().value!);
-    }
-    cache.set(key, bg);
-    return bg;
   }
 
   /** Record a buffer-to-buffer copy. */
@@ -511,10 +344,7 @@ export class Device {
   flush(): void {
     this.check();
     this.#endPass();
-    if (this.#arenaUsed > 0) {
-      this.gpu.queue.writeBuffer(this.#arena, 0, this.#arenaData, 0, this.#arenaUsed);
-      this.#arenaUsed = 0;
-    }
+    this.#arena.upload(this.gpu.queue);
     if (this.#encoder) {
       this.gpu.queue.submit([this.#encoder.finish()]);
       this.#encoder = undefined;

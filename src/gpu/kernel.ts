@@ -7,7 +7,8 @@
  * here and in the shader, and `test/unit/gpu/bindings_test.ts` compares the two (name,
  * slot and access of every `@binding(n) var<storage, ...>` line).
  */
-import type { Device, Dispatch } from "./device.ts";
+import type { Device } from "./device.ts";
+import type { Dispatch } from "./dispatch.ts";
 import type { Layout } from "./params.ts";
 
 /** How a shader accesses a storage binding: its WGSL access mode. */

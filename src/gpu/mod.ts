@@ -1,6 +1,8 @@
 export { collectGarbage, loadCollector } from "./collect.ts";
+export type { DeviceOptions } from "./adapter.ts";
 export { Device } from "./device.ts";
-export type { BufferRange, DeviceOptions, Dispatch, MemoryStats, StepScoped } from "./device.ts";
+export type { MemoryStats, StepScoped } from "./device.ts";
+export type { BufferRange, Dispatch } from "./dispatch.ts";
 export { DeviceLostError, GpuError } from "./errors.ts";
 export { kernel, launch, registeredKernels } from "./kernel.ts";
 export type { Access, Bindable, Bindings, Kernel, Launch } from "./kernel.ts";

@@ -9,7 +9,7 @@ import type { Tensor } from "../tensor/mod.ts";
 import { fmt } from "../tensor/mod.ts";
 import { dropout, matmul, softmax } from "./functional.ts";
 import { xavierUniform, zeros } from "./init.ts";
-import { Linear } from "./layers.ts";
+import { Linear } from "./linear.ts";
 import { Module } from "./module.ts";
 
 /** Masks and flags of an attention call; a mask hides a key where it is nonzero (f32 or i32). */

@@ -1,7 +1,7 @@
 import { apply, type Variable } from "../autograd/mod.ts";
 import { addOp } from "../tensor/mod.ts";
 import { fusedActivation } from "./activation.ts";
-import { Linear } from "./layers.ts";
+import { Linear } from "./linear.ts";
 import { Module } from "./module.ts";
 
 /**

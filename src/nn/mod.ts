@@ -10,29 +10,20 @@ export { keyedState, loadSafetensors, saveSafetensors } from "./state.ts";
 export type { KeyStyle, LoadFileOptions, SaveOptions } from "./state.ts";
 export { checkStateDict, tensorEntry } from "./state_check.ts";
 export type { CheckOptions, StateEntry } from "./state_check.ts";
-export {
-  AdaptiveAvgPool2d,
-  AvgPool1d,
-  AvgPool2d,
-  BatchNorm1d,
-  BatchNorm2d,
-  BatchNormBase,
-  Conv1d,
-  Conv2d,
-  ConvTranspose2d,
-  Dropout,
-  Dropout2d,
-  Embedding,
-  EmbeddingBag,
-  Flatten,
-  GroupNorm,
-  LayerNorm,
-  Linear,
-  MaxPool1d,
-  MaxPool2d,
-  Upsample,
-} from "./layers.ts";
-export type { BatchNormLayerOptions, Conv1dLayerOptions, Conv2dLayerOptions, EmbeddingBagLayerOptions, ConvTranspose2dLayerOptions, LayerOptions } from "./layers.ts";
+export { Linear } from "./linear.ts";
+export type { LayerOptions } from "./layer_options.ts";
+export { Conv1d, Conv2d, ConvTranspose2d } from "./conv.ts";
+export type { Conv1dLayerOptions, Conv2dLayerOptions, ConvTranspose2dLayerOptions } from "./conv.ts";
+export { AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d } from "./pool.ts";
+export { BatchNorm1d, BatchNorm2d, BatchNormBase } from "./batch_norm.ts";
+export type { BatchNormLayerOptions } from "./batch_norm.ts";
+export { LayerNorm } from "./layer_norm.ts";
+export { GroupNorm } from "./group_norm.ts";
+export { Dropout, Dropout2d } from "./dropout.ts";
+export { Flatten } from "./flatten.ts";
+export { Upsample } from "./upsample.ts";
+export { Embedding, EmbeddingBag } from "./embedding.ts";
+export type { EmbeddingBagLayerOptions } from "./embedding.ts";
 export {
   ELU,
   GELU,

@@ -4,7 +4,8 @@
  */
 import { apply, Variable } from "../autograd/mod.ts";
 import * as T from "../tensor/mod.ts";
-import { Embedding, type LayerOptions } from "./layers.ts";
+import { Embedding } from "./embedding.ts";
+import type { LayerOptions } from "./layer_options.ts";
 
 /**
  * A learned embedding per position, [maxLen, dim] (GPT-2's `wpe`): an {@link Embedding} looked

@@ -13,7 +13,7 @@ import { Device } from "../gpu/mod.ts";
 import * as T from "../tensor/mod.ts";
 import { fmt, nextSeed } from "../tensor/mod.ts";
 import { uniform } from "./init.ts";
-import type { LayerOptions } from "./layers.ts";
+import { checkPositiveInt, type LayerOptions } from "./layer_options.ts";
 import { Module } from "./module.ts";
 
 /** Options of {@link LSTM} and {@link GRU} (PyTorch's keyword arguments). */
@@ -40,10 +40,6 @@ export interface LstmState {
   h: Variable;
   /** Cell state c (PyTorch's c_n / c_0), the same shape as h. */
   c: Variable;
-}
-
-export function checkPositiveInt(layer: string, name: string, v: number): void {
-  if (!Number.isInteger(v) || v < 1) throw new RangeError(`${layer}: ${name} must be an integer >= 1, got ${v}`);
 }
 
 /** One layer's parameters, PyTorch's shapes: weight_ih [G, in], weight_hh [G, H], biases [G]. */

@@ -6,9 +6,10 @@
 import type { Variable } from "../autograd/mod.ts";
 import type * as T from "../tensor/mod.ts";
 import { fmt } from "../tensor/mod.ts";
-import type { LayerOptions } from "./layers.ts";
+import type { LayerOptions } from "./layer_options.ts";
 import { Module } from "./module.ts";
-import { checkPositiveInt, type LstmState, makeWeights, runLayer, type Weights, zerosLike } from "./rnn.ts";
+import { checkPositiveInt } from "./layer_options.ts";
+import { type LstmState, makeWeights, runLayer, type Weights, zerosLike } from "./rnn.ts";
 
 /** Options of {@link LSTMCell} and {@link GRUCell}. */
 export interface RnnCellOptions extends LayerOptions {

@@ -8,7 +8,9 @@ import type { Device } from "../gpu/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 import { type AttentionCallOptions, MultiheadAttention } from "./attention.ts";
 import { Sequential } from "./container.ts";
-import { Dropout, LayerNorm, Linear } from "./layers.ts";
+import { Dropout } from "./dropout.ts";
+import { LayerNorm } from "./layer_norm.ts";
+import { Linear } from "./linear.ts";
 import { Module } from "./module.ts";
 
 /** Options of {@link TransformerEncoderLayer} and {@link TransformerDecoderLayer} (PyTorch's keyword arguments). */

@@ -1,5 +1,5 @@
 /**
- * dropout2d and Dropout2d (src/nn/functional.ts, src/nn/layers.ts): each (sample, channel)
+ * dropout2d and Dropout2d (src/nn/functional.ts, src/nn/dropout.ts): each (sample, channel)
  * plane is dropped whole or kept whole and scaled by 1 / (1 − p), the gradient is the same
  * mask times dy, a seed repeats its mask, eval and p = 0 are the identity, and the errors
  * name the argument. (PyTorch draws from another generator: no golden values, properties.)

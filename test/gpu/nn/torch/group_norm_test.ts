@@ -1,5 +1,5 @@
 /**
- * groupNorm and GroupNorm (src/nn/functional.ts, src/nn/layers.ts): output and the gradients
+ * groupNorm and GroupNorm (src/nn/functional.ts, src/nn/group_norm.ts): output and the gradients
  * of x, weight and bias match the f64 reference on odd shapes and PyTorch's own values
  * (make_torch_golden.py: 3-D to 5-D inputs, one group, a group per channel, no affine);
  * the layer has PyTorch's parameter names and init, and the errors name the argument.

@@ -1,5 +1,5 @@
 /**
- * interpolate and Upsample (src/nn/functional.ts, src/nn/layers.ts): "nearest", "linear",
+ * interpolate and Upsample (src/nn/functional.ts, src/nn/upsample.ts): "nearest", "linear",
  * "bilinear" and "trilinear", by size or factor, up and down, with and without alignCorners:
  * output and input gradient match the f64 reference on random inputs and PyTorch's own
  * values (make_torch_golden.py); the errors name the option and the value.
