@@ -2,7 +2,8 @@
 # The npm package's contents under lib/ (`npm run build:package`; `npm pack` runs it first):
 # - lib/*.js: the ES modules, from one Vite library build (vite.package.config.ts says why Vite
 #   and what it inlines);
-# - lib/types/: the declarations, from tsc over the same entries (tsconfig.package.json).
+# - lib/types/: the declarations, from tsc over the same entries (tsconfig.package.json), the
+#   checked-JS dashboard modules' from their JSDoc.
 # The sources import each other with `.ts` extensions, which tsc keeps in the declarations;
 # a consumer's TypeScript resolves `./x.js` to `./x.d.ts`, so they are rewritten to `.js`.
 set -eu
@@ -11,8 +12,5 @@ cd "$(dirname "$0")/.."
 vite build --config vite.package.config.ts --logLevel warn
 rm -rf lib/types
 tsc -p tsconfig.package.json
-# Hand-written declarations of plain-JS sources (src/monitor/dashboard_view.d.ts) are inputs
-# to tsc, not outputs: copy them beside the emitted ones.
-find src -name '*.d.ts' | while read -r f; do mkdir -p "lib/types/$(dirname "$f")" && cp "$f" "lib/types/$f"; done
 find lib/types -name '*.d.ts' -exec sed -i -E 's#((from|import)[[:space:]]*\(?[[:space:]]*")(\.\.?/[^"]*)\.ts"#\1\3.js"#g' {} +
 echo "lib/: $(du -sh lib | cut -f1) ($(find lib -name '*.js' | wc -l) modules, $(find lib/types -name '*.d.ts' | wc -l) declaration files)"

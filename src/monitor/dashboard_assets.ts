@@ -1,12 +1,13 @@
 /**
  * The one place that knows how the dashboard's inlined assets arrive, in the manner of
- * src/gpu/shaders.ts: the view script (`dashboard_view.js`, the only copy of the chart
- * code) and uPlot's IIFE build and stylesheet (npm `uplot`), as text, synchronously.
+ * src/gpu/shaders.ts: the view script (the `.js` modules of this folder, the only copy of
+ * the chart code, joined into one script by dashboard_script.ts) and uPlot's IIFE build and
+ * stylesheet (npm `uplot`), as text, synchronously.
  *
  * - Under Vite (dev server, production build) `import.meta.glob(..., { query: "?raw" })`
- *   inlines the three files as strings at build time: nothing is fetched.
- * - Under Deno they are read from disk (needs `--allow-read`): the view next to this
- *   module, uPlot where `import.meta.resolve("uplot/...")` points (Deno resolves npm
+ *   inlines the files as strings at build time: nothing is fetched.
+ * - Under Deno they are read from disk (needs `--allow-read`): the view modules next to
+ *   this module, uPlot where `import.meta.resolve("uplot/...")` points (Deno resolves npm
  *   packages from node_modules), else `../../node_modules/uplot/dist/` relative to this
  *   module.
  *
@@ -14,9 +15,11 @@
  * module and npm's uPlot. The saved HTML (`renderDashboardHtml`) inlines these texts.
  */
 
+import { VIEW_ENTRY, viewScript } from "./dashboard_script.ts";
+
 /** The texts inlined into a saved dashboard. */
 export interface DashboardAssets {
-  /** dashboard_view.js (ES module source, no imports). */
+  /** The view's modules joined into one ES module source with no imports (dashboard_script.ts). */
   viewJs: string;
   /** uplot/dist/uPlot.iife.min.js: defines the global `uPlot`. */
   uplotJs: string;
@@ -35,10 +38,11 @@ function fromVite(): DashboardAssets | undefined {
   let files: Record<string, string>;
   try {
     // Vite rewrites these calls (written out literally, or it would not see them) into
-    // objects of inlined strings; elsewhere they throw. `exhaustive` lets the second glob
-    // look into node_modules, which Vite skips by default.
+    // objects of inlined strings; elsewhere they throw. Every `.js` file here is a view
+    // module. `exhaustive` lets the second glob look into node_modules, which Vite skips
+    // by default.
     files = {
-      ...(import.meta as unknown as { glob: Glob }).glob(["./dashboard_view.js"], {
+      ...(import.meta as unknown as { glob: Glob }).glob(["./*.js"], {
         query: "?raw",
         import: "default",
         eager: true,
@@ -52,13 +56,13 @@ function fromVite(): DashboardAssets | undefined {
     return undefined;
   }
   const pick = (suffix: string) => Object.entries(files).find(([p]) => p.endsWith(suffix))?.[1];
-  const viewJs = pick("/dashboard_view.js"), uplotJs = pick("/uPlot.iife.min.js"), uplotCss = pick("/uPlot.min.css");
-  if (viewJs === undefined || uplotJs === undefined || uplotCss === undefined) {
+  const uplotJs = pick("/uPlot.iife.min.js"), uplotCss = pick("/uPlot.min.css");
+  if (pick(`/${VIEW_ENTRY}`) === undefined || uplotJs === undefined || uplotCss === undefined) {
     throw new Error(
       `Cannot inline the dashboard assets under Vite: got ${Object.keys(files).join(", ") || "no files"}`,
     );
   }
-  return { viewJs, uplotJs, uplotCss };
+  return { viewJs: viewScript((file) => files[`./${file}`]), uplotJs, uplotCss };
 }
 
 /** The Deno call the loader needs (typed here so browser type-checks need no Deno types). */
@@ -93,7 +97,7 @@ function fromDisk(): DashboardAssets {
     }
   };
   return {
-    viewJs: read(new URL("./dashboard_view.js", here), "the dashboard view script"),
+    viewJs: viewScript((file) => read(new URL(`./${file}`, here), `the dashboard view module ${file}`)),
     uplotJs: read(uplotFile("uPlot.iife.min.js"), "uPlot's IIFE build"),
     uplotCss: read(uplotFile("uPlot.min.css"), "uPlot's stylesheet"),
   };

@@ -4,7 +4,8 @@
  * field (`RunEpochMetrics`, `ReduceEvent`, `BatchEvent`), so its objects pass straight
  * through; only the fields the dashboard reads are required.
  */
-import { BatchSeries, RankActivity, type RankActivityData } from "./dashboard_view.js";
+import { BatchSeries } from "./batch_series.js";
+import { RankActivity } from "./rank_activity.js";
 import type { MonitorRecord } from "./record.ts";
 import type { TimelineEntry } from "./timeline.ts";
 
@@ -140,6 +141,43 @@ export interface EvalPoint {
   epoch: number;
   /** The eval metric's value. */
   value: number;
+}
+
+// NOTE: the view's public types that are not its classes' signatures are declared here, in
+// TypeScript, and the view's checked JavaScript imports them: `deno doc` (docs/API.md)
+// does not read JSDoc typedefs.
+
+/** "light" | "dark" pin the theme; "auto" (the default) follows `prefers-color-scheme`. */
+export type DashboardTheme = "light" | "dark" | "auto";
+
+/** Per-rank bins of one kind of time: ms per bin. */
+export interface RankActivityRank {
+  /** Ms computing batches, per bin. */
+  compute: number[];
+  /** Ms of a slowed-down rank's sleep (the throttle), per bin. */
+  throttle: number[];
+  /** Ms in reduces the rank took part in, per bin. */
+  reduce: number[];
+  /** Start of the rank's first batch (ms since the Unix epoch). */
+  from?: number;
+  /** End of the rank's last batch (ms since the Unix epoch). */
+  to?: number;
+}
+
+/** `RankActivity` (rank_activity.js) as JSON (`DashboardData.activity`). */
+export interface RankActivityData {
+  /** Start of bin 0 (ms since the Unix epoch); absent before the first batch. */
+  t0?: number;
+  /** End of the last span recorded (ms since the Unix epoch). */
+  end?: number;
+  /** Width of one bin, ms (doubles whenever the bins merge in pairs). */
+  binMs: number;
+  /** Most bins per rank before they merge (default 1500). */
+  max: number;
+  /** Per rank, by rank index. */
+  ranks: RankActivityRank[];
+  /** Reduce ms per bin over the whole run (the coordinator's lane). */
+  sync: number[];
 }
 
 /** Everything one dashboard shows. Times are ms since the Unix epoch. */

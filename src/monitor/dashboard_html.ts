@@ -6,8 +6,7 @@
  */
 import { checkPath, type FileStore } from "../io/mod.ts";
 import { dashboardAssets } from "./dashboard_assets.ts";
-import type { DashboardData } from "./dashboard_data.ts";
-import type { DashboardTheme } from "./dashboard_view.js";
+import type { DashboardData, DashboardTheme } from "./dashboard_data.ts";
 import { stringifyFinite } from "./json.ts";
 
 /** Options of {@link renderDashboardHtml} and {@link saveDashboard}. */
@@ -89,7 +88,7 @@ globalThis.flodlDashboard = view;
 <main id="flodl-dashboard"></main>
 <script type="application/json" id="flodl-dashboard-data">${jsonText(data)}</script>
 <script type="module">
-${scriptText(a.viewJs, "dashboard_view.js")}
+${scriptText(a.viewJs, "the dashboard view script")}
 ${boot}</script>
 <noscript><p>This dashboard draws its charts with JavaScript; the data is in the script element "flodl-dashboard-data".</p></noscript>
 </body>

@@ -23,5 +23,5 @@ export class DashboardView extends View {
 }
 
 export { DashboardView as LiveDashboard };
-export type { DashboardTheme, DashboardViewOptions } from "./dashboard_view.js";
-export type { BatchRow, DashboardData, EpochRow, EvalPoint, ReduceRow } from "./dashboard_data.ts";
+export type { DashboardViewOptions } from "./dashboard_view.js";
+export type { BatchRow, DashboardData, DashboardTheme, EpochRow, EvalPoint, ReduceRow } from "./dashboard_data.ts";

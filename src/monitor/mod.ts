@@ -43,23 +43,18 @@ export {
   type DashboardData,
   DashboardRecorder,
   type DashboardRecorderOptions,
+  type DashboardTheme,
   type EpochRow,
   type EvalPoint,
   type MembershipRow,
+  type RankActivityData,
+  type RankActivityRank,
   type RankRow,
   type ReduceRow,
 } from "./dashboard_data.ts";
 export { type DashboardAssets, dashboardAssets } from "./dashboard_assets.ts";
 export { type DashboardHtmlOptions, renderDashboardHtml, saveDashboard } from "./dashboard_html.ts";
-export {
-  BatchSeries,
-  type DashboardTheme,
-  DashboardView,
-  type DashboardViewOptions,
-  fitRange,
-  RankActivity,
-  type RankActivityData,
-  type RankActivityRank,
-  reviveNonFinite,
-  type UPlotConstructor,
-} from "./dashboard_view.js";
+export { BatchSeries } from "./batch_series.js";
+export { fitRange, reviveNonFinite } from "./dashboard_format.js";
+export { RankActivity } from "./rank_activity.js";
+export { DashboardView, type DashboardViewOptions, type UPlotConstructor } from "./dashboard_view.js";

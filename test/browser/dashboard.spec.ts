@@ -9,6 +9,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { viewScript } from "../../src/monitor/dashboard_script.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const outDir = join(root, "test-results", "dashboard");
@@ -173,7 +174,7 @@ test("under Vite the assets arrive by import.meta.glob and the live view renders
   });
   expect(errors, "page errors").toEqual([]);
   const disk = (p: string) => readFileSync(join(root, p), "utf8");
-  expect(got.viewJs, "view script through Vite = file on disk").toBe(disk("src/monitor/dashboard_view.js"));
+  expect(got.viewJs, "view script through Vite = the modules on disk, joined").toBe(viewScript((f) => disk(`src/monitor/${f}`)));
   expect(got.uplotJs, "uPlot through Vite = node_modules file").toBe(disk("node_modules/uplot/dist/uPlot.iife.min.js"));
   expect(got.uplotCss).toBe(disk("node_modules/uplot/dist/uPlot.min.css"));
   expect(got.htmlHasUplot).toBe(true);

@@ -7,12 +7,13 @@ import {
   reviveNonFinite,
   saveDashboard,
 } from "../../../src/monitor/mod.ts";
+import { viewScript } from "../../../src/monitor/dashboard_script.ts";
 import { syntheticRun } from "../../fixtures/make_dashboard.ts";
 import { assert, assertEquals, assertThrows } from "../../util/assert.ts";
 
 const uplotJs = Deno.readTextFileSync(new URL("../../../node_modules/uplot/dist/uPlot.iife.min.js", import.meta.url));
 const uplotCss = Deno.readTextFileSync(new URL("../../../node_modules/uplot/dist/uPlot.min.css", import.meta.url));
-const viewJs = Deno.readTextFileSync(new URL("../../../src/monitor/dashboard_view.js", import.meta.url));
+const viewJs = viewScript((file) => Deno.readTextFileSync(new URL(`../../../src/monitor/${file}`, import.meta.url)));
 
 function embedded(html: string): DashboardData {
   const m = html.match(/<script type="application\/json" id="flodl-dashboard-data">([\s\S]*?)<\/script>/);
@@ -29,7 +30,7 @@ Deno.test("renderDashboardHtml: one self-contained page with the data, uPlot and
   assert(!/<script[^>]*\ssrc=/i.test(html), "no script loaded by src at all");
   assert(html.includes(`<script>${uplotJs}</script>`), "uPlot's IIFE build inlined verbatim");
   assert(html.includes(uplotCss), "uPlot's stylesheet inlined");
-  assert(html.includes(viewJs), "the view script inlined verbatim");
+  assert(html.includes(viewJs), "the view modules inlined, joined into one script");
   assert(html.includes("default-src 'none'"), "a CSP forbids any fetch");
   assert(html.includes('{ theme: "dark", title: "synthetic run"'), "theme pinned");
   assertEquals(JSON.stringify(embedded(html)), JSON.stringify(data), "embedded data");
