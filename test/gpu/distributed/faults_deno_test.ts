@@ -9,7 +9,6 @@ import {
   ElCheConfig,
   MaxFailureThreshold,
   MemoryStorage,
-  permutation,
   readBundleMeta,
   setProgramArgs,
 } from "../../../src/index.ts";
@@ -17,23 +16,9 @@ import { FsStorage } from "../../../src/io/mod.ts";
 import { data, DIM, SAMPLES, sampleKey, tiny } from "../../fixtures/programs/tiny.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
+import { Ledger } from "../../util/ledger.ts";
 
 const B = 16, EPOCHS = 3;
-
-/** Counts per epoch and sample, from the coordinator's completed chunks. */
-class Ledger {
-  counts = Array.from({ length: EPOCHS }, () => new Uint8Array(SAMPLES));
-  chunk = (epoch: number, _rank: number, offset: number, size: number) => {
-    const perm = permutation(42, epoch, SAMPLES);
-    for (let i = offset; i < offset + size; i++) this.counts[epoch][perm[i]]++;
-  };
-  exactlyOnce(label: string): void {
-    this.counts.forEach((c, e) => {
-      const bad = [...c.keys()].filter((i) => c[i] !== 1);
-      assert(bad.length === 0, `${label}: epoch ${e}: ${bad.length} samples not trained exactly once (e.g. #${bad[0]} ×${c[bad[0]]})`);
-    });
-  }
-}
 
 function threeRanks() {
   return tiny.clone().elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(B).numEpochs(EPOCHS).lrScaleRatio(0)
@@ -44,7 +29,7 @@ async function lose(fault: "exit" | "destroy" | "destroy-raw", reason: RegExp) {
   // Step 8: every rank trains at least that many batches in epoch 1, however the load
   // skews ElChe's shares (at 30 a starved rank 2 sometimes never got there).
   setProgramArgs({ faultRank: 2, faultAt: 8, fault });
-  const ledger = new Ledger();
+  const ledger = new Ledger(SAMPLES, EPOCHS);
   const lost: string[] = [];
   const b = threeRanks();
   const { observe } = await import("../../../src/distributed/run/builder.ts");
@@ -115,7 +100,7 @@ gpuTest("maxFailure(absolute(1)) writes a max_failure_exceeded bundle; resumeFro
   const dir = await Deno.makeTempDir({ prefix: "flodl-faults-" });
   const stem = `${dir}/ckpt`;
   try {
-    const ledger = new Ledger();
+    const ledger = new Ledger(SAMPLES, EPOCHS);
     const { observe } = await import("../../../src/distributed/run/builder.ts");
     // Run 1: rank 2 vanishes; one dead rank is already too many.
     setProgramArgs({ faultRank: 2, faultAt: 30, fault: "exit" });
@@ -125,18 +110,7 @@ gpuTest("maxFailure(absolute(1)) writes a max_failure_exceeded bundle; resumeFro
     const meta = await readBundleMeta(new FsStorage(dir), "ckpt");
     assertEquals(meta.save_reason, "max_failure_exceeded", "bundle reason");
     // Count run 1's work that the bundle's consensus holds: everything outside its uncovered ranges.
-    for (let e = 0; e < EPOCHS; e++) {
-      const cov = meta.coverage?.per_epoch.find((c) => c.epoch === e);
-      if (e < meta.epoch && !cov) ledger.chunk(e, 0, 0, SAMPLES);
-      else if (cov) {
-        let at = 0;
-        for (const [o, n] of cov.uncovered_ranges) {
-          if (o > at) ledger.chunk(e, 0, at, o - at);
-          at = o + n;
-        }
-        if (at < SAMPLES) ledger.chunk(e, 0, at, SAMPLES - at);
-      }
-    }
+    ledger.heldBy(meta);
     void e1;
     // Run 2: resume with three healthy ranks.
     setProgramArgs({});
@@ -208,14 +182,9 @@ gpuTest("checkpointAtEpoch mid-epoch, then resumeFrom that bundle: no sample rep
     const cov = meta.coverage!.per_epoch.find((c) => c.epoch === 1)!;
     assert(cov.uncovered_ranges.length > 0 && cov.uncovered_ranges.reduce((a, r) => a + r[1], 0) < SAMPLES, "mid-epoch: part of epoch 1 covered");
     // Count what the bundle holds: epoch 0, and epoch 1 outside its uncovered ranges.
-    const ledger = new Ledger();
+    const ledger = new Ledger(SAMPLES, EPOCHS);
     ledger.chunk(0, 0, 0, SAMPLES);
-    let at = 0;
-    for (const [o, n] of cov.uncovered_ranges) {
-      if (o > at) ledger.chunk(1, 0, at, o - at);
-      at = o + n;
-    }
-    if (at < SAMPLES) ledger.chunk(1, 0, at, SAMPLES - at);
+    ledger.covered(1, cov.uncovered_ranges);
     // Run 2 resumes from the copy.
     const b2 = threeRanks().cluster({ ranks: [{}, {}] }).anchor(4).maxAnchor(4).resumeFrom(`${dir}/mid`);
     observe(b2, { chunk: ledger.chunk });

@@ -8,12 +8,13 @@
  * what did not happen (a bound, not a timing assertion). The rank process stops on its own.
  */
 import { startNatsServer } from "../../../scripts/nats_server.ts";
-import { createRunCredentials, ElCheConfig, MaxFailureThreshold, permutation, readBundleMeta, serverAuthorization } from "../../../src/index.ts";
+import { createRunCredentials, ElCheConfig, MaxFailureThreshold, readBundleMeta, serverAuthorization } from "../../../src/index.ts";
 import { observe } from "../../../src/distributed/run/builder.ts";
 import { FsStorage } from "../../../src/io/mod.ts";
 import { mnistRemote, TRAIN } from "../../fixtures/programs/mnist_remote.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
+import { Ledger } from "../../util/ledger.ts";
 import { type Proc, reap, spawnDeno, within } from "../../util/processes.ts";
 
 const SEED = 42;
@@ -30,8 +31,7 @@ async function restartedRun(stem?: string) {
   const server = await startNatsServer({ authorization: serverAuthorization(creds) });
   const port = new URL(server.wsUrl).port;
   const procs: Proc[] = [];
-  const counts = new Uint8Array(TRAIN);
-  const perm = permutation(SEED, 0, TRAIN);
+  const ledger = new Ledger(TRAIN, 1, SEED);
   const lost: string[] = [];
   let restart: Promise<void> | undefined;
   let reduced = false;
@@ -40,9 +40,7 @@ async function restartedRun(stem?: string) {
     .remoteRanks({ slots: 1, url: server.wsUrl, credentials: creds, joinTimeoutSecs: 120, onJoinToken: (_r, t) => procs.push(spawnDeno(RANK_SCRIPT, [t])) });
   if (stem) b = b.savePath(stem).maxFailure(MaxFailureThreshold.absolute(1));
   observe(b, {
-    chunk: (_e, _r, offset, size) => {
-      for (let i = offset; i < offset + size; i++) counts[perm[i]]++;
-    },
+    chunk: ledger.chunk,
     rankLost: (r, why) => lost.push(`${r}: ${why}`),
     reduce: () => void (reduced = true),
     // After a first consensus (a bundle has something to hold), at a batch of the remote rank: mid-epoch, work in flight.
@@ -62,7 +60,7 @@ async function restartedRun(stem?: string) {
     const [own] = await reap(procs, 30_000);
     const log = await procs[0].output;
     assert(own, `the rank process did not stop on its own after the restart:\n${log}`);
-    return { outcome, counts, lost, log, acc: h.evals.filter((e) => e.value !== undefined).at(-1)?.value };
+    return { outcome, ledger, lost, log, acc: h.evals.filter((e) => e.value !== undefined).at(-1)?.value };
   } finally {
     await reap(procs);
     await server.stop();
@@ -74,8 +72,7 @@ gpuTest("NATS server restarted mid-epoch: the remote rank is lost naming the con
   assertEquals(r.outcome, undefined, `the run finished (${r.outcome?.message})`);
   assertEquals(r.lost.length, 1, `one rank lost: ${r.lost.join("; ")}`);
   assert(/^1: /.test(r.lost[0]) && /NATS connection/.test(r.lost[0]), `the loss names rank 1 and the NATS connection: ${r.lost[0]}`);
-  const bad = [...r.counts.keys()].filter((i) => r.counts[i] !== 1);
-  assertEquals(bad.length, 0, `samples not trained exactly once (e.g. #${bad[0]} ×${r.counts[bad[0]]})`);
+  r.ledger.exactlyOnce("NATS server restarted");
   assert(r.acc !== undefined && r.acc > 0.5, `accuracy after the restart ${r.acc}`);
   assert(/NATS connection was lost|NATS connection closed|no beacon/.test(r.log), `the rank says why it stopped:\n${r.log}`);
 });

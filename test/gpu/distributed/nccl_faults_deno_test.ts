@@ -7,32 +7,18 @@
  * stops such a run with a bundle (the consensus read from the slab) that resumeFrom
  * continues under nccl-cadence.
  */
-import { ElCheConfig, MaxFailureThreshold, permutation, readBundleMeta, setProgramArgs } from "../../../src/index.ts";
+import { ElCheConfig, MaxFailureThreshold, readBundleMeta, setProgramArgs } from "../../../src/index.ts";
 import { FsStorage } from "../../../src/io/mod.ts";
 import { SAMPLES, tiny } from "../../fixtures/programs/tiny.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
+import { Ledger } from "../../util/ledger.ts";
 
 const B = 16, EPOCHS = 3;
 
-/** Counts per epoch and sample, from the coordinator's completed chunks. */
-class Ledger {
-  counts = Array.from({ length: EPOCHS }, () => new Uint8Array(SAMPLES));
-  chunk = (epoch: number, _rank: number, offset: number, size: number) => {
-    const perm = permutation(42, epoch, SAMPLES);
-    for (let i = offset; i < offset + size; i++) this.counts[epoch][perm[i]]++;
-  };
-  exactlyOnce(label: string): void {
-    this.counts.forEach((c, e) => {
-      const bad = [...c.keys()].filter((i) => c[i] !== 1);
-      assert(bad.length === 0, `${label}: epoch ${e}: ${bad.length} samples not trained exactly once (e.g. #${bad[0]} ×${c[bad[0]]})`);
-    });
-  }
-}
-
 gpuTest("nccl-cadence, 3 ranks: rank 2 vanishes at the barrier; the survivors rebuild the group, retry the reduce and finish, every sample once per epoch", async () => {
   setProgramArgs({ faultRank: 2, faultAt: 8, fault: "exit-at-barrier" });
-  const ledger = new Ledger();
+  const ledger = new Ledger(SAMPLES, EPOCHS);
   const lost: string[] = [], warnings: string[] = [];
   const reduces: { round: number; steps: number[] }[] = [];
   const b = tiny.clone().elche(ElCheConfig.ncclCadence()).bf16Wire(false).batchSize(B).numEpochs(EPOCHS).lrScaleRatio(0)
@@ -75,25 +61,14 @@ gpuTest("nccl-cadence: maxFailure(absolute(1)) after a death at the barrier writ
   const warn = console.warn;
   console.warn = () => {};
   try {
-    const ledger = new Ledger();
+    const ledger = new Ledger(SAMPLES, EPOCHS);
     setProgramArgs({ faultRank: 2, faultAt: 20, fault: "exit-at-barrier" });
     const h1 = await threeRanks().savePath(stem).maxFailure(MaxFailureThreshold.absolute(1)).run();
     await assertRejects(() => h1.join(), Error, "max_failure_exceeded", stem);
     const meta = await readBundleMeta(new FsStorage(dir), "ckpt");
     assertEquals(meta.save_reason, "max_failure_exceeded", "bundle reason");
     // Run 1's work the bundle's consensus holds: everything outside its uncovered ranges.
-    for (let e = 0; e < EPOCHS; e++) {
-      const cov = meta.coverage?.per_epoch.find((c) => c.epoch === e);
-      if (e < meta.epoch && !cov) ledger.chunk(e, 0, 0, SAMPLES);
-      else if (cov) {
-        let at = 0;
-        for (const [o, n] of cov.uncovered_ranges) {
-          if (o > at) ledger.chunk(e, 0, at, o - at);
-          at = o + n;
-        }
-        if (at < SAMPLES) ledger.chunk(e, 0, at, SAMPLES - at);
-      }
-    }
+    ledger.heldBy(meta);
     setProgramArgs({});
     const b = threeRanks().savePath(stem).resumeFrom(stem);
     const { observe } = await import("../../../src/distributed/run/builder.ts");

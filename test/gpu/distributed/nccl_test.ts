@@ -6,32 +6,20 @@
  * test and in Chromium (the dev server sends the COOP/COEP headers shared memory needs).
  */
 import {
-  ArrayDataSet,
   crossEntropy,
   DiLoCo,
   ElCheConfig,
   type OuterOptimizer,
-  permutation,
   setProgramArgs,
   SGD,
-  type TrainedState,
   Trainer,
   Variable,
 } from "../../../src/index.ts";
-import { blobs, DIM, tiny, tiny320, TinyLinear, tinyOuter } from "../../fixtures/programs/tiny.ts";
+import { blobs, tiny, tiny320, TinyLinear, tinyOuter } from "../../fixtures/programs/tiny.ts";
 import { assert, assertEquals, assertRelClose } from "../../util/assert.ts";
+import { flatParams } from "../../util/flat_params.ts";
 import { gpuTest } from "../../util/gpu.ts";
-
-function flat(s: TrainedState): Float32Array {
-  const parts = [...s.params.values()].map((p) => p.data);
-  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+import { interleavedDataset } from "../../util/interleaved_dataset.ts";
 
 /** The program pinned to a mode (every knob set, so runs do not leak into each other). */
 function configure(mode: "nccl-sync" | "cpu-sync" | "nccl-cadence" | "cpu-cadence", o: { batch: number; epochs: number; slowdown?: number[] }, program = tiny) {
@@ -49,30 +37,20 @@ function configure(mode: "nccl-sync" | "cpu-sync" | "nccl-cadence" | "cpu-cadenc
 gpuTest("nccl-sync with 2 ranks on half batches equals cpu-sync and 1 rank on whole batches (plain SGD, within 1e-5)", async () => {
   const b = 8, steps = 20, P = 2 * b * steps;
   // Single-rank dataset whose batch k is the union of the two ranks' batch k (as trainer_test.ts).
-  const two = blobs(P, 5);
-  const perm = permutation(42, 0, P);
-  const [xs, ys] = two.getBatch([...Array(P).keys()]);
-  const x = new Float32Array(P * DIM), y = new Int32Array(P);
-  for (let q = 0; q < P; q++) {
-    const k = Math.floor(q / (2 * b)), i = q % (2 * b);
-    const src = i < b ? perm[k * b + i] : perm[P / 2 + k * b + (i - b)];
-    x.set((xs.data as Float32Array).subarray(src * DIM, (src + 1) * DIM), perm[q] * DIM);
-    y[perm[q]] = (ys.data as Int32Array)[src];
-  }
-  const one = new ArrayDataSet([{ data: x, shape: [P, DIM] }, { data: y, shape: [P] }]);
+  const one = interleavedDataset(blobs(P, 5), b);
   const single = await Trainer.builder(
     (device) => new TinyLinear(device),
     (params) => new SGD(params, { lr: 0.05 }),
     (model, [bx, by]) => crossEntropy(model.forward(new Variable(bx)), by),
   ).dataset(one).batchSize(2 * b).numEpochs(1).cluster({ ranks: [{}] }).run();
-  const want = flat(await single.join());
+  const want = flatParams(await single.join());
 
   const run = async (mode: "nccl-sync" | "cpu-sync") => {
     // A static split keeps Sync at one step per rank per reduce, whatever the timing (Sync
     // never grows its anchor; the coordinator counts a chunk's steps from its reply too, so a
     // batch event arriving after the reply cannot open a second step in the window).
     const h = await configure(mode, { batch: b, epochs: 1 }, tiny320).partitionRatios([0.5, 0.5]).run();
-    const got = flat(await h.join());
+    const got = flatParams(await h.join());
     const m = h.history[0];
     assertEquals(m.perRankSamples, [b * steps, b * steps], `${mode}: each rank trained its half`);
     assertEquals(m.reduces, steps, `${mode}: one reduce per step`);
@@ -132,7 +110,7 @@ gpuTest("nccl-sync with an outer optimizer (DiLoCo) equals cpu-sync with it (wit
   const run = async (mode: "nccl-sync" | "cpu-sync", outer: () => OuterOptimizer) => {
     const h = await configure(mode, { batch: 16, epochs: 1 }, tinyOuter).partitionRatios([0.5, 0.5])
       .outerOptimizer(outer).run();
-    const got = flat(await h.join());
+    const got = flatParams(await h.join());
     assertEquals(h.history[0].reduces, 768 / 16 / 2, `${mode}: one reduce per step`);
     return { got, bytes: h.history[0].wireBytesPerReduce };
   };

@@ -8,11 +8,12 @@
  * inbound bytes are the relay's sums plus the ranks' small answers and events.
  */
 import { startNatsServer } from "../../../scripts/nats_server.ts";
-import { assignRelay, createRunCredentials, ElCheConfig, permutation, serverAuthorization } from "../../../src/index.ts";
+import { assignRelay, createRunCredentials, ElCheConfig, serverAuthorization } from "../../../src/index.ts";
 import { observe } from "../../../src/distributed/run/builder.ts";
 import { mnistRemote, TRAIN } from "../../fixtures/programs/mnist_remote.ts";
 import { assert, assertEquals } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
+import { Ledger } from "../../util/ledger.ts";
 import { type Proc, reap, spawnDeno } from "../../util/processes.ts";
 
 const SEED = 42;
@@ -25,17 +26,6 @@ function program() {
 }
 
 /** Each sample's count over the run's completed chunks. */
-function coverage() {
-  const counts = new Uint8Array(TRAIN);
-  const perm = permutation(SEED, 0, TRAIN);
-  return {
-    counts,
-    chunk: (_epoch: number, _rank: number, offset: number, size: number) => {
-      for (let i = offset; i < offset + size; i++) counts[perm[i]]++;
-    },
-  };
-}
-
 gpuTest("two remote rank processes behind one relay process: all-local accuracy band, every sample once, one frame per reduce from the relay", async () => {
   // The band: the same world of 3 ranks, all local workers (remote_deno_test measures the spread of two).
   const h0 = await program().cluster({ ranks: [{}, {}, {}] }).run();
@@ -46,7 +36,7 @@ gpuTest("two remote rank processes behind one relay process: all-local accuracy 
   assignRelay(creds, 3, [1, 2]);
   const server = await startNatsServer({ authorization: serverAuthorization(creds), monitor: true });
   const procs: Proc[] = [];
-  const cov = coverage();
+  const cov = new Ledger(TRAIN, 1, SEED);
   const reduces: { round: number; bytesUp: number }[] = [];
   const lost: string[] = [];
   const b = program().cluster({ ranks: [{}] }).remoteRanks({
@@ -74,8 +64,7 @@ gpuTest("two remote rank processes behind one relay process: all-local accuracy 
     await server.stop();
   }
   const bandFloor = baseline - 0.05;
-  const bad = [...cov.counts.keys()].filter((i) => cov.counts[i] !== 1);
-  assertEquals(bad.length, 0, `samples not trained exactly once (e.g. #${bad[0]} ×${cov.counts[bad[0]]})`);
+  cov.exactlyOnce("1 local + 2 behind a relay");
   assertEquals(lost, [], "no rank lost");
   console.log(`test accuracy: all-local ${(bandFloor + 0.05).toFixed(3)}; 1 local + 2 behind a relay ${acc?.toFixed(3)}; ${reduces.length} reduces`);
   assert(acc !== undefined && acc >= bandFloor, `relayed run accuracy ${acc} below the all-local band (${bandFloor + 0.05} − 0.05)`);

@@ -17,36 +17,16 @@
  *   who was lost and who joined, from which host.
  */
 import { startNatsServer } from "../../../scripts/nats_server.ts";
-import { createRunCredentials, permutation, serverAuthorization } from "../../../src/index.ts";
+import { createRunCredentials, serverAuthorization } from "../../../src/index.ts";
 import { observe } from "../../../src/distributed/run/builder.ts";
 import { remoteProgram, TRAIN } from "../../fixtures/programs/mnist_remote.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
 import { gpuTest } from "../../util/gpu.ts";
+import { Ledger } from "../../util/ledger.ts";
 import { type Proc, reap, spawnDeno } from "../../util/processes.ts";
 
 const SEED = 42;
 const RANK_SCRIPT = new URL("../../fixtures/remote_rank.ts", import.meta.url).pathname;
-
-/** Counts per epoch and sample, from the coordinator's completed chunks; the ranks of each epoch's chunks. */
-class Ledger {
-  counts: Uint8Array[];
-  ranks: Set<number>[];
-  constructor(epochs = 1) {
-    this.counts = Array.from({ length: epochs }, () => new Uint8Array(TRAIN));
-    this.ranks = Array.from({ length: epochs }, () => new Set());
-  }
-  chunk = (epoch: number, rank: number, offset: number, size: number) => {
-    const perm = permutation(SEED, epoch, TRAIN);
-    for (let i = offset; i < offset + size; i++) this.counts[epoch][perm[i]]++;
-    this.ranks[epoch].add(rank);
-  };
-  exactlyOnce(label: string): void {
-    this.counts.forEach((c, e) => {
-      const bad = [...c.keys()].filter((i) => c[i] !== 1);
-      assert(bad.length === 0, `${label}: epoch ${e + 1}: ${bad.length} samples not trained exactly once (e.g. #${bad[0]} ×${c[bad[0]]})`);
-    });
-  }
-}
 
 /** A remote rank process (test/fixtures/remote_rank.ts) joining with `token`. */
 const spawnRank = (token: string, env: Record<string, string> = {}): Proc => spawnDeno(RANK_SCRIPT, [token], env);
@@ -66,7 +46,7 @@ async function run(opts: {
   const creds = await createRunCredentials(world);
   const server = opts.remotes ? await startNatsServer({ authorization: serverAuthorization(creds) }) : undefined;
   const procs: Proc[] = [];
-  const ledger = new Ledger();
+  const ledger = new Ledger(TRAIN, 1, SEED);
   const lost: string[] = [];
   const b = remoteProgram(opts.batch).cluster({ ranks: Array.from({ length: opts.locals }, () => ({})) });
   if (server) {
@@ -202,7 +182,7 @@ gpuTest("elastic: a remote rank killed in epoch 1 and a new remote process joini
   const server = await startNatsServer({ authorization: serverAuthorization(creds) });
   const out = await Deno.makeTempDir({ prefix: "flodl-elastic-" });
   const procs: Proc[] = [];
-  const ledger = new Ledger(2);
+  const ledger = new Ledger(TRAIN, 2, SEED);
   const lost: string[] = [];
   const joined: { rank: number; epoch: number; host: string; transport: string }[] = [];
   const tokens = new Map<number, string>();

@@ -5,32 +5,20 @@
  */
 import {
   ApplyPolicy,
-  ArrayDataSet,
   AverageBackend,
   ElCheConfig,
-  permutation,
   RankLostError,
   setProgramArgs,
-  type TrainedState,
   Trainer,
   Variable,
   crossEntropy,
   SGD,
 } from "../../../src/index.ts";
-import { blobs, DIM, TinyLinear, tiny, tiny320 } from "../../fixtures/programs/tiny.ts";
+import { blobs, TinyLinear, tiny, tiny320 } from "../../fixtures/programs/tiny.ts";
 import { assert, assertEquals, assertRejects, assertRelClose } from "../../util/assert.ts";
+import { flatParams } from "../../util/flat_params.ts";
 import { gpuTest } from "../../util/gpu.ts";
-
-function flat(s: TrainedState): Float32Array {
-  const parts = [...s.params.values()].map((p) => p.data);
-  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+import { interleavedDataset } from "../../util/interleaved_dataset.ts";
 
 /** The tiny program pinned to a configuration (every knob set, so runs do not leak into each other). */
 function configure(
@@ -52,29 +40,19 @@ function configure(
 gpuTest("cpu-sync with 2 ranks on half batches equals 1 rank on whole batches (f32 wire within 1e-5, bf16 within its rounding)", async () => {
   const b = 8, steps = 20, P = 2 * b * steps;
   // Single-rank dataset whose batch k is the union of the two ranks' batch k.
-  const two = blobs(P, 5);
-  const perm = permutation(42, 0, P);
-  const [xs, ys] = two.getBatch([...Array(P).keys()]);
-  const x = new Float32Array(P * DIM), y = new Int32Array(P);
-  for (let q = 0; q < P; q++) {
-    const k = Math.floor(q / (2 * b)), i = q % (2 * b);
-    const src = i < b ? perm[k * b + i] : perm[P / 2 + k * b + (i - b)];
-    x.set((xs.data as Float32Array).subarray(src * DIM, (src + 1) * DIM), perm[q] * DIM);
-    y[perm[q]] = (ys.data as Int32Array)[src];
-  }
-  const one = new ArrayDataSet([{ data: x, shape: [P, DIM] }, { data: y, shape: [P] }]);
+  const one = interleavedDataset(blobs(P, 5), b);
   const single = await Trainer.builder(
     (device) => new TinyLinear(device),
     (params) => new SGD(params, { lr: 0.05 }),
     (model, [bx, by]) => crossEntropy(model.forward(new Variable(bx)), by),
   ).dataset(one).batchSize(2 * b).numEpochs(1).cluster({ ranks: [{}] }).run();
-  const want = flat(await single.join());
+  const want = flatParams(await single.join());
 
   const run = async (bf16: boolean) => {
     // A static split (partitionRatios) keeps Sync at one step per rank per reduce, whatever the timing.
     const builder = configure({ ranks: 2, policy: ApplyPolicy.Sync, bf16, batch: b, epochs: 1 }, tiny320).partitionRatios([0.5, 0.5]);
     const h = await builder.run();
-    const got = flat(await h.join());
+    const got = flatParams(await h.join());
     const m = h.history[0];
     assertEquals(m.perRankSamples, [b * steps, b * steps], "each rank trained its half");
     assertEquals(m.reduces, steps, `one reduce per step (anchor ${m.anchor}, counts ${m.batchCounts})`);
@@ -106,7 +84,7 @@ gpuTest("bf16 wire ships exactly half the bytes of f32 per reduce; join() is the
   assertEquals(bf16.bytes * 2, f32.bytes, "bf16 bytes per reduce × 2");
   // The last reduce ships f32 frames. Averaging bf16 frames leaves about half
   // the values bf16-representable (low 16 bits zero); exact f32 averages almost none.
-  const values = flat(bf16.state);
+  const values = flatParams(bf16.state);
   const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
   const representable = bits.filter((b) => (b & 0xffff) === 0).length;
   assert(representable <= 2, `join() with bf16 wire: ${representable} of ${values.length} values are bf16-representable (rounded frames)`);

@@ -3,19 +3,7 @@ import { rmsNormRef } from "../../reference/norm.ts";
 import { ropeRef } from "../../reference/rope.ts";
 import { assert, assertRelClose } from "../../util/assert.ts";
 import { mulberry32, randn } from "../../util/random.ts";
-
-/** Central differences of L(v) = sum(y(v) * dy) for every element of v. */
-function numGrad(f: (v: Float64Array) => Float64Array, v: Float64Array, dy: ArrayLike<number>, h = 1e-6): Float64Array {
-  const g = new Float64Array(v.length);
-  const loss = (u: Float64Array) => f(u).reduce((s, e, i) => s + e * dy[i], 0);
-  for (let i = 0; i < v.length; i++) {
-    const p = Float64Array.from(v), m = Float64Array.from(v);
-    p[i] += h;
-    m[i] -= h;
-    g[i] = (loss(p) - loss(m)) / (2 * h);
-  }
-  return g;
-}
+import { numGrad } from "../../util/numerical_gradient.ts";
 
 const f64 = (n: number, rng: () => number, s = 1) => Float64Array.from(randn(n, rng, s));
 

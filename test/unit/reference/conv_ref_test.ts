@@ -1,4 +1,3 @@
-import convGolden from "../../fixtures/conv_golden.json" with { type: "json" };
 import {
   conv1dRef,
   conv1dRefShape,
@@ -8,9 +7,10 @@ import {
   type ConvRefResult,
   convTranspose2dRef,
   convTranspose2dRefShape,
-  type Pair,
 } from "../../reference/conv.ts";
 import { assertEquals, assertRelClose } from "../../util/assert.ts";
+import { CONV_GOLDEN } from "../../util/golden_cases.ts";
+import { numGradInPlace } from "../../util/numerical_gradient.ts";
 import { count, mulberry32, randn } from "../../util/random.ts";
 
 /** A reference with options of type O (conv2dRef's, conv1dRef's). */
@@ -36,17 +36,7 @@ function numericGrads<O>(
   dy: ArrayLike<number>,
 ) {
   const loss = () => ref(x, xs, w, ws, b, o, dy).y.reduce((s, v, i) => s + v * dy[i], 0);
-  const h = 1e-4;
-  const grad = (a: Float64Array) =>
-    Float64Array.from(a, (_, i) => {
-      const keep = a[i];
-      a[i] = keep + h;
-      const up = loss();
-      a[i] = keep - h;
-      const down = loss();
-      a[i] = keep;
-      return (up - down) / (2 * h);
-    });
+  const grad = (a: Float64Array) => numGradInPlace(a, loss, 1e-4);
   return { dx: grad(x), dw: grad(w), db: grad(b) };
 }
 
@@ -79,22 +69,8 @@ Deno.test("conv1dRef gradients match central differences (groups, stride, paddin
   check("conv1d depthwise", conv1dRef, conv1dRefShape, [1, 3, 8], [3, 1, 4], { stride: 3, padding: 1, dilation: 1, groups: 3 });
 });
 
-interface Golden {
-  name: string;
-  op: string;
-  options: { stride?: Pair; padding?: Pair; dilation?: Pair; groups?: number; outputPadding?: Pair };
-  x: { shape: number[]; data: number[] };
-  w: { shape: number[]; data: number[] };
-  b?: { shape: number[]; data: number[] };
-  dy: { shape: number[]; data: number[] };
-  y: { shape: number[]; data: number[] };
-  dx: { data: number[] };
-  dw: { data: number[] };
-  db?: { data: number[] };
-}
-
 Deno.test("conv references agree with PyTorch's float64 golden values", () => {
-  for (const c of (convGolden as unknown as { cases: Golden[] }).cases) {
+  for (const c of CONV_GOLDEN) {
     const o: ConvRefOptions = {
       stride: c.options.stride ?? [1, 1],
       padding: c.options.padding ?? [0, 0],

@@ -1,19 +1,7 @@
 import { crossEntropyRef, elementwiseLossRef, focalRef, klDivRef, nllRef, type Reduction } from "../../reference/loss.ts";
 import { assertRelClose } from "../../util/assert.ts";
 import { mulberry32, randint, randn, uniform } from "../../util/random.ts";
-
-/** Central differences of L(x) = sum(y(x) * dy) for every element of x. */
-function numGrad(f: (x: Float64Array) => Float64Array, x: Float64Array, dy: ArrayLike<number>, h = 1e-6): Float64Array {
-  const g = new Float64Array(x.length);
-  const loss = (v: Float64Array) => f(v).reduce((s, e, i) => s + e * dy[i], 0);
-  for (let i = 0; i < x.length; i++) {
-    const p = Float64Array.from(x), m = Float64Array.from(x);
-    p[i] += h;
-    m[i] -= h;
-    g[i] = (loss(p) - loss(m)) / (2 * h);
-  }
-  return g;
-}
+import { numGrad } from "../../util/numerical_gradient.ts";
 
 const REDUCTIONS: Reduction[] = ["mean", "sum", "none"];
 

@@ -1,4 +1,3 @@
-import poolGolden from "../../fixtures/pool_golden.json" with { type: "json" };
 import {
   adaptiveAvgPool2dRef,
   avgPool2dRef,
@@ -12,22 +11,9 @@ import {
   poolRefShape,
 } from "../../reference/pool.ts";
 import { assertEquals, assertRelClose } from "../../util/assert.ts";
+import { POOL_GOLDEN } from "../../util/golden_cases.ts";
+import { numGrad } from "../../util/numerical_gradient.ts";
 import { count, mulberry32, randn } from "../../util/random.ts";
-
-/** Central differences of L = Σ y·dy with respect to every element of x. */
-function numericDx(f: (x: Float64Array) => PoolRefResult, x: Float64Array, dy: ArrayLike<number>): Float64Array {
-  const loss = () => f(x).y.reduce((s, v, i) => s + v * dy[i], 0);
-  const h = 1e-5;
-  return Float64Array.from(x, (_, i) => {
-    const keep = x[i];
-    x[i] = keep + h;
-    const up = loss();
-    x[i] = keep - h;
-    const down = loss();
-    x[i] = keep;
-    return (up - down) / (2 * h);
-  });
-}
 
 const opts = (o: Partial<PoolRefOptions> & { kernel: Pair }): PoolRefOptions => ({
   stride: o.kernel,
@@ -49,7 +35,7 @@ function check(
   const dy = randn(count(ys), rng);
   const got = f(x, dy);
   assertEquals(got.y.length, count(ys), `${label} y length`);
-  assertRelClose(got.dx, numericDx((v) => f(v, dy), x, dy), 1e-6, `${label} dx`);
+  assertRelClose(got.dx, numGrad((v) => f(v, dy).y, x, dy, 1e-5), 1e-6, `${label} dx`);
 }
 
 Deno.test("maxPool2dRef gradient matches central differences (dilation, padding, ceilMode)", () => {
@@ -71,26 +57,8 @@ Deno.test("adaptiveAvgPool2dRef gradient matches central differences on non-divi
   check("adaptive", xs, [2, 2, 3, 4], (x, dy) => adaptiveAvgPool2dRef(x, xs, [3, 4], dy));
 });
 
-interface Golden {
-  name: string;
-  op: string;
-  options: {
-    kernelSize?: Pair;
-    stride?: Pair;
-    padding?: Pair;
-    dilation?: Pair;
-    ceilMode?: boolean;
-    countIncludePad?: boolean;
-    outputSize?: Pair;
-  };
-  x: { shape: number[]; data: number[] };
-  dy: { data: number[] };
-  y: { shape: number[]; data: number[] };
-  dx: { data: number[] };
-}
-
 Deno.test("pool references agree with PyTorch's float64 golden values", () => {
-  for (const c of (poolGolden as unknown as { cases: Golden[] }).cases) {
+  for (const c of POOL_GOLDEN) {
     const xs = c.x.shape.length === 3 ? [1, ...c.x.shape] : c.x.shape;
     // The fixture stores float32 inputs with 9 digits: round them back to the float32 torch used.
     const x = Float32Array.from(c.x.data), dy = Float32Array.from(c.dy.data);
@@ -128,7 +96,7 @@ Deno.test("pool1dRef max and avg gradients match central differences (padding, d
       const x = Float64Array.from(randn(count(xs), rng));
       const dy = randn(count(pool1dRefShape(xs, o)), rng);
       const got = pool1dRef(kind, x, xs, o, dy);
-      assertRelClose(got.dx, numericDx((v) => pool1dRef(kind, v, xs, o, dy), x, dy), 1e-6, `${kind} ${JSON.stringify(o)} dx`);
+      assertRelClose(got.dx, numGrad((v) => pool1dRef(kind, v, xs, o, dy).y, x, dy, 1e-5), 1e-6, `${kind} ${JSON.stringify(o)} dx`);
     }
   }
 });

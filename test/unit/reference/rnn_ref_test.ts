@@ -1,5 +1,6 @@
 import { type RnnDims, type RnnKind, type RnnLayerWeights, rnnRef } from "../../reference/rnn.ts";
 import { assertRelClose } from "../../util/assert.ts";
+import { numGradInPlace } from "../../util/numerical_gradient.ts";
 import { mulberry32, randn } from "../../util/random.ts";
 
 const f64 = (n: number, rng: () => number, scale = 1) => Float64Array.from(randn(n, rng, scale));
@@ -28,27 +29,16 @@ for (const kind of ["lstm", "gru"] as RnnKind[]) {
         if (kind === "lstm") r.cn.forEach((v, i) => (s += v * dcn[i]));
         return s;
       };
-      // Central differences of loss over every element of v (mutated in place, then restored).
-      const numGrad = (v: Float64Array, f: () => number, h = 1e-6) =>
-        Float64Array.from(v, (_, i) => {
-          const keep = v[i];
-          v[i] = keep + h;
-          const p = f();
-          v[i] = keep - h;
-          const m = f();
-          v[i] = keep;
-          return (p - m) / (2 * h);
-        });
       const got = rnnRef(kind, d, layers, x, h0, c0, dy, dhn, dcn);
       const f = () => loss(layers, x, h0, c0);
-      assertRelClose(got.dx, numGrad(x, f), 1e-5, "dx");
-      assertRelClose(got.dh0, numGrad(h0, f), 1e-5, "dh0");
-      if (kind === "lstm") assertRelClose(got.dc0, numGrad(c0, f), 1e-5, "dc0");
+      assertRelClose(got.dx, numGradInPlace(x, f), 1e-5, "dx");
+      assertRelClose(got.dh0, numGradInPlace(h0, f), 1e-5, "dh0");
+      if (kind === "lstm") assertRelClose(got.dc0, numGradInPlace(c0, f), 1e-5, "dc0");
       layers.forEach((l, k) => {
         for (const name of ["wih", "whh", "bih", "bhh"] as const) {
           const v = l[name];
           if (!v) continue;
-          assertRelClose(got.layers[k][name], numGrad(v as Float64Array, f), 1e-5, `${name} layer ${k}`);
+          assertRelClose(got.layers[k][name], numGradInPlace(v as Float64Array, f), 1e-5, `${name} layer ${k}`);
         }
       });
     });

@@ -1,19 +1,7 @@
 import { softmaxRef } from "../../reference/softmax.ts";
 import { assertRelClose } from "../../util/assert.ts";
 import { mulberry32, randn } from "../../util/random.ts";
-
-/** Central differences of L(x) = sum(y(x) * dy) for every element of x. */
-function numGrad(f: (x: Float64Array) => Float64Array, x: Float64Array, dy: ArrayLike<number>, h = 1e-5): Float64Array {
-  const g = new Float64Array(x.length);
-  const loss = (v: Float64Array) => f(v).reduce((s, e, i) => s + e * dy[i], 0);
-  for (let i = 0; i < x.length; i++) {
-    const p = Float64Array.from(x), m = Float64Array.from(x);
-    p[i] += h;
-    m[i] -= h;
-    g[i] = (loss(p) - loss(m)) / (2 * h);
-  }
-  return g;
-}
+import { numGrad } from "../../util/numerical_gradient.ts";
 
 for (const log of [false, true]) {
   Deno.test(`${log ? "logSoftmax" : "softmax"} reference gradient matches central differences (last and middle dim)`, () => {
@@ -21,7 +9,7 @@ for (const log of [false, true]) {
     for (const [shape, dim] of [[[3, 7], -1], [[2, 5, 3], 1], [[4, 2, 3], 0]] as [number[], number][]) {
       const n = shape.reduce((a, b) => a * b, 1);
       const x = Float64Array.from(randn(n, rng, 2)), dy = Float64Array.from(randn(n, rng));
-      const want = numGrad((v) => softmaxRef(v, shape, dim, dy, log).y, x, dy);
+      const want = numGrad((v) => softmaxRef(v, shape, dim, dy, log).y, x, dy, 1e-5);
       assertRelClose(softmaxRef(x, shape, dim, dy, log).dx, want, 1e-6, `dx [${shape}] dim ${dim}`);
     }
   });

@@ -2,8 +2,8 @@
 import { BINARY_REF } from "../../reference/broadcast.ts";
 import { erf, preluRef, UNARY_REF } from "../../reference/unary.ts";
 import { assert, assertRelClose } from "../../util/assert.ts";
+import { numDeriv } from "../../util/numerical_gradient.ts";
 
-const central = (f: (x: number) => number, x: number, h = 1e-6) => (f(x + h) - f(x - h)) / (2 * h);
 const POINTS = [-3.1, -1.3, -0.4, 0.3, 0.9, 2.2, 4.7];
 const PARAMS: Record<string, [number, number]> = { affine: [-1.5, 0.25], leakyRelu: [0.1, 0], softplus: [2, 3], clamp: [-0.5, 0.7], powScalar: [3, 0], elu: [0.7, 0] };
 
@@ -12,7 +12,7 @@ Deno.test("unary references: f' matches central differences of f", () => {
     const [a, b] = PARAMS[name] ?? [0, 0];
     const xs = ["log", "sqrt", "rsqrt"].includes(name) ? POINTS.map(Math.abs) : POINTS;
     const got = xs.map((x) => r.df(x, a, b));
-    const want = xs.map((x) => central((t) => r.f(t, a, b), x));
+    const want = xs.map((x) => numDeriv((t) => r.f(t, a, b), x));
     assertRelClose(got, want, 1e-6, `${name}'`);
   }
 });
@@ -21,8 +21,8 @@ Deno.test("binary references: partial derivatives match central differences", ()
   for (const [name, r] of Object.entries(BINARY_REF)) {
     for (const [x, y] of [[0.7, 1.9], [2.3, -0.6], [1.4, 0.3]]) {
       if ((name === "pow" || name === "div") && (x <= 0 || y === 0)) continue;
-      assertRelClose([r.da(x, y)], [central((t) => r.f(t, y), x)], 1e-6, `${name} da at ${x},${y}`);
-      assertRelClose([r.db(x, y)], [central((t) => r.f(x, t), y)], 1e-6, `${name} db at ${x},${y}`);
+      assertRelClose([r.da(x, y)], [numDeriv((t) => r.f(t, y), x)], 1e-6, `${name} da at ${x},${y}`);
+      assertRelClose([r.db(x, y)], [numDeriv((t) => r.f(x, t), y)], 1e-6, `${name} db at ${x},${y}`);
     }
   }
 });
@@ -40,8 +40,8 @@ Deno.test("prelu reference: dx and dw match central differences of the summed ou
   const loss = (xs: number[], ws: number[]) => preluRef(xs, shape, ws, dy).y.reduce((s, v, i) => s + v * dy[i], 0);
   const { dx, dw } = preluRef(x, shape, w, dy);
   const at = (a: number[], i: number, t: number) => a.map((v, j) => (j === i ? t : v));
-  assertRelClose(dx, x.map((v, i) => central((t) => loss(at(x, i, t), w), v)), 1e-6, "prelu dx");
-  assertRelClose(dw, w.map((v, i) => central((t) => loss(x, at(w, i, t)), v)), 1e-6, "prelu dw");
+  assertRelClose(dx, x.map((v, i) => numDeriv((t) => loss(at(x, i, t), w), v)), 1e-6, "prelu dx");
+  assertRelClose(dw, w.map((v, i) => numDeriv((t) => loss(x, at(w, i, t)), v)), 1e-6, "prelu dw");
   const shared = preluRef(x, shape, [0.1], dy).dw[0];
-  assertRelClose([shared], [central((t) => preluRef(x, shape, [t], dy).y.reduce((s, v, i) => s + v * dy[i], 0), 0.1)], 1e-6, "prelu shared dw");
+  assertRelClose([shared], [numDeriv((t) => preluRef(x, shape, [t], dy).y.reduce((s, v, i) => s + v * dy[i], 0), 0.1)], 1e-6, "prelu shared dw");
 });

@@ -5,6 +5,7 @@
  */
 import { accumulateBf16, bf16ToF32, bitsToBf16, f32ToBf16, packBf16, unpackBf16 } from "../../../src/tensor/bf16.ts";
 import { assert, assertEquals, assertThrows } from "../../util/assert.ts";
+import { allBf16Words, isNanBf16, quietBf16, SPECIAL_BITS, TIE_LOWS } from "../../util/bf16_bits.ts";
 import { mulberry32 } from "../../util/random.ts";
 
 /** Magnitude of bf16 bits without the sign; exponent 255 with mantissa 0 counts as 2^128 (the overflow target). */
@@ -30,47 +31,8 @@ function refBf16(b: number): number {
   return sign | pick;
 }
 
-const isNanBf16 = (h: number) => (h & 0x7f80) === 0x7f80 && (h & 0x7f) !== 0;
-
-/** Bit patterns at the edges: ties, neighbours of ties, subnormals, zeros, infinities, NaN payloads, overflow. */
-const SPECIAL_BITS: number[] = [
-  0x00000000,
-  0x80000000, // ±0
-  0x7f800000,
-  0xff800000, // ±Inf
-  0x7f800001,
-  0xff800001,
-  0x7fc00000,
-  0xffc00000,
-  0x7fffffff,
-  0xffffffff,
-  0x7f808000,
-  0x7fbfffff,
-  0x7fa00000, // NaNs
-  0x7f7fffff,
-  0xff7fffff, // max finite: rounds up to ±Inf
-  0x7f7f8000,
-  0x7f7f7fff,
-  0x7f7e8000, // tie at the max (odd: up to Inf), just below, even tie
-  0x3f808000,
-  0x3f818000,
-  0x3f808001,
-  0x3f807fff, // ties 1.0+half ulp (even: down), odd kept part (up), neighbours
-  0x00000001,
-  0x80000001,
-  0x00008000,
-  0x00018000,
-  0x0000ffff,
-  0x007fffff,
-  0x807f8000,
-  0x00400000, // subnormals
-  0x00800000,
-  0x007f8000,
-  0x007fc000, // smallest normal; subnormal ties rounding into it
-];
-
 Deno.test("every bf16 pattern decodes to its value and encodes back to itself (NaN: made quiet)", () => {
-  const words = new Uint32Array(32768);
+  const words = allBf16Words();
   for (let u = 0; u < 65536; u++) {
     const v = bf16ToF32(u);
     if (isNanBf16(u)) assert(Number.isNaN(v), `0x${u.toString(16)} decodes to NaN`);
@@ -79,13 +41,12 @@ Deno.test("every bf16 pattern decodes to its value and encodes back to itself (N
       assert(Object.is(v, want), `0x${u.toString(16)} decodes to ${v}, want ${want}`);
       assertEquals(f32ToBf16(v), u, `f32ToBf16(bf16ToF32(0x${u.toString(16)}))`);
     }
-    words[u >> 1] |= (u & 1) ? u << 16 : u;
   }
   // Through arrays the NaN payload bits survive too: only the quiet bit is added.
   const back = packBf16(unpackBf16(words, 65536));
   for (let u = 0; u < 65536; u++) {
     const got = (back[u >> 1] >>> ((u & 1) * 16)) & 0xffff;
-    assertEquals(got, isNanBf16(u) ? u | 0x0040 : u, `array round trip of 0x${u.toString(16)}`);
+    assertEquals(got, quietBf16(u), `array round trip of 0x${u.toString(16)}`);
   }
 });
 
@@ -96,7 +57,7 @@ Deno.test("rounding of special and random f32 bit patterns matches the nearest-e
   // Exact ties and their neighbours at random exponents, both parities of the kept part.
   for (let i = 0; i < 20_000; i++) {
     const hi = Math.floor(rng() * 65536) << 16;
-    for (const low of [0x8000, 0x7fff, 0x8001]) bits.push((hi | low) >>> 0);
+    for (const low of TIE_LOWS) bits.push((hi | low) >>> 0);
   }
   for (const b of bits) {
     const want = refBf16(b);

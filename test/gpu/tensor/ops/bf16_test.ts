@@ -9,44 +9,8 @@ import { packBf16Tensor, packBf16Tensors, unpackBf16Tensor } from "../../../../s
 import { Tensor } from "../../../../src/tensor/tensor.ts";
 import { assertEquals, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
+import { allBf16Words, quietBf16, SPECIAL_BITS, TIE_LOWS } from "../../../util/bf16_bits.ts";
 import { mulberry32, randn } from "../../../util/random.ts";
-
-/** Edge patterns: ±0, ±Inf, NaN payloads, overflow into Inf, exact ties and neighbours, subnormals. */
-const SPECIAL_BITS = [
-  0x00000000,
-  0x80000000,
-  0x7f800000,
-  0xff800000,
-  0x7f800001,
-  0xff800001,
-  0x7fc00000,
-  0xffc00000,
-  0x7fffffff,
-  0xffffffff,
-  0x7f808000,
-  0x7fbfffff,
-  0x7fa00000,
-  0x7f7fffff,
-  0xff7fffff,
-  0x7f7f8000,
-  0x7f7f7fff,
-  0x7f7e8000,
-  0x3f808000,
-  0x3f818000,
-  0x3f808001,
-  0x3f807fff,
-  0x00000001,
-  0x80000001,
-  0x00008000,
-  0x00018000,
-  0x0000ffff,
-  0x007fffff,
-  0x807f8000,
-  0x00400000,
-  0x00800000,
-  0x007f8000,
-  0x007fc000,
-];
 
 /** First differing word, as a message, or "" when equal. */
 function firstDiff(got: Uint32Array, want: Uint32Array, bits?: Uint32Array): string {
@@ -68,9 +32,7 @@ function bitsInput(n: number, seed: number): Uint32Array<ArrayBuffer> {
   // Exact ties (and neighbours) at random exponents and both parities, then random patterns.
   for (; i < 3 * 4096; i += 3) {
     const hi = Math.floor(rng() * 65536) << 16;
-    bits[i] = (hi | 0x8000) >>> 0;
-    bits[i + 1] = (hi | 0x7fff) >>> 0;
-    bits[i + 2] = (hi | 0x8001) >>> 0;
+    TIE_LOWS.forEach((low, k) => (bits[i + k] = (hi | low) >>> 0));
   }
   for (; i < n; i++) bits[i] = Math.floor(rng() * 2 ** 32);
   return bits;
@@ -89,18 +51,14 @@ for (const n of [100_001, 7, 1]) {
 }
 
 gpuTest("unpackBf16Tensor of every bf16 pattern gives the host's f32 bits", async () => {
-  const words = new Uint32Array(32768);
-  for (let u = 0; u < 65536; u++) words[u >> 1] |= (u & 1) ? u << 16 : u;
+  const words = allBf16Words();
   const y = unpackBf16Tensor(fromArray(words), [256, 256]);
   assertEquals(y.shape, [256, 256], "shape");
   const got = new Uint32Array((await y.toF32()).buffer);
   assertEquals(firstDiff(got, new Uint32Array(unpackBf16(words, 65536).buffer)), "", "GPU vs host unpack");
   // And back: the GPU pack of the unpacked values restores every pattern, NaNs made quiet.
   const again = await packBf16Tensor(y).toArray() as Uint32Array;
-  const want = Uint32Array.from(words, (w) => {
-    const q = (h: number) => ((h & 0x7f80) === 0x7f80 && (h & 0x7f) !== 0 ? h | 0x40 : h);
-    return (q(w & 0xffff) | (q(w >>> 16) << 16)) >>> 0;
-  });
+  const want = Uint32Array.from(words, (w) => (quietBf16(w & 0xffff) | (quietBf16(w >>> 16) << 16)) >>> 0);
   assertEquals(firstDiff(again, want), "", "GPU pack of GPU unpack");
 });
 

@@ -1,4 +1,3 @@
-import convGolden from "../../../fixtures/conv_golden.json" with { type: "json" };
 import { fromArray } from "../../../../src/tensor/creation.ts";
 import { forwardBackward } from "../../../../src/tensor/op.ts";
 import { conv2d, conv2dOp, convTranspose2d, convTranspose2dOp } from "../../../../src/tensor/ops/conv.ts";
@@ -12,6 +11,7 @@ import {
 } from "../../../reference/conv.ts";
 import { assert, assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
+import { CONV_GOLDEN } from "../../../util/golden_cases.ts";
 import { count, mulberry32, randn } from "../../../util/random.ts";
 
 /** One case: input [N, C, H, W] (3-D = unbatched), output channels, kernel and options. */
@@ -117,21 +117,7 @@ for (const transposed of [false, true]) {
   }
 }
 
-interface Golden {
-  name: string;
-  op: "conv2d" | "convTranspose2d";
-  options: { stride?: Pair; padding?: Pair; dilation?: Pair; groups?: number; outputPadding?: Pair };
-  x: { shape: number[]; data: number[] };
-  w: { shape: number[]; data: number[] };
-  b?: { shape: number[]; data: number[] };
-  dy: { shape: number[]; data: number[] };
-  y: { shape: number[]; data: number[] };
-  dx: { data: number[] };
-  dw: { data: number[] };
-  db?: { data: number[] };
-}
-
-for (const g of (convGolden as unknown as { cases: Golden[] }).cases) {
+for (const g of CONV_GOLDEN) {
   gpuTest(`${g.op} matches PyTorch golden values: ${g.name}`, async () => {
     const inputs = [
       fromArray(g.x.data, g.x.shape),

@@ -1,4 +1,3 @@
-import poolGolden from "../../../fixtures/pool_golden.json" with { type: "json" };
 import { fromArray } from "../../../../src/tensor/creation.ts";
 import { forwardBackward, type OpDef } from "../../../../src/tensor/op.ts";
 import {
@@ -20,6 +19,7 @@ import {
 } from "../../../reference/pool.ts";
 import { assertEquals, assertRelClose, assertThrows } from "../../../util/assert.ts";
 import { gpuTest } from "../../../util/gpu.ts";
+import { POOL_GOLDEN } from "../../../util/golden_cases.ts";
 import { count, mulberry32, randn } from "../../../util/random.ts";
 
 interface Case {
@@ -108,22 +108,12 @@ for (const [xs, out] of ADAPTIVE_CASES) {
   });
 }
 
-interface Golden {
-  name: string;
-  op: "maxPool2d" | "avgPool2d" | "adaptiveAvgPool2d";
-  options: Record<string, unknown>;
-  x: { shape: number[]; data: number[] };
-  dy: { shape: number[]; data: number[] };
-  y: { shape: number[]; data: number[] };
-  dx: { data: number[] };
-}
-
 const GOLDEN_OPS = { maxPool2d: maxPool2dOp, avgPool2d: avgPool2dOp, adaptiveAvgPool2d: adaptiveAvgPool2dOp } as Record<
   string,
   OpDef<unknown>
 >;
 
-for (const g of (poolGolden as unknown as { cases: Golden[] }).cases) {
+for (const g of POOL_GOLDEN) {
   gpuTest(`${g.op} matches PyTorch golden values: ${g.name}`, async () => {
     const { output, grads } = forwardBackward(
       GOLDEN_OPS[g.op],
