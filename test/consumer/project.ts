@@ -28,10 +28,9 @@ export function run(cmd: string, args: string[], cwd: string, env: Record<string
   try {
     return execFileSync(cmd, args, { cwd, env: { ...process.env, ...env }, encoding: "utf8", stdio: "pipe" });
   } catch (e) {
-    const err = e as { stdout?: string; stderr?: string; status?: number };
-    throw new Error(
-      `${cmd} ${args.join(" ")} (in ${cwd}) exited ${err.status}:\n${err.stdout ?? ""}${err.stderr ?? ""}`,
-    );
+    const err = e as { stdout?: string; stderr?: string; status?: number | null; signal?: string | null };
+    const how = err.status === null && err.signal ? `was killed by ${err.signal}` : `exited ${err.status}`;
+    throw new Error(`${cmd} ${args.join(" ")} (in ${cwd}) ${how}:\n${err.stdout ?? ""}${err.stderr ?? ""}`);
   }
 }
 
