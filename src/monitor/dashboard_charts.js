@@ -55,6 +55,19 @@ const UNIT_METRIC = /acc|precision|recall|f1|iou|auc/i;
 const rankName = (_data, r) => `rank ${r}`;
 
 /**
+ * One series per rank over the epochs, `value(epoch row, rank)` each point (a missing one is
+ * a gap); x counts epochs from 1, as evals and the terminal do.
+ * @param {ShownData} d
+ * @param {(e: ShownData["epochs"][number], r: number) => number | undefined} value
+ * @returns {{ x: number[], series: ChartSeries[] }}
+ */
+function perRankByEpoch(d, value) {
+  const rows = d.epochs, series = [];
+  for (let r = 0; r < d.worldSize; r++) series.push({ label: rankName(d, r), col: rows.map((e) => gap(value(e, r))) });
+  return { x: rows.map((e) => e.epoch + 1), series };
+}
+
+/**
  * The eval metric's name ("accuracy"), or "eval metric" when the run did not say.
  * @param {ShownData} d
  */
@@ -69,17 +82,10 @@ export const CHARTS = [
     x: "epoch",
     y: "loss",
     build(d) {
-      const rows = d.epochs;
-      if (!rows.length) return null;
-      const series = [];
-      for (let r = 0; r < d.worldSize; r++) {
-        series.push({
-          label: rankName(d, r),
-          col: rows.map((e) => gap(e.perRankLoss?.[r])),
-        });
-      }
-      series.push({ label: "consensus", col: rows.map((e) => gap(e.avgLoss)), main: true });
-      return { x: rows.map((e) => e.epoch + 1), series }; // epochs counted from 1, as evals and the terminal
+      if (!d.epochs.length) return null;
+      const chart = perRankByEpoch(d, (e, r) => e.perRankLoss?.[r]);
+      chart.series.push({ label: "consensus", col: d.epochs.map((e) => gap(e.avgLoss)), main: true });
+      return chart;
     },
   },
   {
@@ -146,13 +152,8 @@ export const CHARTS = [
     x: "epoch",
     y: "samples/s",
     build(d) {
-      const rows = d.epochs;
-      if (!rows.length) return null;
-      const series = [];
-      for (let r = 0; r < d.worldSize; r++) {
-        series.push({ label: rankName(d, r), col: rows.map((e) => gap((e.perRankThroughput?.[r] ?? NaN) * 1000)) });
-      }
-      return { x: rows.map((e) => e.epoch + 1), series }; // epochs counted from 1, as evals and the terminal
+      if (!d.epochs.length) return null;
+      return perRankByEpoch(d, (e, r) => (e.perRankThroughput?.[r] ?? NaN) * 1000);
     },
   },
   {
@@ -162,16 +163,8 @@ export const CHARTS = [
     x: "epoch",
     y: "share",
     build(d) {
-      const rows = d.epochs;
-      if (!rows.length) return null;
-      const series = [];
-      for (let r = 0; r < d.worldSize; r++) {
-        series.push({
-          label: rankName(d, r),
-          col: rows.map((e) => gap(e.perRankBatchShare?.[r])),
-        });
-      }
-      return { x: rows.map((e) => e.epoch + 1), series }; // epochs counted from 1, as evals and the terminal
+      if (!d.epochs.length) return null;
+      return perRankByEpoch(d, (e, r) => e.perRankBatchShare?.[r]);
     },
   },
   {
