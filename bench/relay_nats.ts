@@ -12,9 +12,10 @@
  *   deno run -A --no-check bench/relay_nats.ts [--ranks 2,4,8,16] [--per-host 4] [--reduces 8] [--json out.json]
  *
  * Per W and topology: the median over `--reduces` cycles (after 3 warm-up cycles) of bytes the
- * coordinator's links received, its CPU ms (all of the cycle, and the part up to the
- * consensus: snapshots, relay sums, checks, averaging; the rest is the adoption, one packed
- * and signed consensus per rank) and the cycle's wall ms.
+ * coordinator's links received, the bytes it published (its links and the cast subject,
+ * nats/cast.ts: the consensus once), its CPU ms (all of the cycle, and the part up to the
+ * consensus: snapshots, relay sums, checks, averaging; the rest is the adoption) and the
+ * cycle's wall ms.
  */
 import process from "node:process";
 import { startNatsServer } from "../scripts/nats_server.ts";
@@ -125,11 +126,13 @@ if (Deno.args[0] === "--fakes") {
       const relays = relayLinks.map((l) => new RelayClient(l, clients.filter((c) => relayOf(c.rank) === l.rank)));
       const links = [...transports.map((t) => t.link), ...relayLinks];
       const received = () => links.reduce((a, l) => a + l.bytes.received, 0);
-      const bytes: number[] = [], cpu: number[] = [], cpuIn: number[] = [], wall: number[] = [];
+      // `?? 0`: the same file measures a revision before casts (no castBytes).
+      const sent = () => links.reduce((a, l) => a + l.bytes.sent, 0) + ((coord as { castBytes?: number }).castBytes ?? 0);
+      const bytes: number[] = [], out: number[] = [], cpu: number[] = [], cpuIn: number[] = [], wall: number[] = [];
       for (let round = 1; round <= REDUCES + WARM; round++) {
-        const b0 = received(), c0 = process.cpuUsage(), t0 = performance.now();
+        const b0 = received(), s0 = sent(), c0 = process.cpuUsage(), t0 = performance.now();
         let mid = c0;
-        const out = await reduceCycle({
+        const cycle = await reduceCycle({
           round,
           exact: false,
           stallMs: 120_000,
@@ -143,17 +146,19 @@ if (Deno.args[0] === "--fakes") {
           averaged: () => void (mid = process.cpuUsage(c0)),
         });
         const c1 = process.cpuUsage(c0);
-        if (out.acks.length !== W) throw new Error(`round ${round}: ${out.acks.length} of ${W} ranks adopted`);
+        if (cycle.acks.length !== W) throw new Error(`round ${round}: ${cycle.acks.length} of ${W} ranks adopted`);
         if (round <= WARM) continue; // warm-up: JIT, first chunks
         wall.push(performance.now() - t0);
         cpu.push((c1.user + c1.system) / 1000);
         cpuIn.push((mid.user + mid.system) / 1000);
         bytes.push(received() - b0);
+        out.push(sent() - s0);
       }
       const row = {
         ranks: W,
         topology: relayed ? `${hosts} relay(s)` : "direct",
         inKiB: Math.round(median(bytes) / 1024),
+        outKiB: Math.round(median(out) / 1024),
         cpuMs: Number(median(cpu).toFixed(1)),
         cpuInMs: Number(median(cpuIn).toFixed(1)),
         wallMs: Number(median(wall).toFixed(1)),
@@ -167,7 +172,7 @@ if (Deno.args[0] === "--fakes") {
       await server.stop();
     }
   }
-  console.log("\n| ranks | topology | into the coordinator (KiB / reduce) | coordinator CPU (ms / reduce) | of which gather + average | reduce wall (ms) |\n|---|---|---|---|---|---|");
-  for (const r of rows) console.log(`| ${r.ranks} | ${r.topology} | ${r.inKiB} | ${r.cpuMs} | ${r.cpuInMs} | ${r.wallMs} |`);
+  console.log("\n| ranks | topology | into the coordinator (KiB / reduce) | out of it (KiB / reduce) | coordinator CPU (ms / reduce) | of which gather + average | reduce wall (ms) |\n|---|---|---|---|---|---|---|");
+  for (const r of rows) console.log(`| ${r.ranks} | ${r.topology} | ${r.inKiB} | ${r.outKiB} | ${r.cpuMs} | ${r.cpuInMs} | ${r.wallMs} |`);
   if (jsonAt >= 0) await Deno.writeTextFile(Deno.args[jsonAt + 1], JSON.stringify({ date: new Date().toISOString(), load: Deno.loadavg(), P, perHost: PER_HOST, rows }, null, 2));
 }

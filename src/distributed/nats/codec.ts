@@ -3,12 +3,15 @@
  * JSON, typed arrays travel beside it as raw bytes (no base64: a 4 MiB frame stays 4 MiB).
  * Covers what the coordinator–rank protocol sends: plain objects, arrays, strings,
  * booleans, null, undefined, numbers including NaN, ±Infinity and -0, typed arrays and
- * ArrayBuffers. Anything else (functions, Maps, class instances) is refused by name:
+ * ArrayBuffers, and a {@link Cast} (a value published once, cast.ts: it travels as its name and
+ * comes back as a `Cast` for the rank to swap in). Anything else (functions, Maps, class instances) is refused by name:
  * no functions cross the seam.
  *
  * Layout: u32 JSON length (little-endian), the JSON text, zero padding to a multiple of 8,
  * then each attachment at a multiple of 8 in the order the JSON references them.
  */
+
+import { Cast } from "./cast.ts";
 
 /** The typed arrays that travel as attachments, by constructor name. */
 const TYPED = {
@@ -75,6 +78,7 @@ export function encodeValue(value: unknown): Uint8Array<ArrayBuffer> {
           at = align(at + bytes.byteLength);
           return ref;
         }
+        if (v instanceof Cast) return { [MARK]: "cast", i: v.id, b: v.bytes, d: v.digest };
         if (v instanceof ArrayBuffer) {
           const ref = { [MARK]: "ab", o: at, b: v.byteLength };
           blobs.push(new Uint8Array(v));
@@ -146,6 +150,8 @@ export function decodeValue(bytes: Uint8Array): unknown {
           return -0;
         case "undef":
           return undefined;
+        case "cast":
+          return new Cast(r.i as number, r.b as number, r.d as string);
         case "ab":
           return slice(r.o as number, r.b as number);
         case "ta": {

@@ -5,11 +5,12 @@
  * when the connection is lost, the rank says bye, or chunks are lost: every pending call
  * then rejects with a {@link RankLinkError} naming the rank, and later calls reject at once.
  */
+import { type Cast, CastSender } from "./cast.ts";
 import { decodeValue, encodeValue } from "./codec.ts";
 import { RequestError } from "@nats-io/nats-core";
 import type { NatsConnection } from "./connect.ts";
 import { maxPayloadOf } from "./connect.ts";
-import { deriveRankKey } from "./credentials.ts";
+import { deriveCastKey, deriveRankKey } from "./credentials.ts";
 import { RankLinkError } from "./errors.ts";
 import { type FromRank, fromWireError, type ToRank } from "./messages.ts";
 import { sealRefusal } from "./refusal.ts";
@@ -92,6 +93,13 @@ export interface NatsCoordinator {
    * @throws {RangeError} When the slot is already open.
    */
   link(rank: number, listeners?: RankLinkListeners): Promise<RankLink>;
+  /**
+   * Publish `value` once to every rank slot (cast.ts) and get the {@link Cast} that a
+   * call's arguments name it by; the same object again gives the same cast, published once.
+   */
+  cast(value: object): Promise<Cast>;
+  /** Bytes of chunks published on the cast subject so far. */
+  readonly castBytes: number;
   /** Say bye to every rank, stop beacons and close the connection. */
   close(): Promise<void>;
 }
@@ -283,6 +291,7 @@ export async function openCoordinator(opts: CoordinatorLinkOptions): Promise<Nat
   await nc.flush(); // connected and the server's info read
   const maxPayload = maxPayloadOf(nc, "coordinator");
   const links = new Map<number, Link>();
+  const caster = new CastSender(nc, run, await importLinkKey(await deriveCastKey(runKey)), maxPayload);
   let closing = false;
 
   const allDown = (why: string, cause?: unknown) => {
@@ -333,6 +342,12 @@ export async function openCoordinator(opts: CoordinatorLinkOptions): Promise<Nat
       links.set(rank, link);
       await nc.flush(); // the subscription is live at the server before the token goes out
       return link;
+    },
+    cast(value) {
+      return caster.publish(value, () => encodeValue(value));
+    },
+    get castBytes() {
+      return caster.bytesSent;
     },
     async close() {
       closing = true;

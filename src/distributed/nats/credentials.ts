@@ -10,7 +10,7 @@
  * block in the server config (cert_file, key_file) and `websocket { tls {} }` for
  * browsers (`wss://`), so passwords and frames never cross a network in clear.
  */
-import { checkRunId, rankPublishPrefix, relaySubject, runPrefix, toRankSubject } from "./subjects.ts";
+import { castSubject, checkRunId, rankPublishPrefix, relaySubject, runPrefix, toRankSubject } from "./subjects.ts";
 
 /** One NATS user of a run. */
 export interface NatsUser {
@@ -28,6 +28,11 @@ export interface RankCredentials extends NatsUser {
   rank: number;
   /** base64 of this rank's 32-byte HMAC key. */
   key: string;
+  /**
+   * base64 of the run's cast key (cast.ts): the chunks of values published once to every
+   * rank are sealed with it. Every rank slot holds the same; a relay's token has none.
+   */
+  cast?: string;
   /**
    * A relay's slot: the ranks whose reduce frames it sums. The slot may then
    * also subscribe to their relay subjects (`serverAuthorization`). Set with {@link assignRelay}.
@@ -90,6 +95,12 @@ export async function deriveRankKey(runKey: string, rank: number): Promise<strin
   return toBase64(new Uint8Array(mac));
 }
 
+/** HMAC-SHA256(runKey, "flodl cast"), base64: the key cast chunks are sealed with (cast.ts). */
+export async function deriveCastKey(runKey: string): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", fromBase64(runKey), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return toBase64(new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode("flodl cast"))));
+}
+
 /**
  * Make a run's credentials: run id, coordinator user, one user and key per rank slot.
  * @param slots Rank slots that may join (ranks 0..slots-1), at least 1.
@@ -108,6 +119,7 @@ export async function createRunCredentials(slots: number, run?: string): Promise
   }
   const id = checkRunId(run ?? randomToken(16));
   const runKey = toBase64(randomBytes(32));
+  const cast = await deriveCastKey(runKey);
   const ranks: RankCredentials[] = [];
   for (let rank = 0; rank < slots; rank++) {
     ranks.push({
@@ -116,6 +128,7 @@ export async function createRunCredentials(slots: number, run?: string): Promise
       user: `${id}-r${rank}`,
       pass: randomToken(32),
       key: await deriveRankKey(runKey, rank),
+      cast,
     });
   }
   return { run: id, runKey, coordinator: { user: `${id}-c`, pass: randomToken(32) }, ranks };
@@ -124,7 +137,8 @@ export async function createRunCredentials(slots: number, run?: string): Promise
 /**
  * The nats-server `authorization` block for a run: the coordinator publishes and
  * subscribes under `flodl.<run>.>`; rank k publishes only under `flodl.<run>.r<k>.>` and
- * subscribes only to `flodl.<run>.to.r<k>`. Users and passwords are [a-z0-9-] (no quoting
+ * subscribes only to `flodl.<run>.to.r<k>` and the run's cast subject (a relay slot: to its
+ * members' relay subjects instead of the cast). Users and passwords are [a-z0-9-] (no quoting
  * issue). Keep the file that holds it readable by its owner only.
  */
 export function serverAuthorization(creds: RunCredentials): string {
@@ -133,7 +147,7 @@ export function serverAuthorization(creds: RunCredentials): string {
     `subscribe: { allow: ${JSON.stringify(sub)} } } }`;
   const lines = [user(creds.coordinator, [runPrefix(creds.run)], [runPrefix(creds.run)])];
   for (const r of creds.ranks) {
-    const sub = [toRankSubject(r.run, r.rank), ...(r.relayFor ?? []).map((m) => relaySubject(r.run, m))];
+    const sub = [toRankSubject(r.run, r.rank), ...(r.relayFor ? r.relayFor.map((m) => relaySubject(r.run, m)) : [castSubject(r.run)])];
     lines.push(user(r, [rankPublishPrefix(r.run, r.rank)], sub));
   }
   return `authorization {\n  users = [\n${lines.join("\n")}\n  ]\n}\n`;
@@ -162,5 +176,6 @@ export function assignRelay(creds: RunCredentials, slot: number, members: readon
 export function relayCredentials(creds: RunCredentials, slot: number): RelayCredentials {
   const own = creds.ranks[slot];
   if (!own?.relayFor) throw new RangeError(`relayCredentials: slot ${slot} is not a relay (assignRelay first)`);
-  return { ...own, members: own.relayFor.map((k) => ({ rank: k, key: creds.ranks[k].key })) };
+  const { cast: _, ...relay } = own; // a relay adopts nothing: no cast key, no cast subscription
+  return { ...relay, members: own.relayFor.map((k) => ({ rank: k, key: creds.ranks[k].key })) };
 }

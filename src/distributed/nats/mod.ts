@@ -3,12 +3,14 @@
  * Browser-safe: no Deno API here; the server runner is
  * `scripts/nats_server.ts`.
  */
+export { CAST_MISSED, CAST_WAIT_MS, Cast, CastInbox, CastSender } from "./cast.ts";
 export { decodeValue, encodeValue } from "./codec.ts";
 export { connectLink, maxPayloadOf } from "./connect.ts";
 export type { NatsConnection } from "./connect.ts";
 export {
   assignRelay,
   createRunCredentials,
+  deriveCastKey,
   deriveRankKey,
   relayCredentials,
   serverAuthorization,
@@ -25,5 +27,5 @@ export { serveRank } from "./rank_link.ts";
 export { remote } from "./remote.ts";
 export type { Remote } from "./remote.ts";
 export type { RankHandler, RankServeOptions, RankServer } from "./rank_link.ts";
-export { coordinatorInbox, fromRankSubject, relaySubject, toRankSubject } from "./subjects.ts";
+export { castSubject, coordinatorInbox, fromRankSubject, relaySubject, toRankSubject } from "./subjects.ts";
 export { importLinkKey, WireReceiver, WireSender } from "./wire.ts";

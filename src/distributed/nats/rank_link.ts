@@ -7,6 +7,7 @@
  * a refusal notice signed with the slot's password, refusal.ts; or a bye marked refused:
  * its hello failed the run's checks) stops with fault `rejected`, naming why.
  */
+import { CAST_MISSED, CAST_WAIT_MS, Cast, CastInbox } from "./cast.ts";
 import { decodeValue, encodeValue } from "./codec.ts";
 import type { NatsConnection } from "./connect.ts";
 import { maxPayloadOf } from "./connect.ts";
@@ -14,7 +15,7 @@ import type { RankCredentials } from "./credentials.ts";
 import { RankLinkError } from "./errors.ts";
 import { type FromRank, type ToRank, toWireError } from "./messages.ts";
 import { isRefusal, openRefusal } from "./refusal.ts";
-import { checkRunId, fromRankSubject, toRankSubject } from "./subjects.ts";
+import { castSubject, checkRunId, fromRankSubject, toRankSubject } from "./subjects.ts";
 import { importLinkKey, WireReceiver, WireSender } from "./wire.ts";
 
 /** Methods the coordinator may call by name; each gets the call's arguments. */
@@ -28,7 +29,7 @@ export interface RankServeOptions {
    * This rank's run id, slot and key (its join token), and its NATS password: a refusal
    * at join is signed with it (refusal.ts); without it such a refusal is not heard.
    */
-  creds: Pick<RankCredentials, "run" | "rank" | "key"> & { pass?: string };
+  creds: Pick<RankCredentials, "run" | "rank" | "key" | "cast"> & { pass?: string };
   /** The methods served (the rank runtime's API). */
   handler: RankHandler;
   /** Sent with the hello (host, adapter, program): the coordinator's `ready` resolves with it. */
@@ -43,6 +44,8 @@ export interface RankServeOptions {
   onRefused?: (error: RankLinkError) => void;
   /** How this side is named in messages (default `rank <k>`; a relay's slot: `relay (slot <k>)`). */
   who?: string;
+  /** How long a call waits for the cast it names (cast.ts), ms (default `CAST_WAIT_MS`). */
+  castWaitMs?: number;
 }
 
 /** A serving rank. */
@@ -63,6 +66,19 @@ export interface RankServer {
 /** Names a handler may not be called by: Object's own (toString, constructor, __proto__...). */
 const FORBIDDEN = new Set(Object.getOwnPropertyNames(Object.prototype));
 
+
+/** `v` with each {@link Cast} in it (arrays and plain objects) replaced by the value it names. */
+async function swapCasts(v: unknown, inbox: CastInbox | undefined, who: string, waitMs: number): Promise<unknown> {
+  if (v instanceof Cast) {
+    if (!inbox) throw Object.assign(new Error(`${who}: a call names cast ${v.id}, but its token has no cast key`), { name: CAST_MISSED });
+    return decodeValue(await inbox.take(v, waitMs));
+  }
+  if (Array.isArray(v)) return await Promise.all(v.map((x) => swapCasts(x, inbox, who, waitMs)));
+  if (v === null || typeof v !== "object" || ArrayBuffer.isView(v) || v instanceof ArrayBuffer) return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[k] = await swapCasts(x, inbox, who, waitMs);
+  return out;
+}
 
 /** How long a rank that goes down waits for its connection to drain and close, ms. */
 const DRAIN_MS = 5000;
@@ -93,6 +109,8 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
   const who = opts.who ?? `rank ${rank}`;
   if (!(lossMs > 0)) throw new RangeError(`serveRank: beaconLossMs must be > 0, got ${lossMs}`);
   if (!(helloMs > 0)) throw new RangeError(`serveRank: helloMs must be > 0, got ${helloMs}`);
+  const castWaitMs = opts.castWaitMs ?? CAST_WAIT_MS;
+  if (!(castWaitMs > 0)) throw new RangeError(`serveRank: castWaitMs must be > 0, got ${castWaitMs}`);
   const key = await importLinkKey(opts.creds.key);
   const sender = new WireSender(
     (s, d) => nc.publish(s, d),
@@ -103,6 +121,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     maxPayloadOf(nc, who),
   );
   const receiver = new WireReceiver(toRankSubject(run, rank), run, "c", key, rank);
+  const inbox = opts.creds.cast === undefined ? undefined : new CastInbox(run, await importLinkKey(opts.creds.cast), rank, (r) => opts.onRefused?.(r.error));
 
   let isDown: RankLinkError | undefined;
   // Declared up front: the connection may close (and goDown run) before they start.
@@ -123,6 +142,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     resolveJoined(false); // no-op once joined
     clearInterval(hello);
     clearInterval(watchdog);
+    inbox?.close();
     try {
       await opts.onDown?.(error);
     } catch { /* the rank stops anyway */ }
@@ -135,11 +155,16 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     resolveDown(error);
   };
 
+  // Handlers are invoked in the calls' order, each once its casts are swapped in (a call
+  // waiting for its cast holds back the calls after it, never their answers).
+  let invoking: Promise<unknown> = Promise.resolve();
   const answer = async (id: number, name: string, args: unknown[]) => {
     try {
       const fn = handler[name];
       if (FORBIDDEN.has(name) || typeof fn !== "function") throw new TypeError(`${who} has no method "${name}"`);
-      const value = await fn.apply(handler, args);
+      const invoked = invoking.then(async () => ({ result: fn.apply(handler, await swapCasts(args, inbox, who, castWaitMs) as unknown[]) }));
+      invoking = invoked.catch(() => {});
+      const value = await (await invoked).result;
       if (!isDown) await send({ k: "result", id, value });
     } catch (e) {
       if (!isDown) await send({ k: "error", id, error: toWireError(e) }).catch(() => {});
@@ -188,6 +213,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
       );
     },
   });
+  if (inbox) nc.subscribe(castSubject(run), { callback: (_err, msg) => inbox.receive(msg.data.slice()) });
   // NOTE: what the socket delivered before it went away is read first: a coordinator that
   // says bye and stops its server at once must end the rank as a bye, not as a lost link
   // (the bye's chunk is still in `chain`, being verified, when the disconnect arrives).

@@ -8,9 +8,10 @@
  * | `flodl.<run>.to.r<k>`       | coordinator | rank k      | calls, beacons, bye              |
  * | `flodl.<run>.r<k>.out`      | rank k      | coordinator | results, errors, events, bye     |
  * | `flodl.<run>.r<k>.relay`    | rank k      | its relay   | its reduce frames (behind a relay) |
+ * | `flodl.<run>.cast`          | coordinator | every rank  | values published once (cast.ts)  |
  *
  * A rank may publish only under `flodl.<run>.r<k>.>` and subscribe only to
- * `flodl.<run>.to.r<k>`; the coordinator may publish and subscribe under `flodl.<run>.>`.
+ * `flodl.<run>.to.r<k>` and the cast subject; the coordinator may publish and subscribe under `flodl.<run>.>`.
  */
 
 /** Run ids are lowercase letters and digits: safe in a subject token and a user name. */
@@ -33,6 +34,11 @@ export function toRankSubject(run: string, rank: number): string {
 /** Rank k → coordinator: results, errors, events and the rank's bye. */
 export function fromRankSubject(run: string, rank: number): string {
   return `flodl.${run}.r${rank}.out`;
+}
+
+/** Coordinator → every rank: values published once (the consensus of a reduce), cast.ts. */
+export function castSubject(run: string): string {
+  return `flodl.${run}.cast`;
 }
 
 /**

@@ -108,13 +108,12 @@ export async function reduceCycle(inp: ReduceInput): Promise<ReduceOutcome> {
       globalStep: inp.globalStep + steps.reduce((a, b) => a + b, 0),
       withBuffers: avg.movers > 0,
     };
-    let bytesDown = 0;
+    // Packed once: a worker gets a copy (structured clone), a remote rank the one cast
+    // (transport_nats.ts). bytesDown counts what each rank receives.
+    const consensus = pack(inp.round, params, avg.buffers, dtype);
     const takers = inp.ranks.filter((c) => c.alive && frames.some((f) => f.rank === c.rank));
-    const acks = await settled(takers.map((c) => {
-      const consensus = pack(inp.round, params, avg.buffers, dtype);
-      bytesDown += consensus.params.byteLength + consensus.buffers.byteLength;
-      return adopt(c, { ...adoption, consensus });
-    }));
+    const bytesDown = takers.length * (consensus.params.byteLength + consensus.buffers.byteLength);
+    const acks = await settled(takers.map((c) => adopt(c, { ...adoption, consensus })));
     return { steps, acks, consensus: { params, buffers: avg.buffers }, bytesUp, bytesDown, averageMs };
   } finally {
     clearTimeout(timer);

@@ -8,8 +8,11 @@
  * (`checkFrame`: rank, round, dtype, sizes, NaN/Inf) before the coordinator may average
  * it. A bad frame, or an error of the link itself, rejects as a {@link RankLostError}: the
  * client drops the rank (the run goes on without it), never averages what it sent.
+ *
+ * The consensus of an adoption is cast (nats/cast.ts): published once for every rank, the
+ * `adopt` call naming it by digest; a rank that did not get the cast is sent it inline.
  */
-import { checkFrame, type NatsCoordinator, type RankLink, RankLinkError } from "../../nats/mod.ts";
+import { CAST_MISSED, checkFrame, type NatsCoordinator, type RankLink, RankLinkError } from "../../nats/mod.ts";
 import { RankLostError } from "../../protocol/errors.ts";
 import type { Adoption, Frame, RankHello, RankSetup, WireDtype } from "../../protocol/messages.ts";
 import { RANK_CALL_TABLE } from "../../protocol/rank_calls.ts";
@@ -49,7 +52,7 @@ export class NatsTransport implements RankTransport {
       onEvent: (e) => (box.transport ? box.transport.#event(e) : box.early.push(e)),
       onRefused: (e) => console.warn(`flodl: ${e.message}`),
     });
-    const transport = box.transport = new NatsTransport(rank, link);
+    const transport = box.transport = new NatsTransport(rank, link, coordinator);
     for (const e of box.early) transport.#event(e);
     return transport;
   }
@@ -59,7 +62,8 @@ export class NatsTransport implements RankTransport {
     return this.link.present();
   }
 
-  constructor(readonly rank: number, readonly link: RankLink) {
+  /** @param coordinator Where the consensus is cast from; without it each rank gets it inline. */
+  constructor(readonly rank: number, readonly link: RankLink, readonly coordinator?: NatsCoordinator) {
     link.down.then((e) => {
       if (!this.#closed) this.#listener?.down(e.message);
     });
@@ -90,7 +94,7 @@ export class NatsTransport implements RankTransport {
       this.#listener?.event({ kind: "compiling" });
     }
     try {
-      result = await this.link.call(name, args);
+      result = await this.#call(name, args);
     } catch (e) {
       // The link's own failure is a lost rank; the rank's error keeps its name and message.
       if (e instanceof RankLinkError) throw new RankLostError(this.rank, e.message, { cause: e });
@@ -115,6 +119,18 @@ export class NatsTransport implements RankTransport {
       this.#checked(frame, name === "initialState" ? 0 : this.#version ?? frame?.round, "f32");
     }
     return result as RankCalls[K]["result"];
+  }
+
+  /** The call on the link; an adoption's consensus cast, and sent inline when the rank missed the cast. */
+  async #call(name: RankCallName, args: readonly unknown[]): Promise<unknown> {
+    if (name !== "adopt" || !this.coordinator) return await this.link.call(name, args);
+    const a = args[0] as Adoption;
+    try {
+      return await this.link.call(name, [{ ...a, consensus: await this.coordinator.cast(a.consensus) }]);
+    } catch (e) {
+      if ((e as Error).name !== CAST_MISSED) throw e;
+      return await this.link.call(name, args);
+    }
   }
 
   /** Refuse a bad frame: the rank is dropped (its link closed), the frame never averaged. */

@@ -1,8 +1,11 @@
 /** Run credentials: distinct users and keys per slot, the server block (join tokens: join_token_test.ts). */
 import { assert, assertEquals } from "../../../util/assert.ts";
 import {
+  assignRelay,
   createRunCredentials,
+  deriveCastKey,
   deriveRankKey,
+  relayCredentials,
   serverAuthorization,
 } from "../../../../src/distributed/nats/credentials.ts";
 
@@ -21,16 +24,24 @@ Deno.test("createRunCredentials: per-slot users, passwords and keys differ, and 
   assert(other.run !== c.run && other.runKey !== c.runKey, "two runs share nothing");
 });
 
-Deno.test("serverAuthorization: rank k may publish only under flodl.<run>.r<k>.> and hear only flodl.<run>.to.r<k>", async () => {
-  const c = await createRunCredentials(2, "run0042");
+Deno.test("serverAuthorization: rank k may publish only under flodl.<run>.r<k>.> and hear only flodl.<run>.to.r<k> and the cast", async () => {
+  const c = await createRunCredentials(3, "run0042");
+  assignRelay(c, 2, [0]);
   const text = serverAuthorization(c);
   const line = (user: string) => text.split("\n").find((l) => l.includes(`user: "${user}"`)) ?? "";
   assert(
     line(c.ranks[1].user).includes(
-      `publish: { allow: ["flodl.run0042.r1.>"] }, subscribe: { allow: ["flodl.run0042.to.r1"] }`,
+      `publish: { allow: ["flodl.run0042.r1.>"] }, subscribe: { allow: ["flodl.run0042.to.r1","flodl.run0042.cast"] }`,
     ),
     line(c.ranks[1].user),
   );
+  // A relay slot hears its members' frames, not the cast (it adopts nothing), and its token holds no cast key.
+  assert(
+    line(c.ranks[2].user).includes(`subscribe: { allow: ["flodl.run0042.to.r2","flodl.run0042.r0.relay"] }`),
+    line(c.ranks[2].user),
+  );
+  assertEquals(relayCredentials(c, 2).cast, undefined, "a relay's token has no cast key");
+  for (const r of c.ranks) assertEquals(r.cast, await deriveCastKey(c.runKey), `slot ${r.rank}'s cast key`);
   assert(line(c.coordinator.user).includes(`publish: { allow: ["flodl.run0042.>"] }`), line(c.coordinator.user));
   assert(line(c.ranks[0].user).includes(`password: "${c.ranks[0].pass}"`), "passwords in the block");
 });
