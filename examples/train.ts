@@ -9,7 +9,9 @@
  * so the data are loaded and the builder is created here, at top level; console output is
  * coordinator-only.
  *
- * `--serve N` adds N remote ranks (a nats-server, one printed join command per rank);
+ * `--serve N` adds N remote ranks (a nats-server, one printed join command per rank; for the
+ * MNIST models also a walk-in command, `deno run --allow-net=… <URL> <token>`, served with
+ * the bundle and the data from here: src/distributed/serve/);
  * `--spare N` N more slots that remote ranks may join while the run goes (elastic, admitted
  * at the next epoch boundary); `--join <token>` makes this process one of them (README
  * "Ranks on other machines").
@@ -24,7 +26,9 @@ import {
   isRank,
   joinRun,
   observe,
+  packBytes,
   serverAuthorization,
+  serveWalkIn,
   setProgramArgs,
   Timeline,
 } from "../src/index.ts";
@@ -35,6 +39,7 @@ import { Progress, sampleProgress } from "./progress.ts";
 import type { Metric } from "../src/zoo/mod.ts";
 import { sampleText } from "./sample.ts";
 import { startNatsServer } from "../scripts/nats_server.ts";
+import { buildWalkIn } from "../scripts/walk_in_bundle.ts";
 
 const enc = new TextEncoder();
 
@@ -151,6 +156,7 @@ async function serve(a: TrainArgs): Promise<() => Promise<void>> {
       `on the demo page (${a.tabUrl}: \`npm run demo\` there; WebGPU needs localhost or https):`,
   );
   const firstSpare = a.ranks + a.serve;
+  const walkIn = recipe.data === "mnist" ? await startWalkIn(a.natsHost, any ? Deno.hostname() : a.natsHost) : undefined;
   const tab = (token: string) => {
     const u = new URL(a.tabUrl);
     u.searchParams.set("join", token);
@@ -163,6 +169,7 @@ async function serve(a: TrainArgs): Promise<() => Promise<void>> {
     joinUrl,
     credentials: creds,
     onJoinToken: (rank, token) => {
+      if (walkIn) console.log(`  ${rank >= firstSpare ? "spare " : ""}rank ${rank} walk-in: ${walkIn.command(token)}`);
       console.log(`  ${rank >= firstSpare ? "spare " : ""}rank ${rank}: deno run -A --no-check examples/train.ts --join ${token}`);
       console.log(`     or tab: ${tab(token)}`);
     },
@@ -172,7 +179,29 @@ async function serve(a: TrainArgs): Promise<() => Promise<void>> {
     onJoined: (rank, h) =>
       console.log(`rank ${rank} joined from ${h.host || "a remote host"} (${h.adapter})${rank >= firstSpare ? "; it trains from the next epoch" : ""}`),
   });
-  return () => server.stop();
+  return async () => {
+    await walkIn?.close();
+    await server.stop();
+  };
+}
+
+/**
+ * The walk-in side of `--serve` (MNIST models): the bundle of examples/program.ts and the
+ * run's train and test sets as packs, served over HTTP on the NATS server's host.
+ */
+async function startWalkIn(hostname: string, advertise: string) {
+  const t0 = performance.now();
+  const [{ loader, bundle }, trainPack, testPack] = await Promise.all([buildWalkIn(PROGRAM), packBytes(train), packBytes(test)]);
+  const walkIn = await serveWalkIn(
+    { loader, bundle, packs: { train: trainPack, test: testPack } },
+    { hostname, advertise, onRefused: (line) => console.error(`walk-in server: refused ${line}`) },
+  );
+  const mb = (n: number) => (n / 2 ** 20).toFixed(1);
+  console.log(
+    `walk-in server on http://${walkIn.hostPort}/ (bundle ${mb(bundle.length)} MiB, data ${mb(trainPack.length + testPack.length)} MiB, ` +
+      `ready in ${((performance.now() - t0) / 1000).toFixed(1)} s): a walk-in command needs only Deno on its machine`,
+  );
+  return walkIn;
 }
 
 /** The bf16 wire is a cpu-* plane knob: nccl-* ranks reduce f32 in shared memory, with nothing on a wire. */

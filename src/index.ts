@@ -352,6 +352,8 @@ export {
   NoGuard,
   observe,
   OuterAvg,
+  packBytes,
+  packDataset,
   parseBundleMeta,
   permutation,
   PickKey,
@@ -365,10 +367,12 @@ export {
   recordScalar,
   Reduction,
   serverAuthorization,
+  serveWalkIn,
   setProgramArgs,
   SlowMo,
   Trainer,
   TrendGuard,
+  walkInData,
   writeBundle,
 } from "./distributed/mod.ts";
 export type {
@@ -426,4 +430,8 @@ export type {
   TrainFn,
   TransformFn,
   Verdict,
+  WalkInDigests,
+  WalkInFiles,
+  WalkInServeOptions,
+  WalkInServer,
 } from "./distributed/mod.ts";

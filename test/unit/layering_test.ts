@@ -32,6 +32,7 @@ const ROOMS: Record<string, string[]> = {
   rank: ["protocol", "nats"],
   coordinator: ["protocol", "nats"],
   run: ["coordinator", "rank", "protocol", "nats"],
+  serve: ["run", "nats", "protocol"],
 };
 
 /**

@@ -7,9 +7,10 @@
  * coordinator's line:col is this rank's. Browser-safe: Deno is only asked for a host name
  * and its main module when it is there.
  *
- * The token carries, besides the link's credentials, the builder's line and column and the
- * coordinator's program arguments (`programArgs()`), so the rank rebuilds what the
- * coordinator's module built. Layout, program, dataset size and wire dtypes go back in the
+ * The token carries, besides the link's credentials, the builder's line, column and ordinal
+ * (its place among its module's `Trainer.builder()` calls: what a bundle keeps), the program
+ * module's file name and the coordinator's program arguments (`programArgs()`), so the rank
+ * rebuilds what the coordinator's module built. Layout, program, dataset size and wire dtypes go back in the
  * hello and are checked by the coordinator before any work is sent (protocol/remote_hello.ts).
  */
 import { Device } from "../../gpu/mod.ts";
@@ -32,13 +33,17 @@ import { dispatch, type RankEvent, type RankListener, sinkOf } from "../protocol
 import { forwardRankApi } from "../rank/rank_forward.ts";
 import { layoutOf } from "../rank/rank_runtime.ts";
 import type { BuilderState } from "./builder_state.ts";
-import { awaitBuilder, type CallSite, enterRankRole, type RankRole, registeredAt } from "./reentry.ts";
+import { awaitBuilder, type CallSite, enterRankRole, type RankRole, registeredFor } from "./reentry.ts";
 
 /** What a join token carries beyond the link's credentials. */
 interface JoinExtras {
   /** Where the coordinator's builder was created in its module. */
   line: number;
   col: number;
+  /** Its place among its module's `Trainer.builder()` calls (a bundled rank finds it by this). */
+  ordinal?: number;
+  /** The program module's file name (what a bundled rank's hello names). */
+  file?: string;
   /** The coordinator's program arguments. */
   args: Record<string, unknown>;
 }
@@ -53,7 +58,8 @@ const HEARTBEAT_MS = 1000;
  * @param args The coordinator's `programArgs()`.
  */
 export function joinTokenFor(url: string, creds: RankCredentials, site: CallSite, args: Record<string, unknown>): string {
-  const extras: JoinExtras = { line: site.line, col: site.col, args };
+  const file = site.url.replace(/[?#].*$/, "").split("/").pop() || site.url;
+  const extras: JoinExtras = { line: site.line, col: site.col, ordinal: site.ordinal ?? 0, file, args };
   return encodeJoinToken(url, { ...creds, ...extras });
 }
 
@@ -86,6 +92,14 @@ export interface JoinOptions {
    * then matched by its file name; layout, dataset size and wire are checked as always.
    */
   anyLine?: boolean;
+  /**
+   * The program is a bundle that calls `joinRun` from its own first module (a walk-in,
+   * src/distributed/serve/): `entry` is the bundle's URL, the builder is found by its
+   * ordinal in the token (a bundle moves lines), and the hello names the coordinator's
+   * program file. What makes the bundle the coordinator's program is its sha256, checked
+   * before it ran.
+   */
+  bundled?: boolean;
 }
 
 /** A joining remote rank. */
@@ -124,20 +138,34 @@ export function joinRun(token: string, opts: JoinOptions = {}): RemoteRank {
   const deno = (globalThis as { Deno?: { mainModule?: string; hostname?: () => string } }).Deno;
   const entry = String(opts.entry ?? deno?.mainModule ?? "");
   if (!entry) throw new TypeError(`joinRun: entry is required outside Deno (the program module's URL), got ${opts.entry}`);
+  if (opts.bundled && opts.entry === undefined) throw new TypeError(`joinRun: bundled needs entry (the bundle's URL), got none`);
   const role: RankRole = {
     rank: t.rank,
     world: 0, // told at init
     entry,
-    site: { url: entry, line: t.line!, col: t.col! },
+    site: { url: entry, line: t.line!, col: t.col!, ordinal: t.ordinal ?? 0 },
     timeoutMs: (opts.timeoutSecs ?? 60) * 1000,
     session: t.run,
     args: t.args ?? {},
     anyLine: opts.anyLine,
+    bundled: opts.bundled,
   };
   enterRankRole(role);
   const log = opts.log ?? (() => {});
-  const done = serve(t, role, opts.entry === undefined, opts, log, opts.host ?? deno?.hostname?.() ?? "");
+  // A bundled rank's hello names the coordinator's file (its own URL is the bundle's).
+  const program = programId(opts.bundled ? { ...role.site, url: t.file ?? entry } : role.site);
+  const self = opts.entry === undefined || opts.bundled === true;
+  const done = serve(t, role, program, self, opts, log, opts.host ?? hostname(deno));
   return { rank: t.rank, run: t.run, url: t.url, done };
+}
+
+/** Deno's host name, or "" where it is not there or not allowed (a walk-in has only `--allow-net`). */
+function hostname(deno: { hostname?: () => string } | undefined): string {
+  try {
+    return deno?.hostname?.() ?? "";
+  } catch {
+    return "";
+  }
 }
 
 /**
@@ -147,21 +175,22 @@ export function joinRun(token: string, opts: JoinOptions = {}): RemoteRank {
  * top-level await, before the builder exists. So such a program attaches its rank-side
  * callbacks in the builder's chain (examples/train.ts does).
  */
-async function created(site: CallSite): Promise<void> {
-  while (!registeredAt(site)) await new Promise((r) => setTimeout(r, 20));
+async function created(role: RankRole): Promise<void> {
+  while (!registeredFor(role)) await new Promise((r) => setTimeout(r, 20));
   await new Promise((r) => setTimeout(r, 0));
 }
 
 async function serve(
   t: ReturnType<typeof decodeJoinToken>,
   role: RankRole,
+  program: string,
   self: boolean,
   opts: JoinOptions,
   log: (line: string) => void,
   host: string,
 ): Promise<string> {
   const rank = t.rank;
-  const builder = await awaitBuilder<{ state: BuilderState<Module> }>(role, self ? created(role.site) : import(/* @vite-ignore */ role.entry));
+  const builder = await awaitBuilder<{ state: BuilderState<Module> }>(role, self ? created(role) : import(/* @vite-ignore */ role.entry));
   const state = builder.state;
   const device = await Device.request({ label: `rank${rank}` });
   Device.setDefault(device);
@@ -172,7 +201,7 @@ async function serve(
   const hello: RemoteHello = {
     host,
     adapter: info.description || `${info.vendor} ${info.architecture}`.trim() || "unknown adapter",
-    program: programId(role.site),
+    program,
     layout: layoutDigest(layoutOf(probe)),
     datasetLen: state.spec.dataset?.len() ?? 0,
     wire: ["bf16", "f32"],

@@ -4,6 +4,12 @@
  * (URL:line:col) is the rank's. Role and registry live on `globalThis` under
  * `Symbol.for` keys, because a production build can hold two copies of this library
  * in one worker.
+ *
+ * A bundle moves lines, so a site also carries its ordinal: how many `Trainer.builder()`
+ * calls its module made before it. A bundled rank (a walk-in, src/distributed/serve/) finds
+ * its builder by that ordinal alone, whatever the bundle's URL, line and column; what makes
+ * it the coordinator's program is the bundle's sha256, checked before it runs, and the
+ * layout digest of the hello.
  */
 
 /** Where `Trainer.builder()` was called. */
@@ -14,6 +20,11 @@ export interface CallSite {
   line: number;
   /** Column of the call, 1-based. */
   col: number;
+  /**
+   * The call's place among the `Trainer.builder()` calls its module made, 0-based, counted
+   * as they run: what survives a bundler (absent on a site made by hand: taken as 0).
+   */
+  ordinal?: number;
 }
 
 /** What a rank worker knows about itself, from the worker's `name`. */
@@ -36,6 +47,11 @@ export interface RankRole {
    * whatever its line:col (joinRun's `anyLine`).
    */
   anyLine?: boolean;
+  /**
+   * The program is a bundle (a walk-in): the builder is the one whose ordinal is
+   * `site.ordinal` among those created at the entry's URL, at any line:col.
+   */
+  bundled?: boolean;
 }
 
 /** A builder as the registry sees it: its site, and a promise-free view of its readiness. */
@@ -49,6 +65,8 @@ export interface Registered<B> {
 interface Registry {
   builders: Registered<unknown>[];
   onChange?: () => void;
+  /** `Trainer.builder()` calls so far per module URL (the next site's ordinal). */
+  calls?: Map<string, number>;
 }
 
 const ROLE = Symbol.for("flodl-webgpu.rankRole");
@@ -103,6 +121,11 @@ export function registeredAt(site: CallSite): boolean {
   return registry().builders.some((b) => sameSite(b.site, site));
 }
 
+/** True once the builder of `role` was created (by its site, or by its ordinal when bundled). */
+export function registeredFor(role: RankRole): boolean {
+  return findBuilder(role) !== undefined;
+}
+
 /** Mark a registered builder as run (its entry module has attached everything). */
 export function markRan(builder: unknown): void {
   const r = registry().builders.find((x) => x.builder === builder);
@@ -117,7 +140,13 @@ export function siteString(s: CallSite): string {
   return `${s.url}:${s.line}:${s.col}`;
 }
 
-const FRAME = /^\s*at (?:async )?(?:.*? \()?((?:https?|file|blob):\/\/[^\s()]+?):(\d+):(\d+)\)?\s*$/;
+/** How a refusal names the builder a rank looks for: its site, or its ordinal in a bundle. */
+function wanted(role: RankRole): string {
+  return role.bundled ? `Trainer.builder() call #${(role.site.ordinal ?? 0) + 1} of the bundled program` : `Trainer.builder() call at ${siteString(role.site)}`;
+}
+
+// NOTE: Deno names a module imported from a Blob `blob:null/<uuid>` (no `//`): a walk-in's bundle.
+const FRAME = /^\s*at (?:async )?(?:.*? \()?((?:https?|file):\/\/[^\s()]+?|blob:[^\s()]+?):(\d+):(\d+)\)?\s*$/;
 
 /** Parse one V8 stack frame into a call site. */
 export function parseFrame(line: string): CallSite | undefined {
@@ -128,6 +157,7 @@ export function parseFrame(line: string): CallSite | undefined {
 /**
  * The call site of the function that called `fn` (V8: Chromium and Deno). Firefox and
  * Safari have no `captureStackTrace`; there the first frame outside this library is used.
+ * Each call counts as one more call of its module: the site's `ordinal` is the count before it.
  */
 export function callerSite(fn: (...args: never[]) => unknown): CallSite {
   const holder: { stack?: string } = {};
@@ -136,7 +166,14 @@ export function callerSite(fn: (...args: never[]) => unknown): CallSite {
   else holder.stack = new Error().stack;
   for (const line of (holder.stack ?? "").split("\n")) {
     const site = parseFrame(line) ?? parseFirefox(line);
-    if (site && (E.captureStackTrace || !site.url.includes("/src/distributed/"))) return site;
+    if (site && (E.captureStackTrace || !site.url.includes("/src/distributed/"))) {
+      const calls = registry().calls ??= new Map();
+      const key = stripT(site.url);
+      const ordinal = calls.get(key) ?? 0;
+      calls.set(key, ordinal + 1);
+      site.ordinal = ordinal;
+      return site;
+    }
   }
   throw new Error(`Trainer.builder: cannot read the caller's location from the stack:\n${holder.stack}`);
 }
@@ -150,10 +187,30 @@ function sameSite(a: CallSite, b: CallSite): boolean {
   return a.url === b.url && a.line === b.line && a.col === b.col;
 }
 
+/** A module URL without Vite's `?t=` cache-busting query. */
+function stripT(u: string): string {
+  return u.replace(/[?&]t=\d+/, "").replace(/\?$/, "");
+}
+
 /** URLs differ only by Vite's `?t=` cache-busting query. */
 function sameModule(a: string, b: string): boolean {
-  const strip = (u: string) => u.replace(/[?&]t=\d+/, "").replace(/\?$/, "");
-  return strip(a) === strip(b);
+  return stripT(a) === stripT(b);
+}
+
+/**
+ * The builder of `role` among those registered: at the coordinator's call site; or, in a
+ * bundle, the one of the entry with the site's ordinal; or (explicit entry of another
+ * bundle, or `anyLine`) the entry's single builder.
+ */
+function findBuilder(role: RankRole): Registered<unknown> | undefined {
+  const reg = registry();
+  const inEntry = () => reg.builders.filter((b) => sameModule(b.site.url, role.entry));
+  if (role.bundled) return inEntry().find((b) => (b.site.ordinal ?? 0) === (role.site.ordinal ?? 0));
+  const explicit = !sameModule(role.entry, role.site.url);
+  return reg.builders.find((b) => sameSite(b.site, role.site)) ??
+    reg.builders.find((b) => sameModule(b.site.url, role.site.url) && b.site.line === role.site.line && b.site.col === role.site.col) ??
+    (explicit && reg.builders.length === 1 ? reg.builders[0] : undefined) ??
+    (role.anyLine && inEntry().length === 1 ? inEntry()[0] : undefined);
 }
 
 /**
@@ -164,13 +221,7 @@ function sameModule(a: string, b: string): boolean {
  */
 export function awaitBuilder<B>(role: RankRole, evaluation: Promise<unknown>): Promise<B> {
   const reg = registry();
-  const explicit = !sameModule(role.entry, role.site.url);
-  const inEntry = () => reg.builders.filter((b) => sameModule(b.site.url, role.entry));
-  const find = (): Registered<unknown> | undefined =>
-    reg.builders.find((b) => sameSite(b.site, role.site)) ??
-      reg.builders.find((b) => sameModule(b.site.url, role.site.url) && b.site.line === role.site.line && b.site.col === role.site.col) ??
-      (explicit && reg.builders.length === 1 ? reg.builders[0] : undefined) ??
-      (role.anyLine && inEntry().length === 1 ? inEntry()[0] : undefined);
+  const find = () => findBuilder(role);
   return new Promise<B>((resolve, reject) => {
     let settled = false;
     const finish = (err?: Error) => {
@@ -197,7 +248,7 @@ export function awaitBuilder<B>(role: RankRole, evaluation: Promise<unknown>): P
 
 function notReached(role: RankRole, why: string): string {
   const seen = registry().builders.map((b) => siteString(b.site));
-  return `rank ${role.rank}: the Trainer.builder() call at ${siteString(role.site)} was not reached when ${why} ` +
+  return `rank ${role.rank}: the ${wanted(role)} was not reached when ${why} ` +
     `(entry module ${role.entry}; builders this rank saw: ${seen.length ? seen.join(", ") : "none"}). ` +
     "A rank re-runs the entry module's top level: create the builder there (not inside a function, an event " +
     "handler or after an await that never settles in a worker), or pass .entry(url) of a module that does";

@@ -1,0 +1,9 @@
+/**
+ * Walk-in ranks (issue 26): the coordinator serves what a rank needs over HTTP (a loader,
+ * the bundled rank runtime and program, the data as packs) and prints one command per slot,
+ * `deno run --allow-net=<host:ports> <URL> <token>`: no checkout, no install, no data and no
+ * permission but the network on the joining machine. The bundle is built by
+ * scripts/walk_in_bundle.ts (Vite, as the npm package is).
+ */
+export { type WalkInDigests, type WalkInFiles, type WalkInServeOptions, type WalkInServer, serveWalkIn } from "./walk_in_server.ts";
+export { packBytes, packDataset, walkInData } from "./walk_in_data.ts";
