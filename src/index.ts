@@ -197,6 +197,7 @@ export {
   softmax,
   Softplus,
   Tanh,
+  TransformerDecoder,
   TransformerDecoderLayer,
   TransformerEncoder,
   TransformerEncoderLayer,

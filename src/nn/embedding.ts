@@ -5,14 +5,31 @@ import * as T from "../tensor/mod.ts";
 import { checkPositiveInt, type LayerOptions } from "./layer_options.ts";
 import { Module } from "./module.ts";
 
-/** A lookup table [num, dim] indexed by i32 tensors (PyTorch's nn.Embedding, init N(0, 1)). */
+/**
+ * PyTorch's init of an embedding table: N(0, 1) [num, dim], row `paddingIdx` (checked, negative
+ * counts from the end) zeros.
+ */
+function initTable(num: number, dim: number, device: Device, seed: number | undefined, paddingIdx: number | undefined): T.Tensor {
+  const { pad } = T.embeddingShape([num, dim], [0], paddingIdx);
+  const w = T.randn([num, dim], { device, seed });
+  if (pad < 0) return w;
+  const keep = T.fromArray(Float32Array.from({ length: num }, (_, i) => (i === pad ? 0 : 1)), [num, 1], { device });
+  return T.mul(w, keep);
+}
+
+/**
+ * A lookup table [num, dim] indexed by i32 tensors (PyTorch's nn.Embedding, init N(0, 1) with
+ * row paddingIdx zeroed).
+ */
 export class Embedding extends Module {
-  /** The table [numEmbeddings, embeddingDim] (PyTorch's `weight`), init N(0, 1). */
+  /** The table [numEmbeddings, embeddingDim] (PyTorch's `weight`), init N(0, 1), row paddingIdx zeros. */
   readonly weight: Parameter;
   /**
-   * A table of `numEmbeddings` rows of `embeddingDim`, seeded by `options.seed`. `paddingIdx`:
-   * a row that gets no gradient (it is not zeroed at init, unlike PyTorch).
-   * @throws {RangeError} When a size is not an integer >= 1.
+   * A table of `numEmbeddings` rows of `embeddingDim`, seeded by `options.seed`. `paddingIdx`
+   * (negative counts from the end): a row zeroed at init and given no gradient, as PyTorch's
+   * padding_idx (a value loaded into it later is looked up as it is).
+   * @throws {RangeError} When a size is not an integer >= 1 or paddingIdx is not an integer in
+   * [-numEmbeddings, numEmbeddings).
    */
   constructor(
     /** Rows of the table: indices lie in [0, numEmbeddings). */
@@ -25,10 +42,10 @@ export class Embedding extends Module {
     checkPositiveInt("Embedding", "numEmbeddings", numEmbeddings);
     checkPositiveInt("Embedding", "embeddingDim", embeddingDim);
     const device = options.device ?? Device.default;
-    this.weight = new Parameter(T.randn([numEmbeddings, embeddingDim], { device, seed: options.seed }), "weight");
+    this.weight = new Parameter(initTable(numEmbeddings, embeddingDim, device, options.seed, options.paddingIdx), "weight");
     this.paddingIdx = options.paddingIdx;
   }
-  /** The row that gets no gradient, as given (negative counts from the end); undefined: none. */
+  /** The row zeroed at init that gets no gradient, as given (negative counts from the end); undefined: none. */
   readonly paddingIdx?: number;
   /**
    * Look up `index` (an i32 tensor, a Variable over one, or 1-D host values, checked against
@@ -81,15 +98,8 @@ export class EmbeddingBag extends Module {
     if (!["sum", "mean", "max"].includes(this.mode)) {
       throw new RangeError(`EmbeddingBag: mode must be "sum", "mean" or "max", got ${JSON.stringify(options.mode)}`);
     }
-    const { pad } = T.embeddingShape([numEmbeddings, embeddingDim], [0], options.paddingIdx);
     const device = options.device ?? Device.default;
-    const w = T.randn([numEmbeddings, embeddingDim], { device, seed: options.seed });
-    if (pad >= 0) {
-      const keep = T.fromArray(Float32Array.from({ length: numEmbeddings }, (_, i) => (i === pad ? 0 : 1)), [numEmbeddings, 1], { device });
-      this.weight = new Parameter(T.mul(w, keep), "weight");
-    } else {
-      this.weight = new Parameter(w, "weight");
-    }
+    this.weight = new Parameter(initTable(numEmbeddings, embeddingDim, device, options.seed, options.paddingIdx), "weight");
     this.paddingIdx = options.paddingIdx;
   }
   /**

@@ -50,6 +50,7 @@ export type { RMSNormOptions } from "./rms_norm.ts";
 export { PositionalEmbedding, rotaryEmbedding } from "./positional.ts";
 export { GRU, LSTM, RnnBase } from "./rnn.ts";
 export {
+  TransformerDecoder,
   TransformerDecoderLayer,
   TransformerEncoder,
   TransformerEncoderLayer,

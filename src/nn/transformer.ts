@@ -1,7 +1,8 @@
 /**
  * PyTorch's transformer layers, built from this project's MultiheadAttention, Linear,
  * LayerNorm and Dropout under PyTorch's member names, so `nn.TransformerEncoderLayer`,
- * `nn.TransformerEncoder` and `nn.TransformerDecoderLayer` state dicts load by name.
+ * `nn.TransformerEncoder`, `nn.TransformerDecoderLayer` and `nn.TransformerDecoder` state
+ * dicts load by name.
  */
 import type { Variable } from "../autograd/mod.ts";
 import type { Device } from "../gpu/mod.ts";
@@ -244,6 +245,17 @@ export class TransformerDecoderLayer extends TransformerLayerBase {
   }
 }
 
+/** `numLayers` layers made by `make` with `layer`'s options and device, each loaded from `layer`'s state dict. */
+function clones<L extends TransformerLayerBase>(name: string, layer: L, numLayers: number, make: (o: TransformerLayerOptions) => L): L[] {
+  if (!Number.isInteger(numLayers) || numLayers < 1) throw new RangeError(`${name}: numLayers must be a positive integer, got ${numLayers}`);
+  const state = layer.stateDict();
+  return Array.from({ length: numLayers }, () => {
+    const copy = make({ ...layer.settings, device: layer.device() });
+    copy.loadStateDict(state);
+    return copy;
+  });
+}
+
 /**
  * PyTorch's nn.TransformerEncoder: `numLayers` copies of `layer` (as PyTorch, every copy
  * starts from `layer`'s values) under `layers.{i}`, then an optional final `norm`.
@@ -262,13 +274,7 @@ export class TransformerEncoder extends Module {
    */
   constructor(layer: TransformerEncoderLayer, numLayers: number, options: { norm?: LayerNorm } = {}) {
     super();
-    if (!Number.isInteger(numLayers) || numLayers < 1) throw new RangeError(`TransformerEncoder: numLayers must be a positive integer, got ${numLayers}`);
-    const state = layer.stateDict();
-    const copies = Array.from({ length: numLayers }, () => {
-      const copy = new TransformerEncoderLayer(layer.dModel, layer.nhead, { ...layer.settings, device: layer.device() });
-      copy.loadStateDict(state);
-      return copy;
-    });
+    const copies = clones("TransformerEncoder", layer, numLayers, (o) => new TransformerEncoderLayer(layer.dModel, layer.nhead, o));
     this.layers = this.registerModule("layers", new Sequential(...copies));
     if (options.norm) this.norm = this.registerModule("norm", options.norm);
   }
@@ -277,6 +283,40 @@ export class TransformerEncoder extends Module {
   forward(src: Variable, masks: SelfAttentionMasks = {}): Variable {
     let x = src;
     for (let i = 0; i < this.layers.length; i++) x = (this.layers.at(i) as TransformerEncoderLayer).forward(x, masks);
+    return this.norm ? this.norm.forward(x) : x;
+  }
+}
+
+/**
+ * PyTorch's nn.TransformerDecoder: `numLayers` copies of `layer` (as PyTorch, every copy
+ * starts from `layer`'s values) under `layers.{i}`, then an optional final `norm`.
+ * @throws {RangeError} When numLayers is not a positive integer.
+ */
+export class TransformerDecoder extends Module {
+  /** The numLayers copies of the layer, in order (`layers.0`, `layers.1`, ...). */
+  readonly layers: Sequential;
+  /** The final LayerNorm after the last layer (`norm`), when one was given. */
+  readonly norm?: LayerNorm;
+
+  /**
+   * `numLayers` copies of `layer`, each loaded from its state dict at construction (so they
+   * start equal but train apart), on its device; `options.norm` follows the last.
+   * @throws {RangeError} When numLayers is not a positive integer.
+   */
+  constructor(layer: TransformerDecoderLayer, numLayers: number, options: { norm?: LayerNorm } = {}) {
+    super();
+    const copies = clones("TransformerDecoder", layer, numLayers, (o) => new TransformerDecoderLayer(layer.dModel, layer.nhead, o));
+    this.layers = this.registerModule("layers", new Sequential(...copies));
+    if (options.norm) this.norm = this.registerModule("norm", options.norm);
+  }
+
+  /**
+   * Every layer in turn on `tgt` [T, B, E] with the same `memory` [S, B, E] ([B, ·, E] with
+   * batchFirst) and the same masks, then `norm`: tgt's shape.
+   */
+  forward(tgt: Variable, memory: Variable, masks: DecoderMasks = {}): Variable {
+    let x = tgt;
+    for (let i = 0; i < this.layers.length; i++) x = (this.layers.at(i) as TransformerDecoderLayer).forward(x, memory, masks);
     return this.norm ? this.norm.forward(x) : x;
   }
 }

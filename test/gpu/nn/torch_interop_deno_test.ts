@@ -2,8 +2,8 @@
  * A PyTorch state dict with BatchNorm (LeNet, test/fixtures/safetensors/interop.py) loads
  * strict into our twin, `num_batches_tracked` (I64) included, and gives torch's eval output;
  * our file loads strict into torch, which sees I64 counters. The same both ways for a
- * bidirectional 2-layer LSTM with a Linear head, for a 2-layer TransformerEncoder (batch first
- * and sequence first) and for the zoo's ResNet-20. Runs Debian's /usr/bin/python3
+ * bidirectional 2-layer LSTM with a Linear head, for a 2-layer TransformerEncoder and a 2-layer
+ * TransformerDecoder (batch first and sequence first) and for the zoo's ResNet-20. Runs Debian's /usr/bin/python3
  * with torch (apt-get install python3-torch); Deno only (it spawns a process).
  */
 import {
@@ -18,6 +18,8 @@ import {
   MaxPool2d,
   Module,
   saveSafetensors,
+  TransformerDecoder,
+  TransformerDecoderLayer,
   TransformerEncoder,
   TransformerEncoderLayer,
   Variable,
@@ -70,6 +72,23 @@ class Encoder extends Module {
   }
   forward(x: Variable): Variable {
     return this.encoder.forward(x);
+  }
+}
+
+/**
+ * Twin of interop.py's Decoder: `decoder.layers.{0,1}.*` and `decoder.norm.*`; the input's first
+ * 4 steps are the target (causal), the other 5 the memory.
+ */
+class Decoder extends Module {
+  readonly decoder: TransformerDecoder;
+  constructor(readonly batchFirst: boolean) {
+    super();
+    const layer = new TransformerDecoderLayer(8, 2, { dimFeedforward: 16, dropout: 0, batchFirst });
+    this.decoder = new TransformerDecoder(layer, 2, { norm: new LayerNorm(8) });
+  }
+  forward(x: Variable): Variable {
+    const dim = this.batchFirst ? 1 : 0;
+    return this.decoder.forward(x.narrow(dim, 0, 4), x.narrow(dim, 4, x.shape[dim] - 4), { tgtCausal: true });
   }
 }
 
@@ -201,6 +220,8 @@ function roundTrip(net: string, what: string, make: () => Module, shape: number[
 roundTrip("bilstm", "bidirectional LSTM", () => new BiLSTM(), [2, 5, 7]);
 roundTrip("encoder-bf", "TransformerEncoder (2 layers, a final norm, batch first)", () => new Encoder(true), [2, 5, 8]);
 roundTrip("encoder-sf", "TransformerEncoder (2 layers, a final norm, sequence first)", () => new Encoder(false), [2, 5, 8]);
+roundTrip("decoder-bf", "TransformerDecoder (2 layers, a final norm, batch first)", () => new Decoder(true), [2, 9, 8]);
+roundTrip("decoder-sf", "TransformerDecoder (2 layers, a final norm, sequence first)", () => new Decoder(false), [9, 2, 8]);
 
 gpuTest("a torch-trained ResNet-20 loads strict into the zoo's and gives torch's eval output; ours loads back into torch", async () => {
   await withTemp(async (path) => {
