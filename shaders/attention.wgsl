@@ -28,6 +28,16 @@
 // (f32 or i32, -0.0 counts as 0). A row whose keys are all hidden outputs 0 and gets
 // 0 gradients (PyTorch gives NaN there); its lse is FLT_MAX.
 //
+// Additive bias (PyTorch's float attn_mask: ALiBi, relative positions): the score of
+// (b, h, i, j) is scale·q·k + bias[b·bias_b + h·bias_h + i·bias_i + j·bias_j], the strides
+// 0 on the dims the bias broadcasts over (never materialized). A -inf bias hides the key as
+// a mask does (the all-hidden row included). attention_backward_dbias writes dS [BH·Tq, Tk]
+// (the bias gradient before the broadcast dims are summed) when the bias needs one.
+//
+// lse holds 2·nq floats: the rows' logsumexp (nq = B·H·Tq), then delta (written by _dq):
+// one binding for both keeps _dq and _dkv at 10 storage buffers with the bias (10 is
+// maxStorageBuffersPerShaderStage on many adapters, 8 the WebGPU default).
+//
 // Dropout on the probabilities: P~ = P * z, z = keep / (1 - p) from the same PCG hash as
 // shaders/dropout.wgsl at counter (row * Tk + j), regenerated in the backward.
 override WG: u32 = 32;  // rows per workgroup, one per thread (src/gpu/tuning.ts ATTENTION_WG)
@@ -42,6 +52,7 @@ const DC = 32u;
 struct Params {  // mirrored in src/tensor/ops/attention.ts
   rows: u32, heads: u32, tq: u32, tk: u32, d: u32, scale: f32,
   causal: u32, has_mask: u32, has_kpm: u32, seed: u32, p_drop: f32, keep_scale: f32,
+  nq: u32, has_bias: u32, bias_b: u32, bias_h: u32, bias_i: u32, bias_j: u32,
 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
@@ -52,7 +63,7 @@ struct Params {  // mirrored in src/tensor/ops/attention.ts
 @group(0) @binding(6) var<storage, read> attn_mask: array<u32>;
 @group(0) @binding(7) var<storage, read> kpm: array<u32>;
 @group(0) @binding(8) var<storage, read> dout: array<f32>;
-@group(0) @binding(9) var<storage, read_write> delta: array<f32>;
+@group(0) @binding(9) var<storage, read> bias: array<f32>;
 @group(0) @binding(10) var<storage, read_write> dq: array<f32>;
 @group(0) @binding(11) var<storage, read_write> dk: array<f32>;
 @group(0) @binding(12) var<storage, read_write> dv: array<f32>;
@@ -60,6 +71,8 @@ struct Params {  // mirrored in src/tensor/ops/attention.ts
 // keys a vec4: that path needs Tk a multiple of 4.
 @group(0) @binding(13) var<storage, read_write> sp: array<vec4f>;
 @group(0) @binding(14) var<storage, read_write> pz: array<vec4f>;
+// dS of every (row, key), [BH·Tq, Tk] (attention_backward_dbias).
+@group(0) @binding(15) var<storage, read_write> ds_out: array<f32>;
 
 const FLT_MAX = 0x1.fffffep+127f;
 
@@ -71,11 +84,19 @@ var<workgroup> tb: array<vec4f, BK * DC4>;
 // #include "lib/pcg.wgsl"
 // #include "lib/segment.wgsl"
 
+// The additive bias of query i, key j of head row bh (0 without one).
+fn bias_of(bh: u32, i: u32, j: u32) -> f32 {
+  if (p.has_bias == 0u) { return 0.0; }
+  return bias[(bh / p.heads) * p.bias_b + (bh % p.heads) * p.bias_h + i * p.bias_i + j * p.bias_j];
+}
+
 // Key j hidden from query i of head row bh. (x << 1) drops the sign bit: -0.0 is 0.
+// 0xff800000 is -inf: a bias entry of -inf hides its key.
 fn hidden(bh: u32, i: u32, j: u32) -> bool {
   if (p.causal != 0u && j > i) { return true; }
   if (p.has_mask != 0u && (attn_mask[i * p.tk + j] << 1u) != 0u) { return true; }
   if (p.has_kpm != 0u && (kpm[(bh / p.heads) * p.tk + j] << 1u) != 0u) { return true; }
+  if (p.has_bias != 0u && bitcast<u32>(bias_of(bh, i, j)) == 0xff800000u) { return true; }
   return false;
 }
 
@@ -197,7 +218,7 @@ fn attention_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) n
       for (var jj = 0u; jj < BK; jj++) {
         let j = j0 + jj;
         var s = -FLT_MAX;  // hidden: -FLT_MAX, below every real score
-        if (j < mine && !hidden(bh, i, j)) { s = sc[jj] * p.scale; }
+        if (j < mine && !hidden(bh, i, j)) { s = sc[jj] * p.scale + bias_of(bh, i, j); }
         sc[jj] = s;
         bm = max(bm, s);
       }
@@ -229,8 +250,8 @@ fn attention_forward(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) n
   }
 }
 
-// dQ for query row i, and delta[r] = dO_r . O_r (= sum_j P_rj dP_rj, dropout included),
-// which attention_backward_dkv reads next:
+// dQ for query row i, and delta_r = dO_r . O_r (= sum_j P_rj dP_rj, dropout included, at
+// lse[nq + r]), which attention_backward_dkv and _dbias read next:
 // dS_rj = P_rj (z_rj (dO_r . V_j) - delta_r),  dQ_r = scale sum_j dS_rj K_j.
 @compute @workgroup_size(WG)
 fn attention_backward_dq(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
@@ -248,7 +269,7 @@ fn attention_backward_dq(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroup
   let nc = (p.d + DC - 1u) / DC;
   var dl = 0.0;
   for (var c = 0u; c < p.d; c++) { dl += dout[qr + c] * o[qr + c]; }
-  if (live) { delta[r] = dl; }
+  if (live) { lse[p.nq + r] = dl; }
   let lr = lse[r];
   for (var oc = 0u; oc < nc; oc++) {
     var acc: array<vec4f, DC4>;
@@ -283,7 +304,7 @@ fn attention_backward_dq(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroup
         let j = j0 + jj;
         var ds = 0.0;
         if (j < mine && !hidden(bh, i, j)) {
-          let pr = exp(sc[jj] * p.scale - lr);
+          let pr = exp(sc[jj] * p.scale + bias_of(bh, i, j) - lr);
           ds = pr * (dp[jj] * keep(r, j) - dl);
         }
         sc[jj] = ds;
@@ -356,10 +377,10 @@ fn attention_backward_dkv(@builtin(workgroup_id) g: vec3u, @builtin(num_workgrou
         var pz = 0.0;
         var ds = 0.0;
         if (live && ii < n && !hidden(bh, i, j)) {
-          let pr = exp(sc[ii] * p.scale - lse[qrow + i]);
+          let pr = exp(sc[ii] * p.scale + bias_of(bh, i, j) - lse[qrow + i]);
           let z = keep(qrow + i, j);
           pz = pr * z;
-          ds = pr * (dp[ii] * z - delta[qrow + i]);
+          ds = pr * (dp[ii] * z - lse[p.nq + qrow + i]);
         }
         sc[ii] = pz;
         dp[ii] = ds;
@@ -389,6 +410,64 @@ fn attention_backward_dkv(@builtin(workgroup_id) g: vec3u, @builtin(num_workgrou
   }
 }
 
+// dS_rj = P_rj (z_rj dP_rj - delta_r) of query row i for every key (0 where hidden), into
+// ds_out [BH·Tq, Tk]: the gradient of the bias before its broadcast dims are summed. The
+// same walk as attention_backward_dq (after it: it reads delta), without the dQ sums.
+@compute @workgroup_size(WG)
+fn attention_backward_dbias(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw: vec3u,
+                            @builtin(local_invocation_index) t: u32) {
+  let blk = block_of(g, nw, p.tq);
+  let bh = blk.x;
+  if (bh * p.tq >= p.rows) { return; }
+  let i = blk.y + t;
+  let live = i < p.tq;
+  let r = bh * p.tq + min(i, p.tq - 1u);
+  let qr = r * p.d;
+  let kb = bh * p.tk * p.d;
+  let kend = key_end(min(blk.y + WG, p.tq) - 1u);
+  let mine = select(0u, key_end(i), live);
+  let nc = (p.d + DC - 1u) / DC;
+  let lr = lse[r];
+  let dl = lse[p.nq + r];
+  for (var j0 = 0u; j0 < kend; j0 += BK) {
+    let n = min(BK, kend - j0);
+    var sc: array<f32, BK>;
+    var dp: array<f32, BK>;
+    for (var jj = 0u; jj < BK; jj++) { sc[jj] = 0.0; dp[jj] = 0.0; }
+    for (var c = 0u; c < nc; c++) {
+      tiles_kv(t, kb, j0, n, c);
+      var qc: array<vec4f, DC4>;
+      var dc: array<vec4f, DC4>;
+      for (var c4 = 0u; c4 < DC4; c4++) {
+        let at = qr + c * DC + 4u * c4;
+        qc[c4] = ld_q(at, lanes(c, c4));
+        dc[c4] = ld_do(at, lanes(c, c4));
+      }
+      for (var jj = 0u; jj < BK; jj++) {
+        var s = 0.0;
+        var d2 = 0.0;
+        for (var c4 = 0u; c4 < DC4; c4++) {
+          s += dot(qc[c4], ta[jj * DC4 + c4]);
+          d2 += dot(dc[c4], tb[jj * DC4 + c4]);
+        }
+        sc[jj] += s;
+        dp[jj] += d2;
+      }
+    }
+    for (var jj = 0u; jj < n; jj++) {
+      let j = j0 + jj;
+      var ds = 0.0;
+      if (j < mine && !hidden(bh, i, j)) {
+        ds = exp(sc[jj] * p.scale + bias_of(bh, i, j) - lr) * (dp[jj] * keep(r, j) - dl);
+      }
+      if (live) { ds_out[r * p.tk + j] = ds; }
+    }
+  }
+  if (live) {
+    for (var j = kend; j < p.tk; j++) { ds_out[r * p.tk + j] = 0.0; }  // keys past the walk
+  }
+}
+
 // ---- the scores path -------------------------------------------------------------------
 // On CPU adapters the fused kernels above run at a tenth of the register matmul's rate
 // (per-thread score arrays and staged tiles indexed by loop counters live in memory there;
@@ -402,6 +481,12 @@ fn attention_backward_dkv(@builtin(workgroup_id) g: vec3u, @builtin(num_workgrou
 // CPU adapters every storage access is a loop over the SIMD lanes.
 //
 // Blocking: lib/segment.wgsl's, one segment per row, over Tk / 4 vec4s.
+
+// The biases of keys j .. j + 3 of query i of head row bh.
+fn bias4(bh: u32, i: u32, j: u32) -> vec4f {
+  if (p.has_bias == 0u) { return vec4f(0.0); }
+  return vec4f(bias_of(bh, i, j), bias_of(bh, i, j + 1u), bias_of(bh, i, j + 2u), bias_of(bh, i, j + 3u));
+}
 
 // Keys j .. j + 3 visible to query i of head row bh.
 fn visible4(bh: u32, i: u32, j: u32) -> vec4<bool> {
@@ -428,7 +513,7 @@ fn attention_probs(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw:
   var st = vec2f(-FLT_MAX, 0.0);  // the row's running softmax state (lib/segment.wgsl)
   for (var j4 = sl.y; j4 < n4; j4 += SEG) {
     let vis = visible4(bh, i, 4u * j4);
-    let s = select(vec4f(-FLT_MAX), sp[base + j4] * p.scale, vis);  // hidden: below every real score
+    let s = select(vec4f(-FLT_MAX), sp[base + j4] * p.scale + bias4(bh, i, 4u * j4), vis);  // hidden: below every real score
     let bm = max(max(s.x, s.y), max(s.z, s.w));
     let e = select(vec4f(0.0), exp(s - bm), vis);
     st = softmax_join(st, vec2f(bm, e.x + e.y + e.z + e.w));
@@ -439,7 +524,7 @@ fn attention_probs(@builtin(workgroup_id) g: vec3u, @builtin(num_workgroups) nw:
   let inv = select(0.0, 1.0 / l, l > 0.0);
   for (var j4 = sl.y; j4 < n4; j4 += SEG) {
     let at = base + j4;
-    let pr = select(vec4f(0.0), exp(sp[at] * p.scale - m) * inv, visible4(bh, i, 4u * j4));
+    let pr = select(vec4f(0.0), exp(sp[at] * p.scale + bias4(bh, i, 4u * j4) - m) * inv, visible4(bh, i, 4u * j4));
     sp[at] = pr;
     if (p.p_drop > 0.0) { pz[at] = pr * keep4(r, 4u * j4); }
   }

@@ -18,10 +18,13 @@ export interface AttentionCallOptions {
   attnMask?: Tensor | Variable;
   /**
    * Added to the scores before the softmax (PyTorch's float attn_mask: ALiBi, relative
-   * positions; -inf hides): broadcast to [B, H, Tq, Tk], e.g. [Tq, Tk] or [B, H, Tq, Tk]
-   * (MultiheadAttention also takes PyTorch's [B·H, Tq, Tk]). A Variable gets its gradient.
-   * The call then runs the composed path ({@link attentionWeights}), not the fused kernel;
-   * a row whose biases are all -inf gives NaN, as PyTorch.
+   * positions), f32, broadcast to [B, H, Tq, Tk] without being materialized: [Tq, Tk],
+   * [B, H, Tq, Tk], dims of 1 such as [1, H, Tq, Tk] or [B, 1, 1, Tk] (MultiheadAttention
+   * also takes PyTorch's [B·H, Tq, Tk]). Runs in the fused kernel with the masks; a Variable
+   * that requires grad gets its gradient (dS summed over the broadcast dims, one more
+   * kernel and a B·H·Tq·Tk buffer in the backward). A -inf entry hides its key as a mask
+   * does: a row whose keys are all hidden gives zeros (PyTorch gives NaN), here and in
+   * {@link attentionWeights}.
    */
   attnBias?: Tensor | Variable;
   /** [B, Tk]: nonzero marks key j of batch b as padding (PyTorch's key_padding_mask, True = ignore). */
@@ -34,11 +37,11 @@ const asVar = (x: Tensor | Variable): Variable => (x instanceof Variable ? x : n
 
 /**
  * Scaled dot-product attention of q [B, H, Tq, D], k and v [B, H, Tk, D] on the tape, as
- * `torch.nn.functional.scaled_dot_product_attention` with a boolean mask, plus a key-padding
- * mask: one fused kernel per query row, gradients for q, k and v. A query row whose keys are
- * all hidden gives 0 (PyTorch gives NaN).
+ * `torch.nn.functional.scaled_dot_product_attention` with a boolean mask or a float one
+ * (`attnBias`), plus a key-padding mask: one fused kernel, gradients for q, k, v and a
+ * Variable attnBias. A query row whose keys are all hidden gives 0 (PyTorch gives NaN).
  * @param options.dropoutP Dropout on the attention weights in [0, 1) (default 0); pass 0 in eval.
- * @throws {TypeError} For non-4-D inputs or masks that are not f32/i32.
+ * @throws {TypeError} For non-4-D inputs, masks that are not f32/i32 or a bias that is not f32.
  * @throws {RangeError} For mismatched shapes (all named) or dropoutP outside [0, 1).
  * @example
  * ```ts
@@ -58,16 +61,15 @@ export function scaledDotProductAttention(
   v: Variable,
   options: AttentionCallOptions & { dropoutP?: number; scale?: number; seed?: number } = {},
 ): Variable {
-  if (options.attnBias) return attentionWeights(q, k, v, options).output;
   const { inputs, attrs } = T.attentionCall(q, k, v, maskVars(options));
   return apply(T.attentionOp, inputs, attrs);
 }
 
 /**
  * Scaled dot-product attention composed from its steps, as PyTorch's math path, returning
- * the weights too: S = q·kᵀ·scale + attnBias, hidden keys (masks, causal) left out, P =
- * softmax(S) (a row with no visible key gives zeros, as the fused kernel), dropout on P in
- * training, output P·v. `weights` is P after dropout, [B, H, Tq, Tk], as PyTorch returns
+ * the weights too: S = q·kᵀ·scale + attnBias, hidden keys (masks, causal, -inf biases) left
+ * out, P = softmax(S) (a row with no visible key gives zeros, as the fused kernel), dropout on
+ * P in training, output P·v. `weights` is P after dropout, [B, H, Tq, Tk], as PyTorch returns
  * it. Every step is an op with a gradient (q, k, v and a Variable attnBias). Keeps a
  * B·H·Tq·Tk matrix: for the weights and float biases, not for speed.
  * @throws {RangeError} For inputs that are not [B, H, T, D] alike, or a mask or bias shape that does not fit (named).
@@ -105,6 +107,7 @@ export function attentionWeights(
     if (m.shape.length !== 2 || m.shape[0] !== b || m.shape[1] !== tk) throw new RangeError(`attention: keyPaddingMask must be [B, Tk] = [${b}, ${tk}], got ${fmt(m.shape)}`);
     hides.push(T.reshape(T.ne(T.cast(m, "f32"), 0), [b, 1, 1, tk]));
   }
+  if (bias) hides.push(T.eq(bias.data, -Infinity));
   if (options.causal) {
     hides.push(T.fromArray(Float32Array.from({ length: tq * tk }, (_, i) => (i % tk > Math.floor(i / tk) ? 1 : 0)), [tq, tk], { device }));
   }
@@ -123,14 +126,19 @@ export function attentionWeights(
   return { output: matmul(p, v), weights: p };
 }
 
-/** The call's options with its masks as Variables. */
+/** The call's options with its masks and bias as Variables. */
 function maskVars<O extends AttentionCallOptions>(
   options: O,
-): Omit<O, "attnMask" | "keyPaddingMask"> & { attnMask?: Variable; keyPaddingMask?: Variable } {
+): Omit<O, "attnMask" | "keyPaddingMask" | "attnBias"> & {
+  attnMask?: Variable;
+  keyPaddingMask?: Variable;
+  attnBias?: Variable;
+} {
   return {
     ...options,
     attnMask: options.attnMask && asVar(options.attnMask),
     keyPaddingMask: options.keyPaddingMask && asVar(options.keyPaddingMask),
+    attnBias: options.attnBias && asVar(options.attnBias),
   };
 }
 
@@ -153,11 +161,11 @@ export interface MultiheadAttentionOptions {
  * `in_proj_weight` [3E, E] (rows: query, key, value projections), `in_proj_bias` [3E],
  * `out_proj.weight` [E, E], `out_proj.bias` [E]; init as PyTorch (Xavier-uniform input
  * projection, zero biases, Linear's default for out_proj.weight). Heads split E into
- * H slices of D = E / H; attention runs in the fused kernel.
+ * H slices of D = E / H; attention runs in the fused kernel, float masks (`attnBias`) included.
  *
  * `forward(query, key = query, value = key, { attnMask, keyPaddingMask, causal, attnBias })`
  * returns the attention output only (PyTorch's `need_weights=False`: the weights are never
- * formed, unless a float `attnBias` sends the call to the composed path);
+ * formed);
  * {@link forwardWithWeights} is `need_weights=True`. Unsupported PyTorch options: kdim/vdim ≠
  * E, add_bias_kv, add_zero_attn, 3-D boolean masks (a 3-D float mask is an `attnBias`).
  * @throws {RangeError} From the constructor when embedDim is not divisible by numHeads or
@@ -296,20 +304,21 @@ export class MultiheadAttention extends Module {
     const vb = value === key ? kb : toBatchFirst(value);
     const dropoutP = this.training ? this.dropout : 0;
     let o: Variable, weights: Variable | undefined;
-    if (withWeights || options.attnBias) {
-      let bias = options.attnBias && asVar(options.attnBias);
-      if (bias?.ndim === 3) {
-        // PyTorch's per-head float mask [B·H, Tq, Tk].
-        const [b, tq] = qb.shape, tk = kb.shape[1];
-        if (bias.shape[0] !== b * this.numHeads) {
-          throw new RangeError(`MultiheadAttention: a 3-D attnBias must be [B·H, Tq, Tk] = [${b * this.numHeads}, ${tq}, ${tk}], got ${fmt(bias.shape)}`);
-        }
-        bias = bias.reshape([b, this.numHeads, tq, tk]);
+    let bias = options.attnBias && asVar(options.attnBias);
+    if (bias?.ndim === 3) {
+      // PyTorch's per-head float mask [B·H, Tq, Tk].
+      const [b, tq] = qb.shape, tk = kb.shape[1];
+      if (bias.shape[0] !== b * this.numHeads) {
+        throw new RangeError(`MultiheadAttention: a 3-D attnBias must be [B·H, Tq, Tk] = [${b * this.numHeads}, ${tq}, ${tk}], got ${fmt(bias.shape)}`);
       }
+      bias = bias.reshape([b, this.numHeads, tq, tk]);
+    }
+    options = { ...options, attnBias: bias };
+    if (withWeights) {
       const q = this.#heads(this.#project(qb, 0));
       const k = this.#heads(this.#project(kb, 1));
       const v = this.#heads(this.#project(vb, 2));
-      ({ output: o, weights } = attentionWeights(q, k, v, { ...options, attnBias: bias, dropoutP }));
+      ({ output: o, weights } = attentionWeights(q, k, v, { ...options, dropoutP }));
     } else if (query === key && key === value) {
       // Self-attention: one projection by the whole of in_proj, [B, T, 3E], one permute to
       // [3, B, H, T, D], and attention on it packed (one gradient, nothing to accumulate).

@@ -10,6 +10,8 @@ export interface SdpaRefOptions {
   attnMask?: ArrayLike<number>;
   /** [b, tk] */
   keyPaddingMask?: ArrayLike<number>;
+  /** Added to the scores per (bh, i, j), [b*h*tq*tk] (already broadcast); -inf hides the key. */
+  bias?: ArrayLike<number>;
   /** Multiplier z per (bh, i, j) applied to the weights (dropout keep / (1 - p)); [b*h*tq*tk]. */
   dropout?: ArrayLike<number>;
   /** Default 1/√d. */
@@ -17,8 +19,9 @@ export interface SdpaRefOptions {
 }
 
 /**
- * softmax(q·kᵀ·scale over visible keys)·(dropout) ·v for q [b,h,tq,d], k and v [b,h,tk,d], and
- * the gradients of q, k, v for the output gradient `dout`. A row with no visible key gives 0.
+ * softmax(q·kᵀ·scale + bias over visible keys)·(dropout) ·v for q [b,h,tq,d], k and v
+ * [b,h,tk,d], and the gradients of q, k, v and of the (broadcast) bias, dbias = dS
+ * [b*h*tq*tk], for the output gradient `dout`. A row with no visible key gives 0.
  */
 export function sdpaRef(
   q: ArrayLike<number>,
@@ -27,25 +30,27 @@ export function sdpaRef(
   dims: { b: number; h: number; tq: number; tk: number; d: number },
   opts: SdpaRefOptions,
   dout: ArrayLike<number>,
-): { o: Float64Array; dq: Float64Array; dk: Float64Array; dv: Float64Array } {
+): { o: Float64Array; dq: Float64Array; dk: Float64Array; dv: Float64Array; dbias: Float64Array } {
   const { b, h, tq, tk, d } = dims;
   const scale = opts.scale ?? 1 / Math.sqrt(d);
   const o = new Float64Array(b * h * tq * d), dq = new Float64Array(o.length);
   const dk = new Float64Array(b * h * tk * d), dv = new Float64Array(dk.length);
-  const visible = (bb: number, i: number, j: number) =>
+  const dbias = new Float64Array(b * h * tq * tk);
+  const bias = (bh: number, i: number, j: number) => (opts.bias ? opts.bias[(bh * tq + i) * tk + j] : 0);
+  const visible = (bh: number, i: number, j: number) =>
     !(opts.causal && j > i) && !(opts.attnMask && opts.attnMask[i * tk + j] !== 0) &&
-    !(opts.keyPaddingMask && opts.keyPaddingMask[bb * tk + j] !== 0);
+    !(opts.keyPaddingMask && opts.keyPaddingMask[Math.floor(bh / h) * tk + j] !== 0) &&
+    bias(bh, i, j) !== -Infinity;
   for (let bh = 0; bh < b * h; bh++) {
-    const bb = Math.floor(bh / h);
     const qr = (i: number) => (bh * tq + i) * d, kr = (j: number) => (bh * tk + j) * d;
     for (let i = 0; i < tq; i++) {
       const s = new Float64Array(tk).fill(-Infinity);
       let m = -Infinity;
       for (let j = 0; j < tk; j++) {
-        if (!visible(bb, i, j)) continue;
+        if (!visible(bh, i, j)) continue;
         let acc = 0;
         for (let c = 0; c < d; c++) acc += q[qr(i) + c] * k[kr(j) + c];
-        s[j] = acc * scale;
+        s[j] = acc * scale + bias(bh, i, j);
         m = Math.max(m, s[j]);
       }
       if (m === -Infinity) continue; // no visible key: output and gradients stay 0
@@ -71,6 +76,7 @@ export function sdpaRef(
         dot += pr[j] * dp[j];
       }
       for (let j = 0; j < tk; j++) {
+        dbias[(bh * tq + i) * tk + j] = pr[j] * (dp[j] - dot);
         const ds = pr[j] * (dp[j] - dot) * scale;
         if (ds === 0) continue;
         for (let c = 0; c < d; c++) {
@@ -80,7 +86,7 @@ export function sdpaRef(
       }
     }
   }
-  return { o, dq, dk, dv };
+  return { o, dq, dk, dv, dbias };
 }
 
 /** PCG-RXS-M-XS 32-bit hash (O'Neill), the generator of the engine's dropout masks. */

@@ -2,13 +2,19 @@ import { Device, type Kernel, kernel, launch, type Layout, layout, tuning } from
 import { fromArray, nextSeed } from "../creation.ts";
 import { matmul } from "./matmul.ts";
 import type { OpDef } from "../op.ts";
-import { fmt, type Shape } from "../shape.ts";
+import { fmt } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
+import { attentionBiasStrides, attentionDims, checkDropout } from "./attention_shape.ts";
+import { mul } from "./binary.ts";
+import { sumTo } from "./reduce.ts";
+
+export { attentionBiasStrides, attentionDims } from "./attention_shape.ts";
 
 /** Mirrors `struct Params` in shaders/attention.wgsl. */
 export const ATTENTION_PARAMS: Layout<{
   rows: "u32"; heads: "u32"; tq: "u32"; tk: "u32"; d: "u32"; scale: "f32"; causal: "u32"; has_mask: "u32";
-  has_kpm: "u32"; seed: "u32"; p_drop: "f32"; keep_scale: "f32";
+  has_kpm: "u32"; seed: "u32"; p_drop: "f32"; keep_scale: "f32"; nq: "u32"; has_bias: "u32"; bias_b: "u32";
+  bias_h: "u32"; bias_i: "u32"; bias_j: "u32";
 }> = layout("attention", "Params", {
   rows: "u32",
   heads: "u32",
@@ -22,13 +28,20 @@ export const ATTENTION_PARAMS: Layout<{
   seed: "u32",
   p_drop: "f32",
   keep_scale: "f32",
+  nq: "u32",
+  has_bias: "u32",
+  bias_b: "u32",
+  bias_h: "u32",
+  bias_i: "u32",
+  bias_j: "u32",
 });
 /** Storage bindings of shaders/attention.wgsl. */
 export const ATTENTION: Kernel<typeof ATTENTION_PARAMS, {
   q: [number, "read"]; k: [number, "read"]; v: [number, "read"]; o: [number, "read_write"];
   lse: [number, "read_write"]; attn_mask: [number, "read"]; kpm: [number, "read"]; dout: [number, "read"];
-  delta: [number, "read_write"]; dq: [number, "read_write"]; dk: [number, "read_write"];
+  bias: [number, "read"]; dq: [number, "read_write"]; dk: [number, "read_write"];
   dv: [number, "read_write"]; sp: [number, "read_write"]; pz: [number, "read_write"];
+  ds_out: [number, "read_write"];
 }> = kernel(ATTENTION_PARAMS, {
   q: [1, "read"],
   k: [2, "read"],
@@ -38,17 +51,18 @@ export const ATTENTION: Kernel<typeof ATTENTION_PARAMS, {
   attn_mask: [6, "read"],
   kpm: [7, "read"],
   dout: [8, "read"],
-  delta: [9, "read_write"],
+  bias: [9, "read"],
   dq: [10, "read_write"],
   dk: [11, "read_write"],
   dv: [12, "read_write"],
   sp: [13, "read_write"],
   pz: [14, "read_write"],
+  ds_out: [15, "read_write"],
 });
 
 /**
- * Attributes of {@link attentionOp}; inputs are [q, k, v, attnMask?, keyPaddingMask?]
- * (the flags say which masks follow, in that order).
+ * Attributes of {@link attentionOp}; inputs are [q, k, v, attnMask?, keyPaddingMask?,
+ * attnBias?] (the flags say which follow, in that order).
  */
 export interface AttentionAttrs {
   /** Hide key j from query i when j > i (top-left aligned, as torch's `is_causal`). */
@@ -59,6 +73,11 @@ export interface AttentionAttrs {
   attnMask: boolean;
   /** A key-padding mask [B, Tk] follows (nonzero = padding, hidden from every query). */
   keyPaddingMask: boolean;
+  /**
+   * An additive f32 bias follows, broadcast to [B, H, Tq, Tk] ({@link attentionBiasStrides});
+   * -inf hides a key. Its gradient is dS summed over the broadcast dims.
+   */
+  attnBias?: boolean;
   /** Dropout probability on the attention weights, in [0, 1); 0 = none. */
   dropoutP: number;
   /** Dropout mask seed (u32); the backward regenerates the same mask from it. */
@@ -88,44 +107,6 @@ export type AttentionKernel = "fused" | "scores";
 export function attentionKernel(device: Device, b: number, h: number, tq: number, tk: number): AttentionKernel {
   const fits = tk % 4 === 0 && b * h * tq * tk * 4 <= tuning.ATTENTION_SCORES_MAX_BYTES;
   return device.matmul.bk === 0 && fits ? "scores" : "fused";
-}
-
-/** Shapes of an attention call (pure; unit-testable): q [B,H,Tq,D], k and v [B,H,Tk,D]. */
-export function attentionDims(
-  q: Shape,
-  k: Shape,
-  v: Shape,
-  attnMask?: Shape,
-  keyPaddingMask?: Shape,
-): { b: number; h: number; tq: number; tk: number; d: number } {
-  const op = "scaledDotProductAttention";
-  if (q.length !== 4 || k.length !== 4 || v.length !== 4) {
-    throw new TypeError(`${op}: q, k, v must be [B, H, T, D], got q=${fmt(q)} k=${fmt(k)} v=${fmt(v)}`);
-  }
-  const [b, h, tq, d] = q;
-  const tk = k[2];
-  if (k[0] !== b || k[1] !== h || k[3] !== d || v[0] !== b || v[1] !== h || v[2] !== tk || v[3] !== d) {
-    throw new RangeError(
-      `${op}: need q [B,H,Tq,D], k and v [B,H,Tk,D] with the same B, H, D and Tk, got q=${fmt(q)} k=${fmt(k)} v=${
-        fmt(v)
-      }`,
-    );
-  }
-  if (attnMask && (attnMask.length !== 2 || attnMask[0] !== tq || attnMask[1] !== tk)) {
-    throw new RangeError(`${op}: attnMask must be [Tq, Tk] = [${tq}, ${tk}], got ${fmt(attnMask)}`);
-  }
-  if (keyPaddingMask && (keyPaddingMask.length !== 2 || keyPaddingMask[0] !== b || keyPaddingMask[1] !== tk)) {
-    throw new RangeError(`${op}: keyPaddingMask must be [B, Tk] = [${b}, ${tk}], got ${fmt(keyPaddingMask)}`);
-  }
-  return { b, h, tq, tk, d };
-}
-
-function checkDropout(p: number, seed: number): void {
-  const op = "scaledDotProductAttention";
-  if (typeof p !== "number" || !(p >= 0 && p < 1)) throw new RangeError(`${op}: dropoutP must be in [0, 1), got ${p}`);
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) {
-    throw new RangeError(`${op}: seed must be an integer in [0, 2^32), got ${seed}`);
-  }
 }
 
 const zeroWords = new WeakMap<Device, Tensor[]>();
@@ -161,29 +142,32 @@ function rowLaunch(entry: string, params: Record<string, number>, len: number) {
  * ({@link AttentionKernel}, the device's default from {@link attentionKernel}):
  * - fused: scores, max-subtracted softmax and the weighted sum of values in one kernel, a
  *   workgroup per block of query rows sharing each staged block of K and V (FlashAttention's
- *   tiling), never writing the [Tq, Tk] weights. Saves q, k, v, the masks and the per-row
- *   logsumexp [B, H, Tq]; the backward recomputes the weights from them in two kernels (dQ,
- *   then dK and dV).
- * - scores: S = Q·Kᵀ by the matmul, the masked softmax in place, O = P·V; saves P (and P·z
- *   with dropout). The backward is three or four products and one row kernel.
- * Both hide the same keys and draw the same dropout multipliers.
+ *   tiling), never writing the [Tq, Tk] weights. Saves q, k, v, the masks, the bias and the
+ *   per-row logsumexp [B, H, Tq]; the backward recomputes the weights from them in two
+ *   kernels (dQ, then dK and dV), and a third writes dS [B, H, Tq, Tk] when the bias needs a
+ *   gradient (summed to the bias's shape).
+ * - scores: S = Q·Kᵀ by the matmul, the masked, biased softmax in place, O = P·V; saves P
+ *   (and P·z with dropout). The backward is three or four products and one row kernel.
+ * Both hide the same keys, add the same bias and draw the same dropout multipliers.
  */
 export const attentionOp: OpDef<AttentionAttrs> = {
   name: "scaledDotProductAttention",
   forward(inputs, attrs) {
     const op = "scaledDotProductAttention";
     const packed = !!attrs.packed, n = packed ? 1 : 3;
-    if (inputs.length !== n + Number(attrs.attnMask) + Number(attrs.keyPaddingMask)) {
+    const hasBias = !!attrs.attnBias;
+    if (inputs.length !== n + Number(attrs.attnMask) + Number(attrs.keyPaddingMask) + Number(hasBias)) {
       throw new RangeError(
-        `${op}: got ${inputs.length} inputs, attrs say packed ${packed}, attnMask ${attrs.attnMask}, keyPaddingMask ${attrs.keyPaddingMask}`,
+        `${op}: got ${inputs.length} inputs, attrs say packed ${packed}, attnMask ${attrs.attnMask}, keyPaddingMask ${attrs.keyPaddingMask}, attnBias ${hasBias}`,
       );
     }
     const [q, k, v] = packed ? unpack(inputs[0], op) : inputs;
     const mask = attrs.attnMask ? inputs[n] : undefined;
     const kpm = attrs.keyPaddingMask ? inputs[n + Number(attrs.attnMask)] : undefined;
-    for (const [name, t] of [["q", q], ["k", k], ["v", v]] as const) {
-      if (t.dtype !== "f32") throw new TypeError(`${op}: ${name} must be f32, got ${t.dtype}`);
-      q.sameDevice(t, op);
+    const bias = hasBias ? inputs[inputs.length - 1] : undefined;
+    for (const [name, t] of [["q", q], ["k", k], ["v", v], ["attnBias", bias]] as const) {
+      if (t && t.dtype !== "f32") throw new TypeError(`${op}: ${name} must be f32, got ${t.dtype}`);
+      if (t) q.sameDevice(t, op);
     }
     for (const [name, t] of [["attnMask", mask], ["keyPaddingMask", kpm]] as const) {
       if (t && t.dtype !== "f32" && t.dtype !== "i32") {
@@ -192,52 +176,52 @@ export const attentionOp: OpDef<AttentionAttrs> = {
       if (t) q.sameDevice(t, op);
     }
     const { b, h, tq, tk, d } = attentionDims(q.shape, k.shape, v.shape, mask?.shape, kpm?.shape);
+    const strides = bias && attentionBiasStrides(bias.shape, { b, h, tq, tk });
     checkDropout(attrs.dropoutP, attrs.seed);
     const scale = attrs.scale ?? 1 / Math.sqrt(d);
     if (!Number.isFinite(scale)) throw new RangeError(`${op}: scale must be finite, got ${scale}`);
     const dev = q.device;
-    const m = mask ?? noMask(dev), pad = kpm ?? noMask(dev);
-    const values = paramsOf(attrs, { rows: b * h * tq, heads: h, tq, tk, d, scale }, !!mask, !!kpm);
+    const m = mask ?? noMask(dev), pad = kpm ?? noMask(dev), bb = bias ?? noMask(dev);
+    const dims = { rows: b * h * tq, nq: b * h * tq, heads: h, tq, tk, d, scale };
+    const values = paramsOf(attrs, dims, !!mask, !!kpm, strides);
     if ((attrs.kernel ?? attentionKernel(dev, b, h, tq, tk)) === "scores") {
       if (tk % 4 !== 0) throw new RangeError(`${op}: kernel "scores" needs Tk a multiple of 4, got Tk = ${tk}`);
       const s = matmul(q, k, { transB: true });
       const pz = attrs.dropoutP > 0 ? Tensor.empty(s.shape, { device: dev }, `${op}.dropped`) : undefined;
       launch(dev, ATTENTION, {
         ...segLaunch("attention_probs", values, tk),
-        io: { sp: s, pz: pz ?? noMask(dev, 1), attn_mask: m, kpm: pad },
+        io: { sp: s, pz: pz ?? noMask(dev, 1), attn_mask: m, kpm: pad, bias: bb },
       });
-      return { output: matmul(pz ?? s, v), saved: [q, k, v, s, m, pad, ...(pz ? [pz] : [])] };
+      return { output: matmul(pz ?? s, v), saved: [q, k, v, s, m, pad, bb, ...(pz ? [pz] : [])] };
     }
     const o = Tensor.empty(q.shape, { device: dev }, op);
-    const lse = Tensor.empty([b, h, tq], { device: dev }, `${op}.lse`);
+    // The rows' logsumexp, then room for the backward's delta (shaders/attention.wgsl).
+    const lse = Tensor.empty([2, b, h, tq], { device: dev }, `${op}.lse`);
     launch(dev, ATTENTION, {
       ...rowLaunch("attention_forward", values, tq),
-      io: {
-        q,
-        k,
-        v,
-        o,
-        lse,
-        attn_mask: m,
-        kpm: pad,
-      },
+      io: { q, k, v, o, lse, attn_mask: m, kpm: pad, bias: bb },
     });
-    return { output: o, saved: [q, k, v, lse, m, pad] };
+    return { output: o, saved: [q, k, v, lse, m, pad, bb] };
   },
   backward(dout, ctx) {
-    // stat: the rows' logsumexp [B, H, Tq] (fused) or P [B, H, Tq, Tk] (scores, then P·z
-    // last when dropout is on).
-    const [q, k, v, stat, m, pad, dropped] = ctx.saved;
+    // stat: the rows' logsumexp and delta [2, B, H, Tq] (fused) or P [B, H, Tq, Tk] (scores,
+    // then P·z last when dropout is on).
+    const [q, k, v, stat, m, pad, bias, dropped] = ctx.saved;
+    const a = ctx.attrs;
     const grads: (Tensor | null)[] = ctx.shapes.map(() => null);
-    const needs = ctx.attrs.packed ? [0, 0, 0].map(() => ctx.needs[0]) : ctx.needs.slice(0, 3);
-    if (!needs.some((x) => x)) return grads;
-    const g = qkvGrads(dout, q, k, v, stat, m, pad, dropped, ctx.attrs, ctx.output, needs);
-    if (!ctx.attrs.packed) {
+    const needs = a.packed ? [0, 0, 0].map(() => ctx.needs[0]) : ctx.needs.slice(0, 3);
+    const needBias = !!a.attnBias && ctx.needs[ctx.needs.length - 1];
+    if (!needs.some((x) => x) && !needBias) return grads;
+    const saved = { q, k, v, stat, m, pad, bias, dropped };
+    const g = attentionGrads(dout, saved, a, ctx.output, needs, needBias);
+    if (needBias) grads[grads.length - 1] = g[3];
+    if (!a.packed) {
       for (let i = 0; i < 3; i++) grads[i] = g[i];
       return grads;
     }
+    if (!needs[0]) return grads;
     const dqkv = Tensor.empty([3, ...q.shape], { device: dout.device }, "scaledDotProductAttention.backward");
-    g.forEach((x, i) => {
+    g.slice(0, 3).forEach((x, i) => {
       dout.device.copy(x!.buffer, x!.byteOffset, dqkv.buffer, dqkv.byteOffset + i * x!.byteLength, x!.byteLength);
       x!.dispose();
     });
@@ -264,59 +248,72 @@ function unpack(qkv: Tensor, op: string): Tensor[] {
   });
 }
 
-/** dQ, dK, dV (null where not needed) from what the forward saved. */
-function qkvGrads(
+/** What the forward saved (see its return). */
+interface Saved {
+  q: Tensor;
+  k: Tensor;
+  v: Tensor;
+  stat: Tensor;
+  m: Tensor;
+  pad: Tensor;
+  bias: Tensor;
+  dropped?: Tensor;
+}
+
+/** dQ, dK, dV and the bias gradient (null where not needed) from what the forward saved. */
+function attentionGrads(
   dout: Tensor,
-  q: Tensor,
-  k: Tensor,
-  v: Tensor,
-  stat: Tensor,
-  m: Tensor,
-  pad: Tensor,
-  dropped: Tensor | undefined,
+  { q, k, v, stat, m, pad, bias, dropped }: Saved,
   a: AttentionAttrs,
   output: Tensor,
   needs: boolean[],
+  needBias: boolean,
 ): (Tensor | null)[] {
-  const grads: (Tensor | null)[] = [null, null, null];
+  const grads: (Tensor | null)[] = [null, null, null, null];
   const [b, h, tq, d] = q.shape;
   const tk = k.shape[2];
   const dev = dout.device;
   const scale = a.scale ?? 1 / Math.sqrt(d);
-  const base = { heads: h, tq, tk, d, scale };
+  const base = { heads: h, tq, tk, d, scale, nq: b * h * tq };
   if ((a.kernel ?? attentionKernel(dev, b, h, tq, tk)) === "scores") {
     const dpz = matmul(dout, v, { transB: true });
     if (needs[2]) grads[2] = matmul(dropped ?? stat, dout, { transA: true });
-    const values = paramsOf(a, { ...base, rows: b * h * tq }, false, false);
+    // dS without the scale when the bias takes it (dBias = dS summed); dQ, dK scaled after.
+    const values = paramsOf(a, { ...base, rows: b * h * tq, scale: needBias ? 1 : scale }, false, false);
     launch(dev, ATTENTION, { ...segLaunch("attention_probs_backward", values, tk), io: { sp: stat, pz: dpz } });
-    if (needs[0]) grads[0] = matmul(dpz, k);
-    if (needs[1]) grads[1] = matmul(dpz, q, { transA: true });
-    dpz.dispose();
+    const scaled = (x: Tensor) => {
+      if (!needBias) return x;
+      const y = mul(x, scale);
+      x.dispose();
+      return y;
+    };
+    if (needs[0]) grads[0] = scaled(matmul(dpz, k));
+    if (needs[1]) grads[1] = scaled(matmul(dpz, q, { transA: true }));
+    if (needBias) grads[3] = sumTo(dpz, bias.shape);
+    if (grads[3] !== dpz) dpz.dispose();
     return grads;
   }
   const dq = Tensor.empty(q.shape, { device: dev }, "scaledDotProductAttention.backward");
-  const delta = Tensor.empty([b, h, tq], { device: dev }, "scaledDotProductAttention.delta");
-  const io = { q, k, v, lse: stat, attn_mask: m, kpm: pad, dout };
-  // dQ first: it also writes delta, which the dK/dV kernel reads.
-  launch(dev, ATTENTION, {
-    ...rowLaunch("attention_backward_dq", paramsOf(a, { ...base, rows: b * h * tq }, a.attnMask, a.keyPaddingMask), tq),
-    io: { ...io, o: output, delta, dq },
-  });
+  const io = { q, k, v, lse: stat, attn_mask: m, kpm: pad, bias, dout };
+  const strides = a.attnBias ? attentionBiasStrides(bias.shape, { b, h, tq, tk }) : undefined;
+  const rowsQ = paramsOf(a, { ...base, rows: b * h * tq }, a.attnMask, a.keyPaddingMask, strides);
+  // dQ first: it also writes delta, which the dK/dV and dS kernels read.
+  launch(dev, ATTENTION, { ...rowLaunch("attention_backward_dq", rowsQ, tq), io: { ...io, o: output, dq } });
   if (needs[1] || needs[2]) {
     const dk = Tensor.empty(k.shape, { device: dev }, "scaledDotProductAttention.backward");
     const dv = Tensor.empty(v.shape, { device: dev }, "scaledDotProductAttention.backward");
-    launch(dev, ATTENTION, {
-      ...rowLaunch(
-        "attention_backward_dkv",
-        paramsOf(a, { ...base, rows: b * h * tk }, a.attnMask, a.keyPaddingMask),
-        tk,
-      ),
-      io: { ...io, delta, dk, dv },
-    });
+    const rowsK = { ...rowsQ, rows: b * h * tk };
+    launch(dev, ATTENTION, { ...rowLaunch("attention_backward_dkv", rowsK, tk), io: { ...io, dk, dv } });
     if (needs[1]) grads[1] = dk;
     else dk.dispose();
     if (needs[2]) grads[2] = dv;
     else dv.dispose();
+  }
+  if (needBias) {
+    const ds = Tensor.empty([b, h, tq, tk], { device: dev }, "scaledDotProductAttention.dS");
+    launch(dev, ATTENTION, { ...rowLaunch("attention_backward_dbias", rowsQ, tq), io: { ...io, ds_out: ds } });
+    grads[3] = sumTo(ds, bias.shape);
+    if (grads[3] !== ds) ds.dispose();
   }
   if (needs[0]) grads[0] = dq;
   else dq.dispose();
@@ -331,9 +328,10 @@ function segLaunch(entry: string, params: Record<string, number>, tk: number) {
 
 function paramsOf(
   attrs: AttentionAttrs,
-  dims: { rows: number; heads: number; tq: number; tk: number; d: number; scale: number },
+  dims: { rows: number; nq: number; heads: number; tq: number; tk: number; d: number; scale: number },
   hasMask: boolean,
   hasKpm: boolean,
+  bias?: { bias_b: number; bias_h: number; bias_i: number; bias_j: number },
 ): Record<string, number> {
   return {
     ...dims,
@@ -343,6 +341,11 @@ function paramsOf(
     seed: attrs.seed,
     p_drop: attrs.dropoutP,
     keep_scale: 1 / (1 - attrs.dropoutP),
+    has_bias: bias ? 1 : 0,
+    bias_b: bias?.bias_b ?? 0,
+    bias_h: bias?.bias_h ?? 0,
+    bias_i: bias?.bias_i ?? 0,
+    bias_j: bias?.bias_j ?? 0,
   };
 }
 
@@ -352,6 +355,13 @@ export interface AttentionOptions {
   attnMask?: Tensor;
   /** Mask [B, Tk], f32 or i32: a nonzero entry marks key j of batch b as padding (PyTorch's key_padding_mask). */
   keyPaddingMask?: Tensor;
+  /**
+   * f32 added to the scores (PyTorch's float attn_mask: ALiBi, relative positions), broadcast
+   * to [B, H, Tq, Tk] without being materialized ({@link attentionBiasStrides}): [Tq, Tk],
+   * [B, H, Tq, Tk], dims of 1 such as [1, H, Tq, Tk] or [B, 1, 1, Tk]. A -inf entry hides the
+   * key as a mask does; the masks and causal hide theirs as well.
+   */
+  attnBias?: Tensor;
   /** Hide future keys: j > i (default false). */
   causal?: boolean;
   /** Dropout probability on the attention weights, in [0, 1) (default 0). */
@@ -366,10 +376,11 @@ export interface AttentionOptions {
 
 /**
  * Scaled dot-product attention on [B, H, T, D] tensors, as
- * `torch.nn.functional.scaled_dot_product_attention` with a boolean mask:
- * softmax(q·kᵀ·scale, hidden keys removed)·v, in one fused tiled kernel.
- * A query row whose keys are all hidden gives 0 (PyTorch gives NaN).
- * @throws {TypeError} For non-4-D q, k, v, non-f32 values or a mask that is not f32/i32.
+ * `torch.nn.functional.scaled_dot_product_attention` with a boolean mask and/or a float one
+ * (`attnBias`): softmax(q·kᵀ·scale + attnBias, hidden keys removed)·v, in one fused tiled
+ * kernel. A query row whose keys are all hidden (masks, causal, -inf biases) gives 0
+ * (PyTorch gives NaN).
+ * @throws {TypeError} For non-4-D q, k, v, non-f32 values or bias, or a mask that is not f32/i32.
  * @throws {RangeError} For mismatched shapes (all shown), dropoutP outside [0, 1) or a bad seed.
  * @example
  * ```ts
@@ -400,13 +411,18 @@ export function packedAttentionCall<T>(qkv: T, options: CallOptions<T>): { input
   return call([qkv], true, options);
 }
 
-type CallOptions<T> = Omit<AttentionOptions, "attnMask" | "keyPaddingMask"> & { attnMask?: T; keyPaddingMask?: T };
+type CallOptions<T> = Omit<AttentionOptions, "attnMask" | "keyPaddingMask" | "attnBias"> & {
+  attnMask?: T;
+  keyPaddingMask?: T;
+  attnBias?: T;
+};
 
 function call<T>(qkv: T[], packed: boolean, options: CallOptions<T>): { inputs: T[]; attrs: AttentionAttrs } {
   const dropoutP = options.dropoutP ?? 0;
   const inputs = [...qkv];
   if (options.attnMask) inputs.push(options.attnMask);
   if (options.keyPaddingMask) inputs.push(options.keyPaddingMask);
+  if (options.attnBias) inputs.push(options.attnBias);
   return {
     inputs,
     attrs: {
@@ -414,6 +430,7 @@ function call<T>(qkv: T[], packed: boolean, options: CallOptions<T>): { inputs: 
       scale: options.scale,
       attnMask: !!options.attnMask,
       keyPaddingMask: !!options.keyPaddingMask,
+      attnBias: !!options.attnBias,
       dropoutP,
       // Only attention that draws a mask advances the global stream (as dropout()).
       seed: options.seed ?? (dropoutP > 0 ? nextSeed() : 0),

@@ -1,10 +1,12 @@
 /**
  * MultiheadAttention against PyTorch (weights loaded by name from test/fixtures/attention_golden.json,
- * made by make_attention_golden.py) and against the f64 reference on odd shapes; attention
+ * made by make_attention_golden.py; boolean and float masks, the float mask's gradient) and against
+ * the f64 reference on odd shapes; attnBias in the fused kernel against the composed path; attention
  * dropout; the other GPT pieces on the tape (RMSNorm, PositionalEmbedding, rotaryEmbedding) and
  * weight tying.
  */
 import {
+  attentionWeights,
   Embedding,
   fromArray,
   Linear,
@@ -37,7 +39,14 @@ function loadGolden(c: Golden): MultiheadAttention {
 }
 
 for (const c of golden.cases) {
-  for (const maskAs of c.causal ? ["causal flag", "attnMask tensor"] : ["no attnMask"]) {
+  // Float-mask cases carry PyTorch's float attn_mask (-inf as null) and its gradient.
+  const float = c.attnBias && c.biasGrad ? { attnBias: c.attnBias, biasGrad: c.biasGrad } : undefined;
+  const variants = float
+    ? (c.causal ? ["attnBias", "causal flag and attnBias"] : ["attnBias"])
+    : c.causal
+    ? ["causal flag", "attnMask tensor"]
+    : ["no attnMask"];
+  for (const maskAs of variants) {
     gpuTest(`MultiheadAttention matches PyTorch ${c.name} (${maskAs}): output and every gradient`, async () => {
       const mha = loadGolden(c);
       assertEquals(mha.namedParameters().map(([n]) => n), Object.keys(c.state), "PyTorch's parameter names and order");
@@ -51,10 +60,13 @@ for (const c of golden.cases) {
       const attnMask = maskAs === "attnMask tensor"
         ? fromArray(Int32Array.from({ length: tq * tk }, (_, n) => Number(n % tk > Math.floor(n / tk))), [tq, tk])
         : undefined;
+      const attnBias = float &&
+        new Variable(fromArray(float.attnBias.data.map((x) => x ?? -Infinity), float.attnBias.shape), true);
+      const causal = maskAs === "causal flag" || maskAs === "causal flag and attnBias";
       const q = inputs.query;
       const out = c.selfAttention
-        ? mha.forward(q, q, q, { causal: maskAs === "causal flag", attnMask, keyPaddingMask })
-        : mha.forward(q, inputs.key, inputs.value, { keyPaddingMask });
+        ? mha.forward(q, q, q, { causal, attnMask, keyPaddingMask, attnBias })
+        : mha.forward(q, inputs.key, inputs.value, { keyPaddingMask, attnBias });
       assertRelClose(await out.toArray(), c.output, 1e-4, `${c.name} output`);
       out.backward(fromArray(c.dout, out.shape));
       for (const [k, want] of Object.entries(c.inputGrads)) {
@@ -63,6 +75,7 @@ for (const c of golden.cases) {
       for (const [k, p] of mha.namedParameters()) {
         assertRelClose(await p.grad!.toArray(), c.paramGrads[k as keyof typeof c.paramGrads], 1e-3, `${c.name} d${k}`);
       }
+      if (float) assertRelClose(await attnBias!.grad!.toArray(), float.biasGrad, 1e-3, `${c.name} dAttnBias`);
     });
   }
 }
@@ -154,6 +167,61 @@ gpuTest("scaledDotProductAttention on Variables: gradients reach q, k, v through
   const y = scaledDotProductAttention(vq, vk, vv, { causal: true });
   y.backward(fromArray(dout, [1, 2, 5, 3]));
   const want = sdpaRef(q, k, v, dims, { causal: true }, dout);
+  assertRelClose(await vq.grad!.toArray(), want.dq, 1e-3, "dq");
+  assertRelClose(await vk.grad!.toArray(), want.dk, 1e-3, "dk");
+  assertRelClose(await vv.grad!.toArray(), want.dv, 1e-3, "dv");
+});
+
+// Tk = 9 (not a multiple of 4): the fused kernel on every adapter, against the composed path.
+for (const dropoutP of [0, 0.3]) {
+  gpuTest(
+    `scaledDotProductAttention with attnBias (fused) = attentionWeights (composed)${
+      dropoutP ? ", dropout" : ""
+    }: output and every gradient`,
+    async () => {
+      const rng = mulberry32(61);
+      const [b, h, tq, tk, d] = [2, 3, 7, 9, 5];
+      const q = randn(b * h * tq * d, rng), k = randn(b * h * tk * d, rng), v = randn(b * h * tk * d, rng);
+      const dout = randn(b * h * tq * d, rng), bias = randn(h * tq * tk, rng, 2); // ALiBi's [1, H, Tq, Tk]
+      bias.fill(-Infinity, 2 * tk, 3 * tk); // head 0, query 2: no key
+      bias[5 * tk + 1] = -Infinity;
+      const attnMask = fromArray(Int32Array.from({ length: tq * tk }, (_, n) => Number(n % 11 === 4)), [tq, tk]);
+      const keyPaddingMask = fromArray(Int32Array.from({ length: b * tk }, (_, n) => Number(n === 2 * tk - 1)), [
+        b,
+        tk,
+      ]);
+      const run = (composed: boolean) => {
+        const [vq, vk, vv] = [q, k, v].map((x, i) => new Variable(fromArray(x, [b, h, i ? tk : tq, d]), true));
+        const vb = new Variable(fromArray(bias, [1, h, tq, tk]), true);
+        const options = { attnBias: vb, attnMask, keyPaddingMask, causal: true, dropoutP, seed: 9 };
+        const y = composed
+          ? attentionWeights(vq, vk, vv, options).output
+          : scaledDotProductAttention(vq, vk, vv, options);
+        y.backward(fromArray(dout, [b, h, tq, d]));
+        return Promise.all([y, vq.grad!, vk.grad!, vv.grad!, vb.grad!].map((t) => t.toArray()));
+      };
+      const fused = await run(false), composed = await run(true);
+      assert(fused[0].every(Number.isFinite), "no NaN in the output (query 2 of head 0 sees no key)");
+      assert(fused[0].slice(2 * d, 3 * d).every((x) => x === 0), "the fully hidden row gives zeros");
+      for (const [i, name] of ["output", "dq", "dk", "dv", "dBias"].entries()) {
+        assertRelClose(fused[i], composed[i], 1e-4, `${name}: fused vs composed`);
+      }
+    },
+  );
+}
+
+gpuTest("scaledDotProductAttention with a Tensor attnBias: the bias gets no gradient, q, k, v match f64", async () => {
+  const rng = mulberry32(62);
+  const dims = { b: 2, h: 2, tq: 5, tk: 6, d: 3 };
+  const q = randn(60, rng), k = randn(72, rng), v = randn(72, rng), dout = randn(60, rng), bias = randn(12, rng, 2);
+  const vq = new Variable(fromArray(q, [2, 2, 5, 3]), true);
+  const vk = new Variable(fromArray(k, [2, 2, 6, 3]), true);
+  const vv = new Variable(fromArray(v, [2, 2, 6, 3]), true);
+  const y = scaledDotProductAttention(vq, vk, vv, { attnBias: fromArray(bias, [2, 1, 1, 6]) });
+  y.backward(fromArray(dout, [2, 2, 5, 3]));
+  const full = Float64Array.from({ length: 120 }, (_, n) => bias[Math.floor(n / 60) * 6 + (n % 6)]);
+  const want = sdpaRef(q, k, v, dims, { bias: full }, dout);
+  assertRelClose(await y.toArray(), want.o, 1e-4, "o");
   assertRelClose(await vq.grad!.toArray(), want.dq, 1e-3, "dq");
   assertRelClose(await vk.grad!.toArray(), want.dk, 1e-3, "dk");
   assertRelClose(await vv.grad!.toArray(), want.dv, 1e-3, "dv");

@@ -28,6 +28,33 @@ Deno.test("sdpa reference gradients (q, k, v) match central differences with cau
   }
 });
 
+Deno.test("sdpa reference with an additive bias: -inf hides like a mask, gradients (q, k, v, bias) match central differences", () => {
+  const rng = mulberry32(303);
+  const dims = { b: 2, h: 2, tq: 4, tk: 5, d: 3 };
+  const q = f64(48, rng), k = f64(60, rng), v = f64(60, rng), dout = f64(48, rng);
+  const bias = f64(80, rng, 2);
+  bias[7] = bias[33] = -Infinity;
+  const keyPaddingMask = Float64Array.from([0, 0, 0, 0, 1, 0, 0, 0, 0, 0]);
+  // -inf at (bh 0, i 1, j 2) hides what a mask entry there hides.
+  const masked = Float64Array.from(bias, (x) => (x === -Infinity ? 0 : x));
+  const asMask = sdpaRef(q, k, v, { ...dims, b: 1, h: 1 }, {
+    bias: masked.subarray(0, 20),
+    attnMask: Float64Array.from({ length: 20 }, (_, n) => Number(n === 7)),
+  }, dout);
+  const asBias = sdpaRef(q, k, v, { ...dims, b: 1, h: 1 }, { bias: bias.subarray(0, 20) }, dout);
+  assertRelClose(asBias.o, asMask.o, 1e-12, "-inf bias = mask");
+  for (const opts of [{ bias }, { bias, causal: true, keyPaddingMask, scale: 0.6 }]) {
+    const g = sdpaRef(q, k, v, dims, opts, dout);
+    const tag = JSON.stringify(Object.keys(opts));
+    assert(g.dbias[7] === 0 && g.dbias.some((x) => x !== 0), `${tag} no gradient at -inf, some elsewhere`);
+    assertRelClose(g.dq, numGrad((x) => sdpaRef(x, k, v, dims, opts, dout).o, q, dout), 1e-5, `${tag} dq`);
+    assertRelClose(g.dk, numGrad((x) => sdpaRef(q, x, v, dims, opts, dout).o, k, dout), 1e-5, `${tag} dk`);
+    assertRelClose(g.dv, numGrad((x) => sdpaRef(q, k, x, dims, opts, dout).o, v, dout), 1e-5, `${tag} dv`);
+    const db = numGrad((x) => sdpaRef(q, k, v, dims, { ...opts, bias: x }, dout).o, bias, dout);
+    assertRelClose(g.dbias, db.map((x) => (Number.isNaN(x) ? 0 : x)), 1e-5, `${tag} dbias`);
+  }
+});
+
 Deno.test("mha reference gradients (inputs and in/out projections) match central differences", () => {
   const rng = mulberry32(302);
   const dims = { b: 2, tq: 3, tk: 4, e: 6, h: 2 };

@@ -1,5 +1,5 @@
 /** Shape rules of attention and RoPE, without an adapter: accepted shapes and refusals naming both sides. */
-import { attentionDims } from "../../../src/tensor/ops/attention.ts";
+import { attentionBiasStrides, attentionDims } from "../../../src/tensor/ops/attention.ts";
 import { ropeAttrs } from "../../../src/tensor/ops/rope.ts";
 import { assertEquals, assertThrows } from "../../util/assert.ts";
 
@@ -32,6 +32,21 @@ Deno.test("attentionDims refuses mismatched q, k, v and masks, showing the shape
     "[2, 9]",
     "[3,9]",
   );
+});
+
+Deno.test("attentionBiasStrides reads a bias as [B, H, Tq, Tk]: 0 on broadcast dims, refusals show both shapes", () => {
+  const dims = { b: 2, h: 3, tq: 4, tk: 5 };
+  const s = (shape: number[]) => Object.values(attentionBiasStrides(shape, dims));
+  assertEquals(s([2, 3, 4, 5]), [60, 20, 5, 1]);
+  assertEquals(s([4, 5]), [0, 0, 5, 1]);
+  assertEquals(s([3, 4, 5]), [0, 20, 5, 1]);
+  assertEquals(s([1, 3, 4, 5]), [0, 20, 5, 1], "ALiBi's [1, H, Tq, Tk]");
+  assertEquals(s([2, 1, 1, 5]), [5, 0, 0, 1], "per key [B, 1, 1, Tk]");
+  assertEquals(s([2, 1, 4, 1]), [4, 0, 1, 0]);
+  assertEquals(s([]), [0, 0, 0, 0], "a scalar");
+  assertThrows(() => attentionBiasStrides([5, 4], dims), RangeError, "attnBias", "[2,3,4,5]", "[5,4]");
+  assertThrows(() => attentionBiasStrides([2, 4, 5], dims), RangeError, "[2,4,5]");
+  assertThrows(() => attentionBiasStrides([1, 2, 3, 4, 5], dims), RangeError, "[1,2,3,4,5]");
 });
 
 Deno.test("ropeAttrs gives defaults and refuses a base <= 1 or a bad offset", () => {
