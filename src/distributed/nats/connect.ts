@@ -1,9 +1,10 @@
 /**
  * Open a NATS connection for a link: WebSocket (`wsconnect`, the one client path that
- * runs in browsers and Deno alike), reconnect off. Off because core NATS is at most once:
- * messages in flight while a client reconnects are lost, the link has no retransmission,
- * and a lost chunk would leave a call hanging. So a lost connection is a dead rank, as
- * docs/TRAINER.md "Remote ranks" says, and never a silent gap.
+ * runs in browsers and Deno alike), reconnecting for as long as the link lets it. Core NATS
+ * is at most once: what was in flight while a client reconnected is lost, so the links
+ * resume (wire.ts: acknowledged chunks, kept until then and sent again) and decide when a
+ * connection has been away too long (the rank's `beaconLossMs`, the coordinator's
+ * `graceMs`).
  */
 import { wsconnect } from "@nats-io/nats-core";
 
@@ -60,7 +61,9 @@ export async function connectLink(
       user,
       pass,
       name: `flodl ${who}`,
-      reconnect: false,
+      reconnect: true,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
       timeout: 10_000,
       ...(inboxPrefix ? { inboxPrefix } : {}),
     });

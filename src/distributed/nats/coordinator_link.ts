@@ -34,6 +34,12 @@ export interface CoordinatorLinkOptions {
    * hellos stay unanswered for its `beaconLossMs`).
    */
   passwords?: readonly string[];
+  /**
+   * How long the coordinator's own connection may stay lost before every link is down, ms
+   * (default 30 000). Within it the connection reconnects and each link resumes where it
+   * stopped (wire.ts): nothing lost, nothing twice.
+   */
+  graceMs?: number;
 }
 
 /** Listeners of one rank link, given when it opens so no early event is missed. */
@@ -159,13 +165,34 @@ class Link implements RankLink {
     this.#chain = this.#chain.then(async () => {
       if (this.#isDown) return;
       const r = await this.receiver.accept(chunk);
+      this.sender.acknowledged(this.receiver.ack);
       if (r.kind === "refused" && !this.#joined) await this.#refuseAtJoin(r.why);
       else if (r.kind === "refused") this.listeners.onRefused?.(r.error);
       else if (r.kind === "lost") this.goDown(r.error);
+      else if (r.kind === "gap") this.#askResume(r.have);
+      else if (r.kind === "resume") await this.sender.resend(r.have);
       else if (r.kind === "message") this.#dispatch(decodeValue(r.bytes) as FromRank);
     }).catch((e) =>
       this.goDown(new RankLinkError(this.rank, "down", `${this.who}: unreadable message: ${e}`, { cause: e }))
     );
+  }
+
+  /** When this side last asked to resume, and from where: once per gap, again after a second. */
+  #asked = { have: -1, at: 0 };
+
+  /** Chunks are missing after `have`: ask the rank to send its kept chunks again. */
+  #askResume(have: number): void {
+    const now = Date.now();
+    if (this.#asked.have === have && now - this.#asked.at < 1000) return;
+    this.#asked = { have, at: now };
+    this.sender.askResume(have).catch(() => {});
+  }
+
+  /** This side's connection is back: send what the rank may have missed, and ask for what this side did. */
+  resume(): void {
+    if (this.#isDown) return;
+    this.sender.resend().catch(() => {});
+    this.#askResume(this.receiver.last);
   }
 
   /**
@@ -297,20 +324,31 @@ export async function openCoordinator(opts: CoordinatorLinkOptions): Promise<Nat
   const allDown = (why: string, cause?: unknown) => {
     for (const l of links.values()) l.goDown(new RankLinkError(l.rank, "down", `${l.who}: ${why}`, { cause }));
   };
+  const graceMs = opts.graceMs ?? 30_000;
+  if (!(graceMs >= 0)) throw new RangeError(`openCoordinator: graceMs must be >= 0, got ${graceMs}`);
   const beacon = setInterval(() => {
     for (const l of links.values()) if (l.joined) l.send({ k: "beacon" }).catch(() => {});
   }, beaconMs);
-  // A disconnect is a death, whatever the connection's reconnect setting (see connect.ts).
+  // A lost connection reconnects (connect.ts) and every link resumes; one away past graceMs
+  // is a death.
+  let lostAt: ReturnType<typeof setTimeout> | undefined;
   const watch = (async () => {
     for await (const s of nc.status()) {
-      if (s.type === "disconnect" || s.type === "staleConnection") {
-        allDown(`the coordinator's NATS connection was lost (${s.type})`);
-        await nc.close().catch(() => {});
+      if ((s.type === "disconnect" || s.type === "staleConnection") && lostAt === undefined && !closing) {
+        lostAt = setTimeout(() => {
+          allDown(`the coordinator's NATS connection was lost (${s.type}) for more than graceMs ${graceMs}`);
+          nc.close().catch(() => {});
+        }, graceMs);
+      } else if (s.type === "reconnect") {
+        clearTimeout(lostAt);
+        lostAt = undefined;
+        for (const l of links.values()) l.resume();
       }
     }
   })();
   nc.closed().then((err) => {
     clearInterval(beacon);
+    clearTimeout(lostAt);
     allDown(
       closing
         ? "the coordinator closed its NATS connection"
@@ -329,8 +367,10 @@ export async function openCoordinator(opts: CoordinatorLinkOptions): Promise<Nat
         throw new RankLinkError(rank, "down", `rank ${rank}: the coordinator's NATS connection is closed`);
       }
       const key = await importLinkKey(await deriveRankKey(runKey, rank));
-      const sender = new WireSender((s, d) => nc.publish(s, d), toRankSubject(run, rank), run, "c", key, maxPayload);
-      const receiver = new WireReceiver(fromRankSubject(run, rank), run, `r${rank}`, key, rank, true);
+      const receiver = new WireReceiver(fromRankSubject(run, rank), run, `r${rank}`, key, rank, true, true);
+      const sender = new WireSender((s, d) => nc.publish(s, d), toRankSubject(run, rank), run, "c", key, maxPayload, {
+        received: () => receiver.last,
+      });
       const pass = opts.passwords?.[rank];
       const notify = pass === undefined ? undefined : async (reason: string) => {
         if (!nc.isClosed()) nc.publish(toRankSubject(run, rank), await sealRefusal(pass, run, rank, reason));

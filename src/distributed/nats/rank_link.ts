@@ -2,8 +2,8 @@
  * The rank's side of the NATS link: serves a handler object's methods to the coordinator,
  * emits events, and watches the coordinator's beacon. The rank stops (its `onDown` runs,
  * then the connection closes) when the coordinator says bye, its beacons stay away for
- * `beaconLossMs`, or the connection is lost: a rank never trains on for a coordinator
- * that is gone. A rank the coordinator turns away at join (its hello does not verify:
+ * `beaconLossMs` (a lost connection reconnects and the link resumes within that time), or
+ * the connection closes: a rank never trains on for a coordinator that is gone. A rank the coordinator turns away at join (its hello does not verify:
  * a refusal notice signed with the slot's password, refusal.ts; or a bye marked refused:
  * its hello failed the run's checks) stops with fault `rejected`, naming why.
  */
@@ -112,6 +112,7 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
   const castWaitMs = opts.castWaitMs ?? CAST_WAIT_MS;
   if (!(castWaitMs > 0)) throw new RangeError(`serveRank: castWaitMs must be > 0, got ${castWaitMs}`);
   const key = await importLinkKey(opts.creds.key);
+  const receiver = new WireReceiver(toRankSubject(run, rank), run, "c", key, rank, false, true);
   const sender = new WireSender(
     (s, d) => nc.publish(s, d),
     fromRankSubject(run, rank),
@@ -119,8 +120,16 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
     `r${rank}`,
     key,
     maxPayloadOf(nc, who),
+    { received: () => receiver.last },
   );
-  const receiver = new WireReceiver(toRankSubject(run, rank), run, "c", key, rank);
+  /** When this side last asked to resume, and from where: once per gap, again after a second. */
+  let asked = { have: -1, at: 0 };
+  const askResume = (have: number) => {
+    const now = Date.now();
+    if (asked.have === have && now - asked.at < 1000) return;
+    asked = { have, at: now };
+    sender.askResume(have).catch(() => {});
+  };
   const inbox = opts.creds.cast === undefined ? undefined : new CastInbox(run, await importLinkKey(opts.creds.cast), rank, (r) => opts.onRefused?.(r.error));
 
   let isDown: RankLinkError | undefined;
@@ -203,8 +212,11 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
         if (isDown) return;
         if (isRefusal(chunk)) return await refusal(chunk);
         const r = await receiver.accept(chunk);
+        sender.acknowledged(receiver.ack);
         if (r.kind === "refused") opts.onRefused?.(r.error);
         else if (r.kind === "lost") goDown(r.error);
+        else if (r.kind === "gap") askResume(r.have);
+        else if (r.kind === "resume") await sender.resend(r.have);
         else if (r.kind === "message") dispatch(decodeValue(r.bytes) as ToRank);
       }).catch((e) =>
         goDown(
@@ -226,9 +238,11 @@ export async function serveRank(opts: RankServeOptions): Promise<RankServer> {
             cause: s.error,
           }),
         );
-      } else if (s.type === "disconnect" || s.type === "staleConnection") {
-        lost(new RankLinkError(rank, "down", `${who}: its NATS connection was lost (${s.type})`));
-        nc.close().catch(() => {});
+      } else if (s.type === "reconnect" && !isDown) {
+        // Back within beaconLossMs (the watchdog's deadline for any silence): send what the
+        // coordinator may have missed, and ask for what this side did.
+        sender.resend().catch(() => {});
+        askResume(receiver.last);
       }
     }
   })();

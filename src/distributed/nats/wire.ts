@@ -6,9 +6,17 @@
  * Chunk layout: "FLN1", u32 meta length (LE), meta JSON ({@link ChunkMeta}), data bytes,
  * then 32 bytes of HMAC over everything before it. The meta names run and subject, so a
  * chunk cannot be moved to another subject or run. Sequence numbers count chunks per
- * direction from 1 with no gaps: NATS keeps a connection's messages in order and, with
- * reconnect off, loses none without closing, so a gap means a chunk was refused or lost
- * and the message it belonged to can never complete.
+ * direction from 1 with no gaps: NATS keeps a connection's messages in order, and loses
+ * some only when a connection drops.
+ *
+ * A link's two directions resume across such a drop (`resumable`): each chunk's meta carries
+ * the highest sequence number its sender has received from the other direction (`ack`); the
+ * sender keeps every chunk until it is acknowledged; a receiver that sees a gap drops what
+ * comes after it and asks for everything after its last chunk with a control chunk
+ * (`resume`, sequence 0), which the other side answers by sending its kept chunks again.
+ * Chunks seen before are dropped without a word. Without `resumable` (a rank's frames to its
+ * relay: no way back), a gap takes the direction down and a chunk seen before is refused as
+ * a replay.
  */
 import { RankLinkError } from "./errors.ts";
 import { fromBase64 } from "./credentials.ts";
@@ -27,6 +35,10 @@ export interface ChunkMeta {
   parts: number;
   /** Total bytes of the message (checked on reassembly). */
   bytes: number;
+  /** The highest sequence number the sender had received from the other direction (resumable links). */
+  ack?: number;
+  /** A control chunk (`seq` 0, no data): send again every chunk after this sequence number. */
+  resume?: number;
 }
 
 const MAGIC = 0x314e4c46; // "FLN1" little-endian
@@ -62,16 +74,31 @@ export async function sealChunk(
   return out;
 }
 
+/** What a sender keeps for a resumable direction. */
+export interface ResumeOptions {
+  /** The highest sequence number received from the other direction, stamped on each chunk as its `ack`. */
+  received: () => number;
+  /**
+   * Bytes of unacknowledged chunks kept at most; past it `send` rejects (the other side has
+   * been away too long to resume). Default 256 MiB.
+   */
+  maxKeptBytes?: number;
+}
+
 /** Sends messages on one subject: chunked, sequenced, signed, in call order. */
 export class WireSender {
   #seq = 0;
   #bytes = 0;
   #tail: Promise<void> = Promise.resolve();
   readonly #chunk: number;
+  /** Chunks not yet acknowledged, in sequence order (resumable only). */
+  #kept: { seq: number; chunk: Uint8Array<ArrayBuffer> }[] = [];
+  #keptBytes = 0;
 
   /**
    * @param publish Publishes one NATS message (the connection's `publish`).
    * @param maxPayload The server's max_payload in bytes (from the connection's server info).
+   * @param resume Keep chunks until acknowledged and stamp acknowledgements (a resumable link).
    */
   constructor(
     private readonly publish: (subject: string, data: Uint8Array<ArrayBuffer>) => void,
@@ -80,6 +107,7 @@ export class WireSender {
     private readonly from: string,
     private readonly key: CryptoKey,
     maxPayload: number,
+    private readonly resume?: ResumeOptions,
   ) {
     if (!(maxPayload > 2 * CHUNK_OVERHEAD)) {
       throw new RangeError(`NATS link: server max_payload must exceed ${2 * CHUNK_OVERHEAD} bytes, got ${maxPayload}`);
@@ -87,7 +115,7 @@ export class WireSender {
     this.#chunk = maxPayload - CHUNK_OVERHEAD;
   }
 
-  /** Bytes of chunks published so far (headers and MACs included). */
+  /** Bytes of chunks published so far (headers and MACs included; resent chunks too). */
   get bytesSent(): number {
     return this.#bytes;
   }
@@ -97,10 +125,30 @@ export class WireSender {
     return this.#chunk;
   }
 
+  /** Bytes of chunks kept until the other side acknowledges them. */
+  get keptBytes(): number {
+    return this.#keptBytes;
+  }
+
+  #queue(run: () => Promise<void>): Promise<void> {
+    const done = this.#tail.then(run);
+    this.#tail = done.catch(() => {});
+    return done;
+  }
+
+  #put(chunk: Uint8Array<ArrayBuffer>): void {
+    this.publish(this.subject, chunk);
+    this.#bytes += chunk.byteLength;
+  }
+
   /** Queue a message; resolves once all its chunks are handed to the connection. */
   send(message: Uint8Array): Promise<void> {
-    const run = async () => {
+    return this.#queue(async () => {
       const parts = Math.max(1, Math.ceil(message.byteLength / this.#chunk));
+      const max = this.resume?.maxKeptBytes ?? 256 * 1024 * 1024;
+      if (this.resume && this.#keptBytes + message.byteLength > max) {
+        throw new RangeError(`NATS link: ${this.subject}: ${this.#keptBytes} bytes unacknowledged, more than the ${max} kept to resume`);
+      }
       for (let part = 0; part < parts; part++) {
         const data = message.subarray(part * this.#chunk, Math.min(message.byteLength, (part + 1) * this.#chunk));
         const meta: Omit<ChunkMeta, "subject"> = {
@@ -110,15 +158,39 @@ export class WireSender {
           part,
           parts,
           bytes: message.byteLength,
+          ...(this.resume ? { ack: this.resume.received() } : {}),
         };
         const chunk = await sealChunk(this.key, this.subject, meta, data);
-        this.publish(this.subject, chunk);
-        this.#bytes += chunk.byteLength;
+        if (this.resume) {
+          this.#kept.push({ seq: meta.seq, chunk });
+          this.#keptBytes += chunk.byteLength;
+        }
+        this.#put(chunk);
       }
-    };
-    const done = this.#tail.then(run);
-    this.#tail = done.catch(() => {});
-    return done;
+    });
+  }
+
+  /** The other side has every chunk up to `seq`: stop keeping them. */
+  acknowledged(seq: number): void {
+    let n = 0;
+    while (n < this.#kept.length && this.#kept[n].seq <= seq) this.#keptBytes -= this.#kept[n++].chunk.byteLength;
+    if (n) this.#kept.splice(0, n);
+  }
+
+  /** Send again every kept chunk after `seq` (the other side asked, or this side reconnected), in order. */
+  resend(seq = 0): Promise<void> {
+    return this.#queue(() => {
+      for (const k of this.#kept) if (k.seq > seq) this.#put(k.chunk);
+      return Promise.resolve();
+    });
+  }
+
+  /** Ask the other side for every chunk after `seq` (a control chunk: not sequenced, not kept). */
+  askResume(seq: number): Promise<void> {
+    return this.#queue(async () => {
+      const meta = { run: this.run, from: this.from, seq: 0, part: 0, parts: 1, bytes: 0, resume: seq };
+      this.#put(await sealChunk(this.key, this.subject, meta, new Uint8Array(0)));
+    });
   }
 }
 
@@ -126,6 +198,12 @@ export class WireSender {
 export type Received =
   | { kind: "partial" }
   | { kind: "message"; bytes: Uint8Array<ArrayBuffer> }
+  /** Resumable: a chunk seen before (sent again), dropped. */
+  | { kind: "duplicate" }
+  /** Resumable: chunks are missing before this one; it was dropped, ask for everything after `have`. */
+  | { kind: "gap"; have: number }
+  /** Resumable: the other side asks for every chunk after `have`. */
+  | { kind: "resume"; have: number }
   /** `why`: what failed, without who and where (the coordinator tells a refused rank). */
   | { kind: "refused"; error: RankLinkError; why: string }
   | { kind: "lost"; error: RankLinkError };
@@ -151,7 +229,17 @@ export class WireReceiver {
      * are gone). The rank's side is strict: the coordinator speaks only after a hello.
      */
     private readonly lenientStart = false,
+    /** Resume across lost chunks (module doc) instead of going down. */
+    private readonly resumable = false,
   ) {}
+
+  /** The highest sequence number accepted so far (what this side acknowledges). */
+  get last(): number {
+    return this.#last;
+  }
+
+  /** The other direction's acknowledgement carried by the last chunk accepted (resumable links). */
+  ack = 0;
 
   #refuse(why: string): Received {
     const who = this.from === "c"
@@ -187,10 +275,13 @@ export class WireReceiver {
     if (!await crypto.subtle.verify("HMAC", this.key, mac, body)) {
       return this.#refuse(`HMAC does not match (forged or tampered; seq ${meta.seq})`);
     }
+    if (this.resumable && meta.seq === 0 && Number.isSafeInteger(meta.resume)) return { kind: "resume", have: meta.resume! };
     if (!Number.isSafeInteger(meta.seq) || meta.seq <= this.#last) {
+      if (this.resumable && meta.seq > 0) return { kind: "duplicate" };
       return this.#refuse(`replayed: seq ${meta.seq}, last accepted ${this.#last}`);
     }
     const starting = this.lenientStart && this.#last === 0 && meta.part === 0;
+    if (meta.seq !== this.#last + 1 && !starting && this.resumable) return { kind: "gap", have: this.#last };
     if (meta.seq !== this.#last + 1 && !starting) {
       const error = new RankLinkError(
         this.rank,
@@ -200,6 +291,7 @@ export class WireReceiver {
       return { kind: "lost", error };
     }
     this.#last = meta.seq;
+    if (Number.isSafeInteger(meta.ack) && meta.ack! > this.ack) this.ack = meta.ack!;
     if (!(meta.parts >= 1 && meta.parts <= MAX_PARTS && meta.part >= 0 && meta.part < meta.parts)) {
       return this.#refuse(`part ${meta.part} of ${meta.parts}`);
     }
