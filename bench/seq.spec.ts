@@ -1,6 +1,6 @@
 /**
  * Runs the sequence-model bench page (bench/seq.html) in Chromium: one sitting of
- * bench/seq_contenders.ts (SEQ_MODEL char-rnn | gpt-nano, SEQ_BATCH, SEQ_SEQ, SEQ_STEPS,
+ * bench/seq_contenders.ts (SEQ_MODEL char-rnn | gpt-nano | bilstm | encoder, SEQ_BATCH, SEQ_SEQ, SEQ_STEPS,
  * SEQ_ROUNDS, SEQ_ONLY=ours,tf,jax, SEQ_MODES=loss-at-end,loss-every-step), prints the
  * table with the load average, writes bench/results/<date>-chromium-seq-<model>[-<BENCH_TAG>].json
  * and fails when a contender's loss does not fall. With SEQ_PROFILE=<replays> it profiles our
@@ -11,6 +11,7 @@ import { expect, test } from "@playwright/test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import type { SeqContender, SeqMode, SeqModel, SeqResult, SittingOptions } from "./seq_contenders.ts";
+import { DEFAULT_SHAPE, SEQ_MODELS } from "./seq_shapes.ts";
 
 const num = (name: string, fallback: number) => {
   const v = Number(process.env[name] ?? fallback);
@@ -23,9 +24,9 @@ test("sequence models: ours vs TF.js vs jax-js in Chromium", async ({ page, brow
   page.on("console", (m) => console.log(m.text()));
   page.on("pageerror", (e) => console.log("pageerror", e.message));
   const model = (process.env.SEQ_MODEL ?? "gpt-nano") as SeqModel;
-  if (model !== "char-rnn" && model !== "gpt-nano") throw new RangeError(`SEQ_MODEL must be char-rnn or gpt-nano, got ${model}`);
+  if (!SEQ_MODELS.includes(model)) throw new RangeError(`SEQ_MODEL must be one of ${SEQ_MODELS.join(", ")}, got ${model}`);
   const options: Omit<SittingOptions, "log"> = {
-    shape: { model, batch: num("SEQ_BATCH", model === "gpt-nano" ? 8 : 32), seq: num("SEQ_SEQ", 64), steps: num("SEQ_STEPS", 3) },
+    shape: { model, batch: num("SEQ_BATCH", DEFAULT_SHAPE[model].batch), seq: num("SEQ_SEQ", DEFAULT_SHAPE[model].seq), steps: num("SEQ_STEPS", 3) },
     rounds: num("SEQ_ROUNDS", 3),
     contenders: process.env.SEQ_ONLY?.split(",") as SeqContender[] | undefined,
     modes: process.env.SEQ_MODES?.split(",") as SeqMode[] | undefined,

@@ -28,100 +28,54 @@
  * Weights: ours its PyTorch-default init; TF.js and jax-js the same seeded N(0, 0.02) weights,
  * zero biases, LayerNorm 1/0. Each contender's loss must fall over the steps.
  *
+ * bilstm (2-layer bidirectional LSTM, ours vs TF.js) and encoder (2 post-norm
+ * TransformerEncoderLayers, ours vs TF.js vs jax-js): bench/seq_bilstm.ts, bench/seq_encoder.ts.
+ * What all four share (the batch, the timer, the peers' backends, jax-js' Adam):
+ * bench/seq_common.ts, re-exported here.
+ *
  * Batch: B sequences of T characters, seeded repeating patterns (something to learn in a few
  * steps); targets are the inputs shifted by one. One step = forward, backward, optimizer.
  */
 import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-webgpu";
-import { defaultDevice, init, jit, nn, numpy as np, tree, valueAndGrad } from "@jax-js/jax";
+import { jit, nn, numpy as np, tree, valueAndGrad } from "@jax-js/jax";
 import { Adam, type Device, fromArray, manualSeed, type Module, RMSprop, Variable } from "../src/index.ts";
 import { charRnn } from "../src/zoo/mod.ts";
 import { GptNano } from "../src/zoo/mod.ts";
 import { nextCharLoss } from "../src/zoo/mod.ts";
+import {
+  ABSENT,
+  batchIds,
+  CONTENDERS,
+  type HostWeight,
+  hostWeights,
+  jaxAdam,
+  jaxBackend,
+  jaxCe,
+  jaxLn,
+  jaxTimeSteps,
+  type JP,
+  kerasLstm,
+  mulberry,
+  type SeqContender,
+  type SeqMode,
+  type SeqResult,
+  type SeqShape,
+  type StepTiming,
+  tfBackend,
+  tfTimeSteps,
+  tfTransformerSteps,
+  timeSteps,
+  V,
+  WARMUP,
+} from "./seq_common.ts";
+import { bilstmOurs, tfBilstm } from "./seq_bilstm.ts";
+import { encoderOurs, jaxEncoder, tfEncoder } from "./seq_encoder.ts";
 
-export const SEQ_MODELS = ["char-rnn", "gpt-nano"] as const;
-export type SeqModel = (typeof SEQ_MODELS)[number];
-export type SeqContender = "ours" | "tf" | "jax";
-export type SeqMode = "loss-at-end" | "loss-every-step";
+export * from "./seq_common.ts";
 
-/** The contenders each model is compared with (tfjs-layers' LSTM for char-rnn; jax-js has no LSTM layer). */
-export const CONTENDERS: Record<SeqModel, SeqContender[]> = { "char-rnn": ["ours", "tf"], "gpt-nano": ["ours", "tf", "jax"] };
-
-export interface SeqShape {
-  model: SeqModel;
-  /** Sequences per batch. */
-  batch: number;
-  /** Characters per sequence. */
-  seq: number;
-  /** Timed steps (after WARMUP). */
-  steps: number;
-}
-
-export const V = 85;
-export const WARMUP = 2;
 /** gpt-nano's sizes. */
 export const GPT = { d: 128, heads: 4, layers: 4, dFF: 512 } as const;
-
-export interface SeqResult {
-  model: SeqModel;
-  contender: SeqContender;
-  mode: SeqMode;
-  round: number;
-  msPerStep: number;
-  firstLoss: number;
-  lastLoss: number;
-}
-
-function mulberry(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Seeded ids in [0, V) for [B, T]: repeating short patterns; y is x shifted by one. */
-export function batchIds(B: number, T: number): { x: Int32Array<ArrayBuffer>; y: Int32Array<ArrayBuffer> } {
-  const rand = mulberry(7);
-  const x = new Int32Array(B * T), y = new Int32Array(B * T);
-  for (let b = 0; b < B; b++) {
-    const period = 3 + Math.floor(rand() * 5), base = Math.floor(rand() * V);
-    for (let t = 0; t < T; t++) {
-      x[b * T + t] = (base + (t % period)) % V;
-      y[b * T + t] = (base + ((t + 1) % period)) % V;
-    }
-  }
-  return { x, y };
-}
-
-/** Time WARMUP + steps of `step` (returns something whose loss `read` resolves), reading the loss as `mode` says. */
-async function timeSteps<L>(
-  s: SeqShape,
-  mode: SeqMode,
-  step: () => L,
-  read: (l: L) => Promise<number>,
-  drop: (l: L) => void,
-  endStep: () => void = () => {},
-): Promise<{ msPerStep: number; firstLoss: number; lastLoss: number }> {
-  let firstLoss = NaN;
-  for (let i = 0; i < WARMUP; i++) {
-    const v = await read(step());
-    endStep();
-    if (i === 0) firstLoss = v;
-  }
-  let lastLoss = NaN;
-  const t0 = performance.now();
-  for (let i = 0; i < s.steps; i++) {
-    const l = step();
-    if (mode === "loss-every-step" || i === s.steps - 1) lastLoss = await read(l);
-    else drop(l);
-    endStep();
-  }
-  return { msPerStep: (performance.now() - t0) / s.steps, firstLoss, lastLoss };
-}
 
 // ---------------------------------------------------------------- ours
 
@@ -137,6 +91,8 @@ export const CHAR_RNN_SEED = 11;
  * optimizer is `foreach` (one launch for every parameter), as src/zoo/recipes.ts builds it.
  */
 export function oursModel(device: Device, s: SeqShape): { model: Module; opt: Adam | RMSprop } {
+  if (s.model === "bilstm") return bilstmOurs(device);
+  if (s.model === "encoder") return encoderOurs(device, s);
   if (s.model === "char-rnn") {
     manualSeed(CHAR_RNN_SEED);
     const model = charRnn(device, V);
@@ -156,7 +112,7 @@ export function oursStep(device: Device, s: SeqShape, m: { model: Module; opt: A
   return loss;
 }
 
-async function ours(device: Device, s: SeqShape, mode: SeqMode) {
+async function ours(device: Device, s: SeqShape, mode: SeqMode): Promise<StepTiming> {
   const { x, y } = batchIds(s.batch, s.seq);
   const m = oursModel(device, s);
   return await timeSteps(s, mode, () => oursStep(device, s, m, x, y), (l) => l.data.item(), () => {}, () => device.endStep());
@@ -164,12 +120,8 @@ async function ours(device: Device, s: SeqShape, mode: SeqMode) {
 
 // ---------------------------------------------------------------- shared seeded init (TF.js, jax-js)
 
-interface GptInit {
-  /** Name → [shape, values]; weights stored [in, out] (x @ W). */
-  params: Map<string, [number[], Float32Array<ArrayBuffer>]>;
-}
-
-function gptInit(T: number): GptInit {
+/** gpt-nano's seeded weights for TF.js and jax-js by name, stored [in, out] (x @ W). */
+function gptInit(T: number): Map<string, HostWeight> {
   const rand = mulberry(11);
   const normal = (n: number) => {
     const a = new Float32Array(n);
@@ -181,9 +133,9 @@ function gptInit(T: number): GptInit {
     return a;
   };
   const { d, layers, dFF } = GPT;
-  const params = new Map<string, [number[], Float32Array<ArrayBuffer>]>();
-  const w = (name: string, shape: number[]) => params.set(name, [shape, normal(shape.reduce((a, b) => a * b, 1))]);
-  const fill = (name: string, n: number, v: number) => params.set(name, [[n], new Float32Array(n).fill(v)]);
+  const params = new Map<string, HostWeight>();
+  const w = (name: string, shape: number[]) => params.set(name, { shape, values: normal(shape.reduce((a, b) => a * b, 1)) });
+  const fill = (name: string, n: number, v: number) => params.set(name, { shape: [n], values: new Float32Array(n).fill(v) });
   w("tok", [V, d]);
   w("pos", [T, d]);
   for (let l = 0; l < layers; l++) {
@@ -196,23 +148,10 @@ function gptInit(T: number): GptInit {
   }
   fill("lnf.g", d, 1), fill("lnf.b", d, 0);
   w("head.w", [d, V]), fill("head.b", V, 0);
-  return { params };
+  return params;
 }
 
 // ---------------------------------------------------------------- TF.js
-
-async function tfBackend(): Promise<void> {
-  const ok = await tf.setBackend("webgpu");
-  await tf.ready();
-  if (!ok || tf.getBackend() !== "webgpu") throw new Error(`tfjs: the webgpu backend is not available (backend ${tf.getBackend()})`);
-}
-
-/** `rows × cols` row-major → its transpose (`cols × rows`). */
-function transpose(a: ArrayLike<number>, rows: number, cols: number): Float32Array<ArrayBuffer> {
-  const out = new Float32Array(rows * cols);
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = a[r * cols + c];
-  return out;
-}
 
 /**
  * The weights of our char-rnn seeded with CHAR_RNN_SEED, in the order and layout of the
@@ -220,33 +159,13 @@ function transpose(a: ArrayLike<number>, rows: number, cols: number): Float32Arr
  * recurrent kernel [H, 4H] (W_hhᵀ), bias [4H] (b_ih + b_hh; Keras has one bias); dense
  * kernel [256, V] (Wᵀ), bias [V]. PyTorch's gate order i, f, g, o is Keras' i, f, c, o.
  */
-export async function charRnnKerasWeights(device: Device): Promise<{ shape: number[]; values: Float32Array<ArrayBuffer> }[]> {
+export async function charRnnKerasWeights(device: Device): Promise<HostWeight[]> {
   manualSeed(CHAR_RNN_SEED);
-  const model = charRnn(device, V);
-  const p = new Map<string, { shape: number[]; values: Float32Array<ArrayBuffer> }>();
-  for (const [name, param] of model.namedParameters()) {
-    p.set(name, { shape: [...param.data.shape], values: Float32Array.from(await param.data.toArray()) });
-    param.data.dispose();
-  }
-  const get = (name: string) => {
-    const w = p.get(name);
-    if (!w) throw new Error(`charRnnKerasWeights: our char-rnn has no parameter ${name} (has ${[...p.keys()].join(", ")})`);
-    return w;
-  };
-  const t = (name: string) => {
-    const { shape: [r, c], values } = get(name);
-    return { shape: [c, r], values: transpose(values, r, c) };
-  };
-  const out = [get("0.weight")];
-  for (const l of [0, 1]) {
-    const bih = get(`1.bias_ih_l${l}`).values, bhh = get(`1.bias_hh_l${l}`).values;
-    out.push(t(`1.weight_ih_l${l}`), t(`1.weight_hh_l${l}`), { shape: [bih.length], values: bih.map((v, i) => v + bhh[i]) });
-  }
-  out.push(t("3.weight"), get("3.bias"));
-  return out;
+  const w = await hostWeights(charRnn(device, V), "charRnnKerasWeights");
+  return [w.get("0.weight"), ...kerasLstm(w, "1.", "_l0"), ...kerasLstm(w, "1.", "_l1"), w.t("3.weight"), w.get("3.bias")];
 }
 
-async function tfCharRnn(device: Device, s: SeqShape, mode: SeqMode) {
+async function tfCharRnn(device: Device, s: SeqShape, mode: SeqMode): Promise<StepTiming> {
   const B = s.batch, T = s.seq;
   const { x, y } = batchIds(B, T);
   // Zero initializers, then our seeded weights: Keras' default orthogonal init of the
@@ -276,11 +195,7 @@ async function tfCharRnn(device: Device, s: SeqShape, mode: SeqMode) {
     return tf.losses.softmaxCrossEntropy(onehot, logits) as tf.Scalar;
   };
   try {
-    return await timeSteps(s, mode, () => opt.minimize(lossFn, true, vars)!, async (l) => {
-      const v = (await l.data())[0];
-      l.dispose();
-      return v;
-    }, (l) => l.dispose());
+    return await tfTimeSteps(s, mode, opt, lossFn, vars);
   } finally {
     opt.dispose();
     tf.dispose([xs, onehot]);
@@ -288,69 +203,21 @@ async function tfCharRnn(device: Device, s: SeqShape, mode: SeqMode) {
   }
 }
 
-async function tfGpt(s: SeqShape, mode: SeqMode) {
-  const B = s.batch, T = s.seq, { d, heads: H, layers } = GPT, hd = d / H;
-  const { x, y } = batchIds(B, T);
-  const init = gptInit(T);
-  const p: Record<string, tf.Variable> = {};
-  for (const [name, [shape, values]] of init.params) p[name] = tf.variable(tf.tensor(values, shape), true, `gpt.${name}.${Math.random()}`);
-  const ids = tf.tensor2d(x, [B, T], "int32");
-  const onehot = tf.oneHot(tf.tensor1d(y, "int32"), V).toFloat();
-  // Additive causal mask [T, T]: -1e9 where key j > query i.
-  const maskData = new Float32Array(T * T);
-  for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) maskData[i * T + j] = -1e9;
-  const mask = tf.tensor2d(maskData, [T, T]);
-  const ln = (h: tf.Tensor, g: tf.Tensor, b: tf.Tensor) => {
-    const { mean, variance } = tf.moments(h, -1, true);
-    return h.sub(mean).mul(tf.rsqrt(variance.add(1e-5))).mul(g).add(b);
-  };
-  const dense = (h: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => tf.matMul(h.reshape([-1, w.shape[0]!]), w).add(b).reshape([B, T, w.shape[1]!]);
-  const heads = (h: tf.Tensor) => h.reshape([B, T, H, hd]).transpose([0, 2, 1, 3]);
-  const lossFn = () => {
+function tfGpt(s: SeqShape, mode: SeqMode): Promise<StepTiming> {
+  return tfTransformerSteps(s, mode, gptInit(s.seq), 3e-4, GPT, (p, { ln, dense, causalAttention }, ids) => {
     let h = tf.gather(p.tok, ids).add(p.pos) as tf.Tensor;
-    for (let l = 0; l < layers; l++) {
-      const n1 = ln(h, p[`${l}.ln1.g`], p[`${l}.ln1.b`]);
-      const [q, k, v] = tf.split(dense(n1, p[`${l}.in.w`], p[`${l}.in.b`]), 3, -1);
-      const att = tf.softmax(tf.matMul(heads(q), heads(k), false, true).mul(1 / Math.sqrt(hd)).add(mask));
-      const a = tf.matMul(att, heads(v)).transpose([0, 2, 1, 3]).reshape([B, T, d]);
+    for (let l = 0; l < GPT.layers; l++) {
+      const a = causalAttention(dense(ln(h, p[`${l}.ln1.g`], p[`${l}.ln1.b`]), p[`${l}.in.w`], p[`${l}.in.b`]));
       h = h.add(dense(a, p[`${l}.out.w`], p[`${l}.out.b`]));
       const u = dense(ln(h, p[`${l}.ln2.g`], p[`${l}.ln2.b`]), p[`${l}.up.w`], p[`${l}.up.b`]);
       const gelu = u.mul(tf.erf(u.mul(Math.SQRT1_2)).add(1)).mul(0.5);
       h = h.add(dense(gelu, p[`${l}.down.w`], p[`${l}.down.b`]));
     }
-    const logits = dense(ln(h, p["lnf.g"], p["lnf.b"]), p["head.w"], p["head.b"]).reshape([B * T, V]);
-    return tf.losses.softmaxCrossEntropy(onehot, logits) as tf.Scalar;
-  };
-  const opt = tf.train.adam(3e-4, 0.9, 0.999, 1e-8);
-  const vars = Object.values(p);
-  try {
-    return await timeSteps(s, mode, () => opt.minimize(lossFn, true, vars)!, async (l) => {
-      const v = (await l.data())[0];
-      l.dispose();
-      return v;
-    }, (l) => l.dispose());
-  } finally {
-    opt.dispose();
-    tf.dispose([ids, onehot, mask, ...vars]);
-  }
+    return dense(ln(h, p["lnf.g"], p["lnf.b"]), p["head.w"], p["head.b"]);
+  });
 }
 
 // ---------------------------------------------------------------- jax-js
-
-let jaxReady: Promise<void> | undefined;
-function jaxBackend(): Promise<void> {
-  return jaxReady ??= (async () => {
-    const devices = await init("webgpu");
-    if (!devices.includes("webgpu")) throw new Error(`jax-js: webgpu backend unavailable, init() returned ${JSON.stringify(devices)}`);
-    defaultDevice("webgpu");
-  })();
-}
-
-type JP = Record<string, np.Array>;
-
-function jaxLn(h: np.Array, g: np.Array, b: np.Array): np.Array {
-  return nn.standardize(h, -1, { epsilon: 1e-5 }).mul(g).add(b);
-}
 
 /** Mean next-character cross entropy of the jax-js gpt-nano; every argument is consumed once. */
 function jaxGptLoss(p: JP, idsHot: np.Array, onehot: np.Array): np.Array {
@@ -367,7 +234,7 @@ function jaxGptLoss(p: JP, idsHot: np.Array, onehot: np.Array): np.Array {
     h = h.add(np.matmul(nn.gelu(u, { approximate: false }), p[`${l}.down.w`]).add(p[`${l}.down.b`]));
   }
   const logits = np.matmul(jaxLn(h, p["lnf.g"], p["lnf.b"]), p["head.w"]).add(p["head.b"]);
-  return np.sum(nn.logSoftmax(logits, -1).mul(onehot)).mul(-1 / (B * T));
+  return jaxCe(logits, onehot);
 }
 
 const ADAM = { lr: 3e-4, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
@@ -375,66 +242,23 @@ const ADAM = { lr: 3e-4, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
 // One jitted step: forward, backward, bias-corrected Adam (as bench/peers/jax.ts's W2 step).
 const jaxGptStep = jit((p: JP, m: JP, v: JP, t: np.Array, ids: np.Array, onehot: np.Array) => {
   const [loss, g] = valueAndGrad(jaxGptLoss)(tree.ref(p), ids, onehot) as [np.Array, JP];
-  const t1 = t.add(1);
-  const bc1 = np.exp(t1.ref.mul(Math.log(ADAM.beta1))).neg().add(1);
-  const bc2 = np.exp(t1.ref.mul(Math.log(ADAM.beta2))).neg().add(1);
-  const np_: JP = {}, nm: JP = {}, nv: JP = {};
-  for (const k of Object.keys(p)) {
-    const gk = g[k];
-    const mk = m[k].mul(ADAM.beta1).add(gk.ref.mul(1 - ADAM.beta1));
-    const vk = v[k].mul(ADAM.beta2).add(gk.ref.mul(gk).mul(1 - ADAM.beta2));
-    np_[k] = p[k].sub(mk.ref.div(bc1.ref).mul(ADAM.lr).div(np.sqrt(vk.ref.div(bc2.ref)).add(ADAM.eps)));
-    nm[k] = mk;
-    nv[k] = vk;
-  }
-  bc1.dispose();
-  bc2.dispose();
-  return [np_, nm, nv, t1, loss] as [JP, JP, JP, np.Array, np.Array];
+  return [...jaxAdam(ADAM, p, m, v, t, g), loss] as [JP, JP, JP, np.Array, np.Array];
 });
-
-async function jaxGpt(s: SeqShape, mode: SeqMode) {
-  const B = s.batch, T = s.seq;
-  const { x, y } = batchIds(B, T);
-  const init = gptInit(T);
-  let p: JP = {}, m: JP = {}, v: JP = {};
-  for (const [name, [shape, values]] of init.params) {
-    p[name] = np.array(values).reshape(shape);
-    m[name] = np.zeros(shape);
-    v[name] = np.zeros(shape);
-  }
-  const ids = nn.oneHot(np.array(x).reshape([B, T]), V);
-  const onehot = nn.oneHot(np.array(y).reshape([B, T]), V);
-  await ids.blockUntilReady();
-  await onehot.blockUntilReady();
-  let t = np.zeros([]);
-  const step = () => {
-    const out = jaxGptStep(p, m, v, t, ids.ref, onehot.ref);
-    [p, m, v, t] = out;
-    return out[4];
-  };
-  try {
-    return await timeSteps(s, mode, step, async (l) => (await l.data())[0], (l) => l.dispose());
-  } finally {
-    for (const tr of [p, m, v]) for (const a of Object.values(tr)) a.dispose();
-    t.dispose();
-    ids.dispose();
-    onehot.dispose();
-  }
-}
 
 // ---------------------------------------------------------------- the sitting
 
 /** One contender, one mode, a fresh model. */
 export async function runOne(device: Device, s: SeqShape, contender: SeqContender, mode: SeqMode, round: number): Promise<SeqResult> {
-  let r: { msPerStep: number; firstLoss: number; lastLoss: number };
+  if (!CONTENDERS[s.model].includes(contender)) throw new RangeError(`seq bench: ${s.model} runs ${CONTENDERS[s.model].join(",")}, got contender ${contender}`);
+  let r: StepTiming;
   if (contender === "ours") r = await ours(device, s, mode);
   else if (contender === "tf") {
     await tfBackend();
-    r = s.model === "char-rnn" ? await tfCharRnn(device, s, mode) : await tfGpt(s, mode);
+    const run = { "char-rnn": () => tfCharRnn(device, s, mode), "gpt-nano": () => tfGpt(s, mode), bilstm: () => tfBilstm(device, s, mode), encoder: () => tfEncoder(device, s, mode) };
+    r = await run[s.model]();
   } else {
-    if (s.model !== "gpt-nano") throw new RangeError(`seq bench: jax-js runs gpt-nano only, got ${s.model}`);
     await jaxBackend();
-    r = await jaxGpt(s, mode);
+    r = s.model === "encoder" ? await jaxEncoder(device, s, mode) : await jaxTimeSteps(s, mode, gptInit(s.seq), jaxGptStep);
   }
   return { model: s.model, contender, mode, round, ...r };
 }
@@ -478,7 +302,7 @@ const median = (xs: number[]) => {
   return n % 2 ? a[(n - 1) / 2] : (a[n / 2 - 1] + a[n / 2]) / 2;
 };
 
-/** Markdown table of a sitting: median ms/step per contender and mode, every run, ratios vs ours. */
+/** Markdown table of a sitting: median ms/step per contender and mode, every run, ratios vs ours; a row for each peer without the layer ({@link ABSENT}). */
 export function sittingTable(s: SeqShape, results: SeqResult[]): string[] {
   const lines = [
     `${s.model}, B=${s.batch} T=${s.seq}, ${s.steps} timed steps after ${WARMUP}, median over rounds`,
@@ -495,6 +319,7 @@ export function sittingTable(s: SeqShape, results: SeqResult[]): string[] {
         rs.map((r) => r.msPerStep.toFixed(0)).join(", ")
       } | ${rs.map((r) => `${r.firstLoss.toFixed(3)} → ${r.lastLoss.toFixed(3)}`).join("; ")} |`);
     }
+    if (byC.size) for (const c of ABSENT[s.model] ?? []) lines.push(`| ${mode} | ${c} | no such layer | | | | |`);
   }
   return lines;
 }

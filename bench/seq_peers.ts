@@ -1,15 +1,15 @@
 /**
- * W3 (char-rnn) and W4 (gpt-nano) training steps in ONE Deno process on the same adapter:
- * ours against TensorFlow.js 4.22 (webgpu backend) and, for gpt-nano, jax-js 0.1.25 written
- * with its array API. The models, shapes and contenders are in bench/seq_contenders.ts (the
+ * W3 (char-rnn), W4 (gpt-nano), bilstm and encoder training steps in ONE Deno process on the
+ * same adapter: ours against TensorFlow.js 4.22 (webgpu backend) and, for gpt-nano and
+ * encoder, jax-js 0.1.25 written with its array API. The models, shapes and contenders are in bench/seq_contenders.ts (the
  * same code runs in Chromium: bench/seq.spec.ts). Rounds interleave the contenders; the
  * table gives the median and every run. Exits non-zero when a contender's loss does not fall.
  *
- *   deno run -A --no-check bench/seq_peers.ts [--model char-rnn|gpt-nano] [--batch 32] [--seq 64]
+ *   deno run -A --no-check bench/seq_peers.ts [--model char-rnn|gpt-nano|bilstm|encoder] [--batch B] [--seq T]
  *     [--steps 5] [--rounds 3] [--only ours,tf,jax] [--modes loss-at-end,loss-every-step] [--out file.json]
  */
 import { Device } from "../src/index.ts";
-import { CONTENDERS, notFalling, runSitting, SEQ_MODELS, type SeqContender, type SeqMode, type SeqModel, sittingTable } from "./seq_contenders.ts";
+import { CONTENDERS, DEFAULT_SHAPE, notFalling, runSitting, SEQ_MODELS, type SeqContender, type SeqMode, type SeqModel, sittingTable } from "./seq_contenders.ts";
 import { flag } from "./flags.ts";
 
 function list(name: string): string[] | undefined {
@@ -22,7 +22,7 @@ if (!SEQ_MODELS.includes(model)) throw new RangeError(`--model must be one of ${
 const only = (list("only") ?? CONTENDERS[model]) as SeqContender[];
 const modes = list("modes") as SeqMode[] | undefined;
 for (const m of modes ?? []) if (m !== "loss-at-end" && m !== "loss-every-step") throw new RangeError(`--modes takes loss-at-end,loss-every-step, got ${m}`);
-const shape = { model, batch: flag("batch", model === "gpt-nano" ? 8 : 32), seq: flag("seq", 64), steps: flag("steps", 5) };
+const shape = { model, batch: flag("batch", DEFAULT_SHAPE[model].batch), seq: flag("seq", DEFAULT_SHAPE[model].seq), steps: flag("steps", 5) };
 const rounds = flag("rounds", 3);
 
 const load = Deno.loadavg();
