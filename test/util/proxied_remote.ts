@@ -1,0 +1,80 @@
+/**
+ * One local worker rank and one remote rank process whose link to a real nats-server runs
+ * through a cut proxy (cut_proxy.ts): the set-up of the link-cut test and of
+ * bench/fault_soak.ts. The program is the remote-rank tests' (mnist_remote.ts) with batches
+ * of 16; the coordinator reaches NATS directly, the rank through the proxy (its token's URL
+ * is rewritten), so a cut or a hold is the rank's network alone. Counts what the
+ * coordinator's completed chunks trained (a Ledger) and the ranks it lost.
+ */
+import { startNatsServer, type NatsServer } from "../../scripts/nats_server.ts";
+import { createRunCredentials, type RunObserver, serverAuthorization } from "../../src/index.ts";
+import { observe } from "../../src/distributed/run/builder.ts";
+import { decodeJoinToken, encodeJoinToken } from "../../src/distributed/nats/mod.ts";
+import { remoteProgram, TRAIN } from "../fixtures/programs/mnist_remote.ts";
+import { type CutProxy, startCutProxy } from "./cut_proxy.ts";
+import { Ledger } from "./ledger.ts";
+import { type Proc, reap, spawnDeno } from "./processes.ts";
+
+const RANK_SCRIPT = new URL("../fixtures/remote_rank.ts", import.meta.url).pathname;
+
+/** A proxied run, ready to `builder.run()`. */
+export interface ProxiedRun {
+  builder: ReturnType<typeof remoteProgram>;
+  server: NatsServer;
+  proxy: CutProxy;
+  /** The remote rank process, once its token was handed out. */
+  procs: Proc[];
+  ledger: Ledger;
+  lost: string[];
+  /**
+   * Reap the rank process (`graceMs` to end on its own), stop the proxy and the server;
+   * whether it ended on its own. Once: a second call answers the first's result.
+   */
+  stop(graceMs?: number): Promise<boolean>;
+}
+
+/**
+ * Set up a proxied run; `batch` is told each remote batch (rank 1), in order: where a test
+ * or the soak fires its fault.
+ * @param heartbeatTimeoutSecs The coordinator's grace for a silent rank (the rank's own is its beaconLossMs, 30 s).
+ */
+export async function proxiedRun(heartbeatTimeoutSecs: number, batch: (n: number) => void): Promise<ProxiedRun> {
+  const creds = await createRunCredentials(2);
+  const server = await startNatsServer({ authorization: serverAuthorization(creds) });
+  const proxy = startCutProxy({ hostname: "127.0.0.1", port: Number(new URL(server.wsUrl).port) });
+  const procs: Proc[] = [], lost: string[] = [];
+  const ledger = new Ledger(TRAIN, 1, 42);
+  const builder = remoteProgram(16).heartbeatTimeoutSecs(heartbeatTimeoutSecs).cluster({ ranks: [{}] }).remoteRanks({
+    slots: 1,
+    url: server.wsUrl,
+    credentials: creds,
+    joinTimeoutSecs: 120,
+    onJoinToken: (_r, t) => {
+      const { url: _direct, ...rest } = decodeJoinToken(t);
+      procs.push(spawnDeno(RANK_SCRIPT, [encodeJoinToken(`ws://127.0.0.1:${proxy.port}`, rest)]));
+    },
+  });
+  let n = 0, stopped: Promise<boolean> | undefined;
+  const observer: RunObserver = {
+    chunk: ledger.chunk,
+    rankLost: (r, why) => lost.push(`${r}: ${why}`),
+    batch: (e) => void (e.rank === 1 && batch(++n)),
+  };
+  observe(builder, observer);
+  return {
+    builder,
+    server,
+    proxy,
+    procs,
+    ledger,
+    lost,
+    stop(graceMs = 30_000) {
+      return stopped ??= (async () => {
+        const [own] = await reap(procs, graceMs);
+        await proxy.close();
+        await server.stop();
+        return own ?? false;
+      })();
+    },
+  };
+}
