@@ -7,7 +7,7 @@
  * coordinator's completed chunks trained (a Ledger) and the ranks it lost.
  */
 import { startNatsServer, type NatsServer } from "../../scripts/nats_server.ts";
-import { createRunCredentials, type RunObserver, serverAuthorization } from "../../src/index.ts";
+import { ApplyPolicy, createRunCredentials, ElCheConfig, type RunObserver, serverAuthorization } from "../../src/index.ts";
 import { observe } from "../../src/distributed/run/builder.ts";
 import { decodeJoinToken, encodeJoinToken } from "../../src/distributed/nats/mod.ts";
 import { remoteProgram, TRAIN } from "../fixtures/programs/mnist_remote.ts";
@@ -37,14 +37,20 @@ export interface ProxiedRun {
  * Set up a proxied run; `batch` is told each remote batch (rank 1), in order: where a test
  * or the soak fires its fault.
  * @param heartbeatTimeoutSecs The coordinator's grace for a silent rank (the rank's own is its beaconLossMs, 30 s).
+ * @param opts.sync cpu-sync with an f32 wire and a static half-and-half split instead of
+ *   cpu-cadence with bf16: each rank's steps are then fixed, whatever the timing, so two runs
+ *   end with the same consensus bytes.
  */
-export async function proxiedRun(heartbeatTimeoutSecs: number, batch: (n: number) => void): Promise<ProxiedRun> {
+export async function proxiedRun(heartbeatTimeoutSecs: number, batch: (n: number) => void, opts: { sync?: boolean } = {}): Promise<ProxiedRun> {
   const creds = await createRunCredentials(2);
   const server = await startNatsServer({ authorization: serverAuthorization(creds) });
   const proxy = startCutProxy({ hostname: "127.0.0.1", port: Number(new URL(server.wsUrl).port) });
   const procs: Proc[] = [], lost: string[] = [];
   const ledger = new Ledger(TRAIN, 1, 42);
-  const builder = remoteProgram(16).heartbeatTimeoutSecs(heartbeatTimeoutSecs).cluster({ ranks: [{}] }).remoteRanks({
+  const program = opts.sync
+    ? remoteProgram(16).elche(ElCheConfig.cpuSync()).policy(ApplyPolicy.Sync).bf16Wire(false).partitionRatios([0.5, 0.5])
+    : remoteProgram(16);
+  const builder = program.heartbeatTimeoutSecs(heartbeatTimeoutSecs).cluster({ ranks: [{}] }).remoteRanks({
     slots: 1,
     url: server.wsUrl,
     credentials: creds,
