@@ -11,7 +11,9 @@
  *
  * `--serve N` adds N remote ranks (a nats-server, one printed join command per rank; for the
  * MNIST models also a walk-in command, `deno run --allow-net=… <URL> <token>`, served with
- * the bundle and the data from here: src/distributed/serve/);
+ * the bundle and the data from here: src/distributed/serve/; and a tab link, https, one link
+ * per slot that a machine with only a browser opens: `--tls-cert/--tls-key` PEM files, else
+ * a self-signed certificate for the advertised address whose fingerprint is printed);
  * `--spare N` N more slots that remote ranks may join while the run goes (elastic, admitted
  * at the next epoch boundary); `--join <token>` makes this process one of them (README
  * "Ranks on other machines").
@@ -40,15 +42,33 @@ import type { Metric } from "../src/zoo/mod.ts";
 import { sampleText } from "./sample.ts";
 import { startNatsServer } from "../scripts/nats_server.ts";
 import { buildWalkIn } from "../scripts/walk_in_bundle.ts";
+import { certificateDigests, readTlsFiles, selfSignedCertificate } from "../src/distributed/serve/walk_in_tls.ts";
 
 const enc = new TextEncoder();
 
 /** The module ranks re-enter (worker ranks, `--join` processes, browser tabs): the builder is created there. */
 const PROGRAM = new URL("./program.ts", import.meta.url);
 
+/** `--tls-cert <pem>` / `--tls-key <pem>` (the walk-in server's https for tab links), taken out of what args.ts parses. */
+const tlsFiles: { cert?: string; key?: string } = {};
+
 function parse(): TrainArgs {
   try {
-    return parseTrainArgs(Deno.args);
+    const rest: string[] = [];
+    for (let i = 0; i < Deno.args.length; i++) {
+      const flag = Deno.args[i];
+      if (flag !== "--tls-cert" && flag !== "--tls-key") {
+        rest.push(flag);
+        continue;
+      }
+      const v = Deno.args[++i];
+      if (!v || v.startsWith("--")) throw new RangeError(`${flag} must be the path of a PEM file, got ${JSON.stringify(v ?? "")}`);
+      tlsFiles[flag === "--tls-cert" ? "cert" : "key"] = v;
+    }
+    if ((tlsFiles.cert === undefined) !== (tlsFiles.key === undefined)) {
+      throw new RangeError(`--tls-cert and --tls-key go together (a certificate and its key), got only ${tlsFiles.cert ? "--tls-cert" : "--tls-key"}`);
+    }
+    return parseTrainArgs(rest);
   } catch (e) {
     console.error(`npm start: ${(e as Error).message}`);
     Deno.exit(2);
@@ -75,7 +95,11 @@ if (args.join) {
     },
   );
 } else if (args.help) {
-  console.log(HELP);
+  console.log(HELP.trimEnd());
+  console.log(`  --tls-cert <pem> --tls-key <pem>
+                                 --serve's walk-in tab links (https): this certificate and key
+                                 (default: a self-signed one for the advertised address, its
+                                 fingerprint printed)`);
   Deno.exit(0);
 } else {
   // The web's Deno.args: set before the program is imported; worker ranks see the same values.
@@ -169,6 +193,8 @@ async function serve(a: TrainArgs): Promise<() => Promise<void>> {
     joinUrl,
     credentials: creds,
     onJoinToken: (rank, token) => {
+      const link = walkIn?.link(token);
+      if (link) console.log(`  ${rank >= firstSpare ? "spare " : ""}rank ${rank} walk-in tab (one link, once): ${link}`);
       if (walkIn) console.log(`  ${rank >= firstSpare ? "spare " : ""}rank ${rank} walk-in: ${walkIn.command(token)}`);
       console.log(`  ${rank >= firstSpare ? "spare " : ""}rank ${rank}: deno run -A --no-check examples/train.ts --join ${token}`);
       console.log(`     or tab: ${tab(token)}`);
@@ -191,17 +217,50 @@ async function serve(a: TrainArgs): Promise<() => Promise<void>> {
  */
 async function startWalkIn(hostname: string, advertise: string) {
   const t0 = performance.now();
-  const [{ loader, bundle }, trainPack, testPack] = await Promise.all([buildWalkIn(PROGRAM), packBytes(train), packBytes(test)]);
+  const [{ loader, page, bundle }, trainPack, testPack] = await Promise.all([buildWalkIn(PROGRAM), packBytes(train), packBytes(test)]);
+  const tls = await walkInTls(advertise);
   const walkIn = await serveWalkIn(
-    { loader, bundle, packs: { train: trainPack, test: testPack } },
-    { hostname, advertise, onRefused: (line) => console.error(`walk-in server: refused ${line}`) },
+    { loader, page, bundle, packs: { train: trainPack, test: testPack } },
+    { hostname, advertise, tls: tls?.pair, onRefused: (line) => console.error(`walk-in server: refused ${line}`) },
   );
   const mb = (n: number) => (n / 2 ** 20).toFixed(1);
   console.log(
     `walk-in server on http://${walkIn.hostPort}/ (bundle ${mb(bundle.length)} MiB, data ${mb(trainPack.length + testPack.length)} MiB, ` +
       `ready in ${((performance.now() - t0) / 1000).toFixed(1)} s): a walk-in command needs only Deno on its machine`,
   );
+  if (tls) {
+    console.log(
+      `walk-in tabs on https://${walkIn.httpsHostPort}/ (${tls.what}): a tab link needs only a browser with WebGPU. Certificate SHA-256 ` +
+        `fingerprint ${tls.digests.fingerprint} (check it against the browser's), SPKI sha256 ${tls.digests.spki} ` +
+        `(Chromium trusts it with --ignore-certificate-errors-spki-list=${tls.digests.spki})`,
+    );
+  }
   return walkIn;
+}
+
+/**
+ * The walk-in server's certificate: `--tls-cert/--tls-key` (unreadable or not PEM: one line
+ * naming the flag, exit 2), else a self-signed one for `advertise` (openssl; when it cannot
+ * be made, one line and no tab links).
+ */
+async function walkInTls(advertise: string) {
+  if (tlsFiles.cert && tlsFiles.key) {
+    let pair;
+    try {
+      pair = await readTlsFiles(tlsFiles.cert, tlsFiles.key);
+    } catch (e) {
+      console.error(`npm start: ${(e as Error).message}`);
+      Deno.exit(2);
+    }
+    return { pair, digests: await certificateDigests(pair.cert), what: `certificate ${tlsFiles.cert}` };
+  }
+  try {
+    const pair = await selfSignedCertificate(advertise);
+    return { pair, digests: await certificateDigests(pair.cert), what: `a self-signed certificate for ${advertise}, made now` };
+  } catch (e) {
+    console.error(`npm start: no walk-in tab links: ${(e as Error).message}`);
+    return undefined;
+  }
 }
 
 /** The bf16 wire is a cpu-* plane knob: nccl-* ranks reduce f32 in shared memory, with nothing on a wire. */

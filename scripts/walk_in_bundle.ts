@@ -1,8 +1,13 @@
 /**
- * Build a walk-in's JavaScript (src/distributed/serve/): the loader, and the bundle of
+ * Build a walk-in's JavaScript (src/distributed/serve/): the loader, the join page's loader
+ * (walk_in_page.ts, for tabs), and the bundle of
  * walk_in_entry.ts with the run's program module in place of walk_in_program.ts: the rank
  * runtime, the program and every import in one ES module, WGSL shaders inlined (the same
  * Vite library build as the npm package, vite.package.config.ts). In memory, nothing written.
+ * One bundle serves Deno and tabs alike: Vite's library build resolves browser conditions,
+ * and nothing in the rank runtime or the program touches Deno at top level (its `Deno.`
+ * uses sit behind checks for Deno or in functions a walk-in never calls; the tab spec runs
+ * it), so the token's one sha256 covers both.
  * Coordinator side only (Deno with the repository's node_modules).
  */
 import { build, type Rollup } from "vite";
@@ -43,13 +48,18 @@ export function buildWalkInLoader(): Promise<Uint8Array> {
   return one(`${SERVE}/walk_in_loader.ts`);
 }
 
+/** The join page's loader (walk_in_page.ts built). */
+export function buildWalkInPage(): Promise<Uint8Array> {
+  return one(`${SERVE}/walk_in_page.ts`);
+}
+
 /**
- * The loader and the bundle of `program` (a module whose top level creates the run's builder).
+ * The loaders (Deno's, the page's) and the bundle of `program` (a module whose top level creates the run's builder).
  * @throws {Error} When the build fails (Vite's message).
  */
-export async function buildWalkIn(program: string | URL): Promise<{ loader: Uint8Array; bundle: Uint8Array; ms: number }> {
+export async function buildWalkIn(program: string | URL): Promise<{ loader: Uint8Array; page: Uint8Array; bundle: Uint8Array; ms: number }> {
   const t0 = performance.now();
   const path = program instanceof URL || String(program).startsWith("file:") ? decodeURIComponent(new URL(program).pathname) : String(program);
-  const [loader, bundle] = [await buildWalkInLoader(), await one(`${SERVE}/walk_in_entry.ts`, path)];
-  return { loader, bundle, ms: performance.now() - t0 };
+  const [loader, page, bundle] = [await buildWalkInLoader(), await buildWalkInPage(), await one(`${SERVE}/walk_in_entry.ts`, path)];
+  return { loader, page, bundle, ms: performance.now() - t0 };
 }

@@ -21,6 +21,20 @@ export interface WalkInGlobal {
   started: number;
   /** Bytes fetched: the bundle and the packs. */
   bytes: number;
+  /** On a tab's join page (walk_in_page.ts): where the rank tells the page what it does. */
+  page?: WalkInPageHooks;
+}
+
+/** What a join page hears from its rank (walk_in_start.ts calls these). */
+export interface WalkInPageHooks {
+  /** The rank's slot and run, once `joinRun` took the token. */
+  joining(rank: number, run: string): void;
+  /** A progress line of the rank (joined, refused, stopped). */
+  log(line: string): void;
+  /** Every event the rank sends the coordinator (its batches). */
+  event(e: { kind: string; batch?: { samples: number; epoch: number; loss: number } }): void;
+  /** The rank stopped (`error`: it never served, one line why). */
+  done(reason: string, error: boolean): void;
 }
 
 /** The loader's record, on a walk-in rank; undefined elsewhere. */
