@@ -7,7 +7,9 @@
  *   `import.meta.glob` of src/gpu/shaders.ts and src/monitor/dashboard_assets.ts).
  * - The dependencies (comlink, NATS, uPlot, wgpu-matrix) are bundled in: the built modules
  *   import nothing by bare name, so Deno needs no import map, a Vite app no pre-bundling,
- *   and a browser can load them straight from any static server.
+ *   and a browser can load them straight from any static server. Vite itself is the one
+ *   exception: `buildWalkIn` (flodl-webgpu/vite) imports it when called, from the project
+ *   that builds walk-ins and so has Vite installed.
  * - The rank worker is its own file, found next to the module that starts it
  *   (`new Worker(new URL("assets/rank-….js", import.meta.url))`), which is the form a
  *   consumer's Vite build bundles again as a worker.
@@ -39,6 +41,6 @@ export default defineConfig({
       formats: ["es"],
     },
     // The chunk the entries share (the engine itself), named for what it is.
-    rolldownOptions: { output: { chunkFileNames: "flodl-[hash].js" } },
+    rolldownOptions: { external: ["vite"], output: { chunkFileNames: "flodl-[hash].js" } },
   },
 });

@@ -41,7 +41,7 @@ import { Progress, sampleProgress } from "./progress.ts";
 import type { Metric } from "../src/zoo/mod.ts";
 import { sampleText } from "./sample.ts";
 import { startNatsServer } from "../scripts/nats_server.ts";
-import { buildWalkIn } from "../scripts/walk_in_bundle.ts";
+import { buildWalkIn } from "../src/walk_in_build.ts";
 import { certificateDigests, readTlsFiles, selfSignedCertificate } from "../src/distributed/serve/walk_in_tls.ts";
 
 const enc = new TextEncoder();

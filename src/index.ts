@@ -369,6 +369,7 @@ export {
   Reduction,
   serverAuthorization,
   serveWalkIn,
+  startWalkIn,
   setProgramArgs,
   SlowMo,
   Trainer,

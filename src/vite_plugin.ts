@@ -22,8 +22,12 @@
  * - Workers are built as ES modules (a rank imports its program with `import()`).
  *
  * Typed structurally, so this module needs no `vite` import: the objects fit Vite's `Plugin`.
+ *
+ * Also here, for a coordinator that serves walk-in ranks its own program: `buildWalkIn`
+ * (src/walk_in_build.ts), which runs Vite's build (imported when it is called).
  * @module
  */
+export { buildWalkIn, buildWalkInLoaders, type WalkInBuild, type WalkInBuildOptions } from "./walk_in_build.ts";
 
 /** The headers that make a page cross-origin isolated (COOP + COEP). */
 export const ISOLATION_HEADERS: Readonly<Record<string, string>> = {

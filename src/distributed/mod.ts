@@ -45,7 +45,7 @@ export type { LayoutDigest } from "./protocol/remote_hello.ts";
 export { joinRun, joinTokenFor } from "./run/join.ts";
 export type { JoinOptions, RemoteRank } from "./run/join.ts";
 export { joinRelay } from "./run/relay.ts";
-export { packBytes, packDataset, serveWalkIn, walkInData } from "./serve/mod.ts";
+export { packBytes, packDataset, serveWalkIn, startWalkIn, walkInData } from "./serve/mod.ts";
 export type { WalkInDigests, WalkInFiles, WalkInServeOptions, WalkInServer } from "./serve/mod.ts";
 export type { RelayOptions, RunningRelay } from "./run/relay.ts";
 export type { RankEvent } from "./protocol/transport.ts";

@@ -1,7 +1,7 @@
 /**
  * A consumer project outside the repository, as a user makes one: the package packed the
  * way `npm pack` ships it (its `prepack` builds lib/), then a fixture folder of this
- * directory (deno-project/, vite-app/, browser-module/) copied to a fresh temporary folder and the tarball
+ * directory (deno-project/, vite-app/, browser-module/, walk-in-project/) copied to a fresh temporary folder and the tarball
  * installed there with npm, next to the tools the project uses (vite, typescript). Node
  * APIs only: the Deno tests and the Playwright specs both use it.
  *
@@ -47,7 +47,7 @@ export function packedTarball(): string {
 }
 
 /** A copy of fixture `name` in a fresh temporary folder, with the tarball and `tools` installed. */
-export function consumerProject(name: "deno-project" | "vite-app" | "browser-module", tools: string[] = []): string {
+export function consumerProject(name: "deno-project" | "vite-app" | "browser-module" | "walk-in-project", tools: string[] = []): string {
   const dir = mkdtempSync(join(tmpdir(), `flodl-${name}-`));
   cpSync(join(repoRoot, "test", "consumer", name), dir, { recursive: true });
   run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", packedTarball(), ...tools], dir);

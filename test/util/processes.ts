@@ -54,3 +54,40 @@ export async function within<T>(p: Promise<T>, ms: number, what: string): Promis
     clearTimeout(timer);
   }
 }
+
+/** A child's output read as it comes (a {@link Proc}'s `output` resolves only at its end). */
+export interface Watched {
+  /** Everything it printed so far, stdout and stderr interleaved as they came. */
+  text(): string;
+  /**
+   * The first match of `re` in the output from character `from` on (its `index` counts from
+   * the start); rejects when the process ends first, or (a hang) after `boundMs`.
+   */
+  until(re: RegExp, what: string, from?: number, boundMs?: number): Promise<RegExpExecArray>;
+}
+
+/** Watch a child spawned with piped stdout and stderr. */
+export function watchOutput(child: Deno.ChildProcess): Watched {
+  let text = "";
+  const pump = async (s: ReadableStream<Uint8Array>) => {
+    const dec = new TextDecoder();
+    for await (const chunk of s) text += dec.decode(chunk, { stream: true });
+  };
+  const done = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  return {
+    text: () => text,
+    until: (re, what, from = 0, boundMs = 240_000) =>
+      within(
+        (async () => {
+          for (let gone = false;;) {
+            const m = re.exec(text.slice(from));
+            if (m) return Object.assign(m, { index: m.index + from });
+            if (gone) throw new Error(`the process ended before ${what}:\n${text}`);
+            gone = await Promise.race([done.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 100))]);
+          }
+        })(),
+        boundMs,
+        what,
+      ),
+  };
+}

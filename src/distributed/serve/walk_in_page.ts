@@ -1,5 +1,5 @@
 /**
- * The join page's module (`page.js` beside the page, built by scripts/walk_in_bundle.ts):
+ * The join page's module (`page.js` beside the page, built by src/walk_in_build.ts):
  * a tab that opened the coordinator's https link becomes a remote rank. It reads the join
  * token the server put in the page (never in the URL: no server log, history entry or
  * Referer holds it), fetches the bundle (rank runtime + the run's program, the same bundle

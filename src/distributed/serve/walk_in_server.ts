@@ -23,7 +23,7 @@ import { proxyWebSocket } from "./walk_in_proxy.ts";
 export interface WalkInFiles {
   /** The loader module (walk_in_loader.ts built). */
   loader: Uint8Array;
-  /** The bundle (walk_in_entry.ts with the program, built). */
+  /** The bundle (the rank runtime with the program, built: `buildWalkIn`). */
   bundle: Uint8Array;
   /** Data packs by name (`train`, `test`): `packBytes` of the datasets. */
   packs: Record<string, Uint8Array>;

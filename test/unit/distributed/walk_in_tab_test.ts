@@ -11,7 +11,7 @@
  * - the page's check refuses a tampered bundle, naming it;
  * - `--tls-cert/--tls-key` that cannot be read or are not PEM: one line naming the flag.
  */
-import { buildWalkInLoader } from "../../../scripts/walk_in_bundle.ts";
+import { buildWalkInLoaders } from "../../../src/walk_in_build.ts";
 import { createRunCredentials, joinTokenFor, packBytes, serveWalkIn } from "../../../src/index.ts";
 import { decodeJoinToken } from "../../../src/distributed/nats/mod.ts";
 import { fetchChecked, WalkInRefusal } from "../../../src/distributed/serve/walk_in_check.ts";
@@ -93,7 +93,7 @@ Deno.test("a slot's ticket serves once: claim, join page, both tokens; later cla
 });
 
 Deno.test("a second Deno walk-in on a taken slot: its loader says so in one line, exit 1, nothing run", async () => {
-  const { s } = await server({ loader: await buildWalkInLoader() });
+  const { s } = await server({ loader: (await buildWalkInLoaders()).loader });
   try {
     const token = s.token(await joinToken());
     const run = async () => {

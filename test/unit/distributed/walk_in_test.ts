@@ -9,7 +9,7 @@
  * - the loader refuses a tampered bundle or pack (sha256 against the join token), naming
  *   the item, exit 1, before anything of it runs.
  */
-import { buildWalkInLoader } from "../../../scripts/walk_in_bundle.ts";
+import { buildWalkInLoaders } from "../../../src/walk_in_build.ts";
 import { ArrayDataSet, createRunCredentials, joinTokenFor, packBytes, packDataset, serveWalkIn } from "../../../src/index.ts";
 import { awaitBuilder, callerSite, type RankRole, register } from "../../../src/distributed/run/reentry.ts";
 import { assert, assertEquals, assertRejects } from "../../util/assert.ts";
@@ -138,7 +138,7 @@ async function runLoader(url: string, allow: string, token: string) {
 }
 
 Deno.test("the loader refuses a tampered bundle or pack, naming it, exit 1, and runs nothing", async () => {
-  const loader = await buildWalkInLoader();
+  const loader = (await buildWalkInLoaders()).loader;
   const creds = await createRunCredentials(2);
   const join = joinTokenFor("ws://127.0.0.1:1", creds.ranks[1], { url: "file:///p/program.ts", line: 1, col: 1, ordinal: 0 }, {});
   const train = await packBytes(dataset(8));
