@@ -45,6 +45,8 @@ export interface TrainArgs {
   relays: number;
   /** Address the nats-server of `--serve` listens on. */
   natsHost: string;
+  /** NATS nodes `--serve` starts (`--nats-cluster`; 1 = one server): tokens carry every node's URL, clients fail over. */
+  natsCluster: number;
   /** The demo page that `--serve` prints join links to (browser tabs join there). */
   tabUrl: string;
   /** A join token: this process is a remote rank of another run. */
@@ -120,6 +122,9 @@ Usage: npm start -- [flags]
                                  command for each, to run on the host of its ranks
   --nats-host <addr>             address that nats-server listens on (default 127.0.0.1: this
                                  machine only; 0.0.0.0 for other machines, then use TLS: README)
+  --nats-cluster <n>             start n routed nats-server nodes (default 1: one server); join
+                                 tokens carry every node's URL, so every client (coordinator,
+                                 ranks, relays) moves to another node when its node dies
   --tab-url <url>                the demo page whose join links --serve prints (default
                                  http://localhost:5173/, \`npm run demo\` on the tab's machine:
                                  WebGPU needs localhost or https)
@@ -163,6 +168,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     spare: 0,
     relays: 0,
     natsHost: "127.0.0.1",
+    natsCluster: 1,
     tabUrl: "http://localhost:5173/",
     join: "",
     help: false,
@@ -255,6 +261,9 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
       case "--relays":
         a.relays = int("--relays", value(), 1);
         break;
+      case "--nats-cluster":
+        a.natsCluster = int("--nats-cluster", value(), 1);
+        break;
       case "--nats-host": {
         const v = value();
         if (!v || !/^[\w.:-]+$/.test(v)) throw new RangeError(`--nats-host must be a host name or address, got ${JSON.stringify(v)}`);
@@ -302,6 +311,9 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
   if (a.slowRank >= a.ranks) throw new RangeError(`--slowdown rank must be < --ranks ${a.ranks}, got ${a.slowRank}`);
   if ((a.serve || a.spare) && a.join) {
     throw new RangeError(`--serve/--spare and --join exclude each other: a process coordinates a run or joins one`);
+  }
+  if (a.natsCluster > 1 && !(a.serve || a.spare)) {
+    throw new RangeError(`--nats-cluster needs --serve or --spare (it starts the NATS nodes they use), got --nats-cluster ${a.natsCluster} alone`);
   }
   if (a.relays > a.serve) throw new RangeError(`--relays must be at most --serve ${a.serve} (a relay sums at least one remote rank), got ${a.relays}`);
   a.name ||= `${a.model}-${a.mode}-${a.ranks}r` + (a.serve ? `+${a.serve}remote` : "") + (a.spare ? `+${a.spare}spare` : "");

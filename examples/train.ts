@@ -9,11 +9,12 @@
  * so the data are loaded and the builder is created here, at top level; console output is
  * coordinator-only.
  *
- * `--serve N` adds N remote ranks (a nats-server, one printed join command per rank; for the
- * MNIST models also a walk-in command, `deno run --allow-net=… <URL> <token>`, served with
- * the bundle and the data from here: src/distributed/serve/; and a tab link, https, one link
- * per slot that a machine with only a browser opens: `--tls-cert/--tls-key` PEM files, else
- * a self-signed certificate for the advertised address whose fingerprint is printed);
+ * `--serve N` adds N remote ranks (a nats-server, or `--nats-cluster K` routed nodes that every
+ * client fails over among; one printed join command per rank; for the MNIST models also a
+ * walk-in command, `deno run --allow-net=… <URL> <token>`, served with the bundle and the data
+ * from here: src/distributed/serve/; and a tab link, https, one link per slot that a machine
+ * with only a browser opens: `--tls-cert/--tls-key` PEM files, else a self-signed certificate
+ * for the advertised address whose fingerprint is printed);
  * `--spare N` N more slots that remote ranks may join while the run goes (elastic, admitted
  * at the next epoch boundary); `--join <token>` makes this process one of them (README
  * "Ranks on other machines").
@@ -40,7 +41,7 @@ import { buildModel } from "../src/zoo/mod.ts";
 import { Progress, sampleProgress } from "./progress.ts";
 import type { Metric } from "../src/zoo/mod.ts";
 import { sampleText } from "./sample.ts";
-import { startNatsServer } from "../scripts/nats_server.ts";
+import { startNatsCluster } from "../scripts/nats_server.ts";
 import { buildWalkIn } from "../src/walk_in_build.ts";
 import { certificateDigests, readTlsFiles, selfSignedCertificate } from "../src/distributed/serve/walk_in_tls.ts";
 
@@ -166,15 +167,17 @@ async function serve(a: TrainArgs): Promise<() => Promise<void>> {
     const from = a.ranks + Math.floor((j * a.serve) / a.relays), to = a.ranks + Math.floor(((j + 1) * a.serve) / a.relays);
     assignRelay(creds, world + j, Array.from({ length: to - from }, (_, i) => from + i));
   }
-  const server = await startNatsServer({ host: a.natsHost, authorization: serverAuthorization(creds) });
-  const port = new URL(server.wsUrl).port;
+  const cluster = await startNatsCluster(a.natsCluster, { host: a.natsHost, authorization: serverAuthorization(creds) });
+  const ports = cluster.wsUrls.map((u) => new URL(u).port);
   const any = a.natsHost === "0.0.0.0" || a.natsHost === "::";
-  // The coordinator connects on this machine; remote ranks to the address they can reach.
-  const url = `ws://${any ? "127.0.0.1" : a.natsHost}:${port}`;
-  const joinUrl = `ws://${any ? Deno.hostname() : a.natsHost}:${port}`;
+  // The coordinator connects on this machine; remote ranks to the address they can reach. Every node's, for failover.
+  const url = ports.map((p) => `ws://${any ? "127.0.0.1" : a.natsHost}:${p}`);
+  const joinUrl = ports.map((p) => `ws://${any ? Deno.hostname() : a.natsHost}:${p}`);
   // A rank re-enters examples/program.ts with the program arguments in its token: the flags need not follow it.
   console.log(
-    `nats-server pid ${server.pid} on ${joinUrl}; waiting for ${a.serve} remote rank(s)` +
+    (a.natsCluster > 1
+      ? `a NATS cluster of ${a.natsCluster} nodes (pids ${cluster.nodes.map((n) => n.pid).join(", ")}) on ${joinUrl.join(", ")}`
+      : `nats-server pid ${cluster.nodes[0].pid} on ${joinUrl[0]}`) + `; waiting for ${a.serve} remote rank(s)` +
       (a.spare ? `, ${a.spare} spare slot(s) open while the run goes (joins are admitted at the next epoch boundary)` : "") +
       `. Each slot once, on any machine: a Deno process (a checkout of this repository), or a browser tab ` +
       `on the demo page (${a.tabUrl}: \`npm run demo\` there; WebGPU needs localhost or https):`,
@@ -207,7 +210,7 @@ async function serve(a: TrainArgs): Promise<() => Promise<void>> {
   });
   return async () => {
     await walkIn?.close();
-    await server.stop();
+    await cluster.stop();
   };
 }
 

@@ -18,7 +18,8 @@
  *   missing (not Linux) the server is started plain and outlives a killed parent.
  *
  * ```sh
- * deno run -A scripts/nats_server.ts            # a server on free ports until Ctrl-C (no auth)
+ * deno run -A scripts/nats_server.ts              # a server on free ports until Ctrl-C (no auth)
+ * deno run -A scripts/nats_server.ts --cluster 3  # 3 routed nodes; prints every node's URLs
  * ```
  */
 
@@ -93,19 +94,24 @@ async function accepts(host: string, port: number): Promise<boolean> {
   }
 }
 
-/**
- * Start nats-server on free loopback ports and wait until both listeners accept.
- * @throws {Error} Naming the binary and its log when it is missing, exits, or does not accept in time.
- */
-export async function startNatsServer(opts: NatsServerOptions = {}): Promise<NatsServer> {
-  const binary = opts.binary ?? DEFAULT_BINARY;
+/** One node's config and where it must accept before it counts as started. */
+interface NodePlan {
+  host: string;
+  port: number;
+  wsPort: number;
+  httpPort: number | undefined;
+  /** The whole config (goes to the server's stdin). */
+  text: string;
+}
+
+function planNode(opts: NatsServerOptions, fn: string, httpPort?: number, extra = ""): NodePlan {
   const host = opts.host ?? "127.0.0.1";
   const maxPayload = opts.maxPayload ?? 1024 * 1024;
   if (!Number.isInteger(maxPayload) || maxPayload < 1024) {
-    throw new RangeError(`startNatsServer: maxPayload must be an integer >= 1024 bytes, got ${maxPayload}`);
+    throw new RangeError(`${fn}: maxPayload must be an integer >= 1024 bytes, got ${maxPayload}`);
   }
   const port = freePort(host), wsPort = freePort(host);
-  const httpPort = opts.monitor ? freePort(host) : undefined;
+  httpPort ??= opts.monitor ? freePort(host) : undefined;
   const text = [
     `listen: "${host}:${port}"`,
     `max_payload: ${maxPayload}`,
@@ -117,8 +123,16 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
     // `websocket { tls { cert_file, key_file } }` (wss://) and a top-level `tls {}`.
     `websocket { listen: "${host}:${wsPort}", no_tls: true }`,
     httpPort === undefined ? "" : `http: "${host}:${httpPort}"`,
+    extra,
     opts.authorization ?? "",
   ].join("\n");
+  return { host, port, wsPort, httpPort, text };
+}
+
+/** Run one planned node: spawned, awaited until its listeners accept, killable and restartable. */
+async function runNode(plan: NodePlan, opts: NatsServerOptions): Promise<NatsServer> {
+  const binary = opts.binary ?? DEFAULT_BINARY;
+  const { host, port, wsPort, httpPort, text } = plan;
   if (!isFile(binary)) {
     throw new Error(`nats-server: cannot run ${binary} (no such file); install it: apt-get install -y nats-server`);
   }
@@ -194,11 +208,130 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
   };
 }
 
+/**
+ * Start nats-server on free loopback ports and wait until both listeners accept.
+ * @throws {Error} Naming the binary and its log when it is missing, exits, or does not accept in time.
+ */
+export function startNatsServer(opts: NatsServerOptions = {}): Promise<NatsServer> {
+  return runNode(planNode(opts, "startNatsServer"), opts);
+}
+
+/** A running cluster: N nodes routed to one another, each with its own TCP, WebSocket and monitoring port. */
+export interface NatsCluster {
+  /** The nodes, in order (node i is `server_name` `flodl-<i>`); each is killable and restartable alone. */
+  readonly nodes: readonly NatsServer[];
+  /** Every node's `ws://host:port`, in node order: what join tokens carry. */
+  readonly wsUrls: readonly string[];
+  /** Every node's `nats://host:port`. */
+  readonly urls: readonly string[];
+  /**
+   * Which running node holds the client connection named `name` (the client's `name`: connect.ts
+   * names links `flodl coordinator`, `flodl rank <k>`), from each node's monitoring `/connz`;
+   * -1 when none does (between a node's death and the client's reconnect).
+   */
+  nodeOf(name: string): Promise<number>;
+  /** Wait until every running node has a route to every other running one (after a `start`). */
+  formed(): Promise<void>;
+  /** Stop every node (by its pid). */
+  stop(): Promise<void>;
+}
+
+/** A node's routes as its monitoring endpoint reports them (`/routez`), -1 when it does not answer. */
+async function routesOf(monitorUrl: string): Promise<number> {
+  try {
+    const res = await fetch(`${monitorUrl}/routez`);
+    return ((await res.json()) as { num_routes?: number }).num_routes ?? -1;
+  } catch {
+    return -1;
+  }
+}
+
+/** The names of a node's client connections (`/connz`), undefined when it does not answer. */
+export async function connectionNames(monitorUrl: string): Promise<string[] | undefined> {
+  try {
+    const res = await fetch(`${monitorUrl}/connz?limit=1024`);
+    return ((await res.json()) as { connections?: { name?: string }[] }).connections?.map((c) => c.name ?? "") ?? [];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Start `n` nats-server nodes on free loopback ports, routed to one another (a full mesh:
+ * every node lists every route), and wait until the cluster is formed: each node's
+ * monitoring `/routez` says `num_routes` = n − 1. Each node has the same `authorization`
+ * (a run's users must be the same everywhere) and the settings of {@link startNatsServer}.
+ * Nodes do not advertise other nodes' client URLs (`cluster { no_advertise: true }`): a
+ * client uses the URLs it was given (the join token's), never ones it was told about
+ * (they may not be reachable from it, nor allowed by a walk-in's `--allow-net`).
+ * `monitor` is always on (the formation check needs it). n = 1 is one node without routes.
+ * @throws {RangeError} When n is not an integer >= 1.
+ * @throws {Error} As {@link startNatsServer}, or when the routes do not form in time (each node's log).
+ */
+export async function startNatsCluster(n: number, opts: NatsServerOptions = {}): Promise<NatsCluster> {
+  if (!Number.isInteger(n) || n < 1) throw new RangeError(`startNatsCluster: n must be an integer >= 1 (nodes), got ${n}`);
+  const host = opts.host ?? "127.0.0.1";
+  const routePorts = Array.from({ length: n }, () => freePort(host));
+  const routes = routePorts.map((p) => `"nats-route://${host}:${p}"`).join(", ");
+  const plans = routePorts.map((rp, i) =>
+    planNode(
+      opts,
+      "startNatsCluster",
+      freePort(host),
+      [
+        `server_name: "flodl-${i}"`,
+        n === 1 ? "" : `cluster { name: "flodl", listen: "${host}:${rp}", no_advertise: true, routes: [${routes}] }`,
+      ].join("\n"),
+    )
+  );
+  const nodes: NatsServer[] = [];
+  try {
+    for (const plan of plans) nodes.push(await runNode(plan, opts));
+  } catch (e) {
+    await Promise.all(nodes.map((s) => s.stop()));
+    throw e;
+  }
+  const formed = async () => {
+    const up = nodes.filter((s) => s.pid > 0);
+    const until = Date.now() + START_TIMEOUT_MS;
+    for (;;) {
+      const routed = await Promise.all(up.map((s) => routesOf(s.monitorUrl!)));
+      if (routed.every((r) => r === up.length - 1)) return;
+      if (Date.now() > until) {
+        const logs = up.map((s, i) => `node ${i} (${routed[i]} routes):\n${s.log()}`).join("\n");
+        throw new Error(`startNatsCluster: the ${up.length} nodes did not form a cluster within ${START_TIMEOUT_MS / 1000} s:\n${logs}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  const stop = async () => void await Promise.all(nodes.map((s) => s.stop()));
+  try {
+    await formed();
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const nodeOf = async (name: string) => {
+    const names = await Promise.all(nodes.map((s) => s.pid > 0 ? connectionNames(s.monitorUrl!) : undefined));
+    return names.findIndex((l) => l?.includes(name) ?? false);
+  };
+  return { nodes, wsUrls: nodes.map((s) => s.wsUrl), urls: nodes.map((s) => s.url), nodeOf, formed, stop };
+}
+
 if (import.meta.main) {
-  const server = await startNatsServer();
-  console.log(`nats-server pid ${server.pid}: ${server.url} and ${server.wsUrl} (Ctrl-C stops it)`);
+  const i = Deno.args.indexOf("--cluster");
+  const n = i < 0 ? 0 : Number(Deno.args[i + 1]);
+  if (i >= 0 && !(Number.isInteger(n) && n >= 1)) {
+    console.error(`scripts/nats_server.ts: --cluster must be an integer >= 1 (nodes), got ${JSON.stringify(Deno.args[i + 1] ?? "nothing")}`);
+    Deno.exit(2);
+  }
+  const cluster = n ? await startNatsCluster(n) : undefined;
+  const servers = cluster ? cluster.nodes : [await startNatsServer()];
+  for (const s of servers) console.log(`nats-server pid ${s.pid}: ${s.url} and ${s.wsUrl}${s.monitorUrl ? `, monitor ${s.monitorUrl}` : ""}`);
+  if (cluster) console.log(`cluster of ${n} formed; WebSocket URLs: ${cluster.wsUrls.join(",")}`);
+  console.log("Ctrl-C stops it");
   Deno.addSignalListener("SIGINT", async () => {
-    await server.stop();
+    await Promise.all(servers.map((s) => s.stop()));
     Deno.exit(0);
   });
 }

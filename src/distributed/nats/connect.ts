@@ -42,14 +42,19 @@ export interface NatsConnection {
 }
 
 /**
- * Connect to a NATS server over WebSocket with a run's user and password.
- * @param url `ws://host:port` (loopback tests) or `wss://host:port` (anything else).
+ * Connect to a NATS server, or to one node of a cluster, over WebSocket with a run's user and password.
+ * Given several URLs (a cluster's nodes, as a join token lists them), the client connects to
+ * one of them and, when that node goes away, reconnects to another (in the client's shuffled
+ * order, each tried every `reconnectTimeWait`, for as long as the link lets it); only those URLs: the
+ * client ignores cluster URLs a server gossips (`ignoreClusterUpdates`), which may be
+ * unreachable from here or outside a walk-in's `--allow-net`.
+ * @param url `ws://host:port` (loopback tests) or `wss://host:port` (anything else), or a list of them.
  * @param who Names the side in errors: "coordinator" or "rank 3".
  * @param inboxPrefix Reply subjects' prefix (the coordinator's: `coordinatorInbox(run)`).
  * @throws {Error} Naming `who`, the user and the URL when the server refuses or is unreachable.
  */
 export async function connectLink(
-  url: string,
+  url: string | readonly string[],
   user: string,
   pass: string,
   who: string,
@@ -57,7 +62,8 @@ export async function connectLink(
 ): Promise<NatsConnection> {
   try {
     return await wsconnect({
-      servers: url,
+      servers: typeof url === "string" ? url : [...url],
+      ignoreClusterUpdates: true,
       user,
       pass,
       name: `flodl ${who}`,
@@ -68,7 +74,7 @@ export async function connectLink(
       ...(inboxPrefix ? { inboxPrefix } : {}),
     });
   } catch (e) {
-    throw new Error(`${who}: NATS at ${url} refused user "${user}": ${(e as Error).message}`, { cause: e });
+    throw new Error(`${who}: NATS at ${typeof url === "string" ? url : url.join(", ")} refused user "${user}": ${(e as Error).message}`, { cause: e });
   }
 }
 

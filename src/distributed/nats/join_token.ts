@@ -8,9 +8,31 @@
  */
 import { fromBase64, type RankCredentials, type RelayCredentials, toBase64 } from "./credentials.ts";
 
-/** A rank's join token: its credentials and the server URL, as one URL-safe string. */
-export function encodeJoinToken(url: string, creds: RankCredentials): string {
-  return toBase64(new TextEncoder().encode(JSON.stringify({ url, ...creds })))
+/** The most server URLs a token lists (a cluster's nodes). */
+export const MAX_TOKEN_URLS = 16;
+
+/** Where a token's holder connects: one server (`url`), or every node of a cluster (`urls`, `url` its first). */
+export interface TokenServers {
+  /** The server's `ws://` or `wss://` URL; with `urls`, the first of them. */
+  url: string;
+  /** Every node of a cluster, `url` first (absent for one server): `connectLink` fails over among them. */
+  urls?: string[];
+}
+
+/** The URLs to connect to: the token's `urls`, or its one `url`. */
+export function serversOf(t: TokenServers): string[] {
+  return t.urls ?? [t.url];
+}
+
+/**
+ * A rank's join token: its credentials and the server URL(s), as one URL-safe string. One
+ * URL (or a list of one) writes `url` alone, as before clusters; a list of several writes
+ * `url` (the first) and `urls` (all of them, in order).
+ */
+export function encodeJoinToken(url: string | readonly string[], creds: RankCredentials): string {
+  const list = typeof url === "string" ? [url] : [...url];
+  const servers: TokenServers = list.length > 1 ? { url: list[0], urls: list } : { url: list[0] };
+  return toBase64(new TextEncoder().encode(JSON.stringify({ ...servers, ...creds })))
     .replaceAll("+", "-").replaceAll("/", "_").replaceAll("=", "");
 }
 
@@ -68,8 +90,21 @@ function checkFields(v: Record<string, unknown>, name: string, fn: string): void
     throw new TypeError(`${fn}: ${name}: "${field}" must be ${want}, got ${got}`);
   };
   const missing = (k: string) => k in v ? typeOf(v[k]) : "none";
-  if (typeof v.url !== "string" || !/^wss?:\/\/\S+$/.test(v.url)) {
+  const isUrl = (u: unknown): u is string => typeof u === "string" && /^wss?:\/\/\S+$/.test(u);
+  if (!isUrl(v.url)) {
     fail("url", "a ws:// or wss:// URL", typeof v.url === "string" ? JSON.stringify(v.url) : missing("url"));
+  }
+  if ("urls" in v) {
+    const u = v.urls;
+    const want = `an array of 2-${MAX_TOKEN_URLS} distinct ws:// or wss:// URLs whose first is "url"`;
+    if (!Array.isArray(u)) fail("urls", want, typeOf(u));
+    const list = u as unknown[];
+    if (list.length < 2 || list.length > MAX_TOKEN_URLS) fail("urls", want, `${list.length} entries`);
+    const bad = list.findIndex((x) => !isUrl(x));
+    if (bad >= 0) fail("urls", want, `entry ${bad} ${typeof list[bad] === "string" ? JSON.stringify(list[bad]) : typeOf(list[bad])}`);
+    const twice = list.findIndex((x, i) => list.indexOf(x) !== i);
+    if (twice >= 0) fail("urls", want, `entry ${twice} ${JSON.stringify(list[twice])} twice`);
+    if (list[0] !== v.url) fail("urls", want, `first ${JSON.stringify(list[0])}, "url" ${JSON.stringify(v.url)}`);
   }
   if (typeof v.run !== "string" || !/^[a-z0-9]{4,64}$/.test(v.run)) {
     fail("run", "4-64 of [a-z0-9]", typeof v.run === "string" ? JSON.stringify(v.run) : missing("run"));
@@ -84,7 +119,8 @@ function checkFields(v: Record<string, unknown>, name: string, fn: string): void
 /**
  * Read a join token made by {@link encodeJoinToken}.
  * @throws {TypeError} One line naming the token (first characters, length) and what is
- * wrong: empty, not base64url, cut short, not JSON, or a field missing or of the wrong type.
+ * wrong: empty, not base64url, cut short, not JSON, or a field missing or of the wrong type
+ * (`urls`, when present: 2-16 distinct ws(s) URLs, the first being `url`).
  * @example
  * ```ts
  * import { decodeJoinToken } from "./join_token.ts";
@@ -95,10 +131,10 @@ function checkFields(v: Record<string, unknown>, name: string, fn: string): void
  * }
  * ```
  */
-export function decodeJoinToken(token: string): { url: string } & RankCredentials {
+export function decodeJoinToken(token: string): TokenServers & RankCredentials {
   const v = objectOf(token, "join token", "decodeJoinToken");
   checkFields(v, named("join token", token), "decodeJoinToken");
-  return v as unknown as { url: string } & RankCredentials;
+  return v as unknown as TokenServers & RankCredentials;
 }
 
 /**
@@ -106,7 +142,7 @@ export function decodeJoinToken(token: string): { url: string } & RankCredential
  * @throws {TypeError} As {@link decodeJoinToken}, naming the relay token; also when
  * "members" is not a non-empty array of `{ rank, key }` (a rank's token given to a relay).
  */
-export function decodeRelayToken(token: string): { url: string } & RelayCredentials {
+export function decodeRelayToken(token: string): TokenServers & RelayCredentials {
   const fn = "decodeRelayToken", name = named("relay token", token);
   const v = objectOf(token, "relay token", fn);
   checkFields(v, name, fn);
@@ -122,5 +158,5 @@ export function decodeRelayToken(token: string): { url: string } & RelayCredenti
     const got = Array.isArray(m) ? (m.length ? `an array whose entry ${m.findIndex((e) => !ok(e))} is not` : "an empty array") : typeOf(m);
     throw new TypeError(`${fn}: ${name}: "members" must be a non-empty array of { rank: integer >= 0, key: base64 of 32 bytes }, got ${got}`);
   }
-  return v as unknown as { url: string } & RelayCredentials;
+  return v as unknown as TokenServers & RelayCredentials;
 }

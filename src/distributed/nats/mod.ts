@@ -16,7 +16,8 @@ export {
   serverAuthorization,
 } from "./credentials.ts";
 export type { NatsUser, RankCredentials, RelayCredentials, RunCredentials } from "./credentials.ts";
-export { decodeJoinToken, decodeRelayToken, encodeJoinToken } from "./join_token.ts";
+export { decodeJoinToken, decodeRelayToken, encodeJoinToken, serversOf } from "./join_token.ts";
+export type { TokenServers } from "./join_token.ts";
 export { openCoordinator } from "./coordinator_link.ts";
 export type { CoordinatorLinkOptions, NatsCoordinator, RankLink, RankLinkListeners } from "./coordinator_link.ts";
 export { RankLinkError } from "./errors.ts";

@@ -375,8 +375,9 @@ export class DdpBuilder<M extends Module> {
     if (elastic && !(Number.isInteger(spec.maxSlots) && spec.maxSlots! >= Math.max(1, spec.slots))) {
       throw new RangeError(`remoteRanks: maxSlots must be an integer >= slots (${spec.slots}) and >= 1, got ${spec.maxSlots}`);
     }
-    if (typeof spec.url !== "string" || !/^wss?:\/\//.test(spec.url)) {
-      throw new TypeError(`remoteRanks: url must be a ws:// or wss:// NATS WebSocket URL, got ${JSON.stringify(spec.url)}`);
+    const urls: unknown[] = Array.isArray(spec.url) ? spec.url : [spec.url];
+    if (!urls.length || !urls.every((u) => typeof u === "string" && /^wss?:\/\//.test(u))) {
+      throw new TypeError(`remoteRanks: url must be a ws:// or wss:// NATS WebSocket URL or a non-empty list of them, got ${JSON.stringify(spec.url)}`);
     }
     this.#s.remote = { ...spec };
     return this;

@@ -64,15 +64,18 @@ export interface RemoteRanksSpec {
    * optimizer). Default `slots` (no spare). Credentials need a slot per rank: L + maxSlots.
    */
   maxSlots?: number;
-  /** The NATS WebSocket URL the coordinator connects to (`ws://127.0.0.1:port` for a server it runs). */
-  url: string;
+  /**
+   * The NATS WebSocket URL the coordinator connects to (`ws://127.0.0.1:port` for a server it runs),
+   * or every node's of a cluster (the coordinator fails over among them).
+   */
+  url: string | readonly string[];
   /**
    * The run's credentials (`createRunCredentials(L + slots)`, slot k = rank k); the server
    * must hold their `serverAuthorization(...)` block.
    */
   credentials: RunCredentials;
-  /** The URL put in join tokens, as remote machines reach the server (default `url`). */
-  joinUrl?: string;
+  /** The URL(s) put in join tokens, as remote machines reach the server or cluster (default `url`). */
+  joinUrl?: string | readonly string[];
   /** Each slot's join token, once the slot is open: print the join command here. */
   onJoinToken?: (rank: number, token: string) => void;
   /**

@@ -19,6 +19,7 @@ import {
   connectLink,
   decodeJoinToken,
   encodeJoinToken,
+  serversOf,
   encodeValue,
   importLinkKey,
   type RankCredentials,
@@ -53,11 +54,12 @@ const HEARTBEAT_MS = 1000;
 
 /**
  * The join token of rank slot `creds.rank` (coordinator side).
- * @param url The NATS WebSocket URL the rank connects to (`ws://` on loopback, `wss://` elsewhere).
+ * @param url The NATS WebSocket URL the rank connects to (`ws://` on loopback, `wss://` elsewhere),
+ * or every node's of a cluster (the rank fails over among them).
  * @param site Where the coordinator's builder was created.
  * @param args The coordinator's `programArgs()`.
  */
-export function joinTokenFor(url: string, creds: RankCredentials, site: CallSite, args: Record<string, unknown>): string {
+export function joinTokenFor(url: string | readonly string[], creds: RankCredentials, site: CallSite, args: Record<string, unknown>): string {
   const file = site.url.replace(/[?#].*$/, "").split("/").pop() || site.url;
   const extras: JoinExtras = { line: site.line, col: site.col, ordinal: site.ordinal ?? 0, file, args };
   return encodeJoinToken(url, { ...creds, ...extras });
@@ -108,7 +110,7 @@ export interface RemoteRank {
   readonly rank: number;
   /** The run id. */
   readonly run: string;
-  /** The NATS WebSocket URL the rank connects to (from the token). */
+  /** The NATS WebSocket URL the rank connects to (from the token; a cluster's first node). */
   readonly url: string;
   /**
    * Resolves with why the rank stopped once it served (the run ended, the coordinator
@@ -212,7 +214,7 @@ async function serve(
   const runtime = state.createRuntime(device);
   let admitted = false;
   let beat: ReturnType<typeof setInterval> | undefined;
-  const connection = await connectLink(t.url, t.user, t.pass, `rank ${rank}`);
+  const connection = await connectLink(serversOf(t), t.user, t.pass, `rank ${rank}`);
   /** Behind a relay (the coordinator's init says which): frames go there, signed with this rank's key. */
   let relay: { index: number; sender: WireSender } | undefined;
   // Events go out through the server; none come before it exists (they follow init, a call over it).
@@ -221,7 +223,7 @@ async function serve(
     async init(setup, s) {
       if (setup.rank !== rank) throw new RangeError(`rank ${rank}: the coordinator's init says rank ${setup.rank}`);
       // The coordinator sends init only to a rank whose hello passed the run's checks.
-      if (!admitted) log(`rank ${rank}: joined run ${t.run} at ${t.url} (${host || "this host"}, ${hello.adapter}); waiting for work`);
+      if (!admitted) log(`rank ${rank}: joined run ${t.run} at ${serversOf(t).join(", ")} (${host || "this host"}, ${hello.adapter}); waiting for work`);
       admitted = true;
       clearInterval(beat);
       beat = setInterval(() => s.heartbeat(rank), HEARTBEAT_MS);
@@ -273,7 +275,7 @@ async function serve(
   // "joined" only once the coordinator admitted the rank (its first call, init): a rank
   // refused by the key or by the run's checks of its hello never says it.
   if (!(await server.joined)) throw new Error((await server.down).message);
-  if (!admitted) log(`rank ${rank}: reached run ${t.run} at ${t.url}; waiting for the coordinator to check its hello`);
+  if (!admitted) log(`rank ${rank}: reached run ${t.run} at ${serversOf(t).join(", ")}; waiting for the coordinator to check its hello`);
   const down = await server.down;
   if (down.fault === "rejected") throw new Error(down.message);
   log(`rank ${rank}: stopped: ${down.message}`);

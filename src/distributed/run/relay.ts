@@ -22,6 +22,7 @@ import {
   checkFrame,
   connectLink,
   decodeRelayToken,
+  serversOf,
   decodeValue,
   importLinkKey,
   type NatsConnection,
@@ -79,7 +80,7 @@ export function joinRelay(token: string, opts: RelayOptions = {}): RunningRelay 
     host ||= deno?.hostname?.() ?? "";
   } catch { /* no --allow-sys */ }
   const done = (async () => {
-    const connection = await connectLink(t.url, t.user, t.pass, `relay (slot ${t.rank})`);
+    const connection = await connectLink(serversOf(t), t.user, t.pass, `relay (slot ${t.rank})`);
     return await serveRelay(connection, t, { ...opts, host });
   })();
   return { slot: t.rank, run: t.run, members: t.members.map((m) => m.rank), done };

@@ -15,7 +15,7 @@
  * one-use ticket: the first loader (tab or Deno) to `POST /<key>/claim/<ticket>` takes the
  * slot; any later claim, and any later open of the page, is refused (409) with one line.
  */
-import { decodeJoinToken, encodeJoinToken } from "../nats/mod.ts";
+import { decodeJoinToken, encodeJoinToken, serversOf } from "../nats/mod.ts";
 import { JOIN_PAGE_CSP, joinPageHtml } from "./walk_in_page_html.ts";
 import { proxyWebSocket } from "./walk_in_proxy.ts";
 
@@ -65,7 +65,7 @@ export interface WalkInServer {
   readonly digests: WalkInDigests;
   /** A rank's join token with the walk-in digests added. */
   token(joinToken: string): string;
-  /** The command a walk-in runs for `joinToken`: `deno run --allow-net=<this, the NATS host:port> <url> <token>`. */
+  /** The command a walk-in runs for `joinToken`: `deno run --allow-net=<this, every NATS node's host:port> <url> <token>`. */
   command(joinToken: string): string;
   /** `host:port` of the https listener (with `tls`). */
   readonly httpsHostPort?: string;
@@ -248,9 +248,10 @@ export async function serveWalkIn(files: WalkInFiles, opts: WalkInServeOptions):
     }
     return { t, slot };
   };
+  // A Deno walk-in gets every node of a cluster; a tab the one wss URL of this origin's proxy.
   const token = (joinToken: string, nats?: string) => {
-    const { t: { url: natsUrl, ...rest }, slot } = slotOf(joinToken);
-    return encodeJoinToken(nats ?? natsUrl, { ...rest, walkIn: { ...digests, ticket: slot.ticket } } as typeof rest);
+    const { t: { url, urls, ...rest }, slot } = slotOf(joinToken);
+    return encodeJoinToken(nats ?? urls ?? url, { ...rest, walkIn: { ...digests, ticket: slot.ticket } } as typeof rest);
   };
   return {
     hostPort,
@@ -259,8 +260,13 @@ export async function serveWalkIn(files: WalkInFiles, opts: WalkInServeOptions):
     digests,
     token: (joinToken) => token(joinToken),
     command(joinToken) {
-      const nats = new URL(decodeJoinToken(joinToken).url).host;
-      return `deno run --allow-net=${hostPort},${nats} ${url} ${token(joinToken)}`;
+      // Every node of a cluster: the rank fails over among them, and Deno refuses a host not listed.
+      // With the port always (URL's host drops a default one: wss://h:443 would allow every port of h).
+      const nats = serversOf(decodeJoinToken(joinToken)).map((u) => {
+        const n = new URL(u);
+        return `${n.hostname}:${n.port || (n.protocol === "wss:" ? 443 : 80)}`;
+      });
+      return `deno run --allow-net=${[hostPort, ...nats].join(",")} ${url} ${token(joinToken)}`;
     },
     link(joinToken) {
       if (!httpsHostPort || !files.page) return undefined;
