@@ -11,7 +11,9 @@
  * - `hold`: the link a black hole for 1–20 s (connections open, bytes wait);
  * - `stop`: the rank process frozen (SIGSTOP) for 1–20 s, then SIGCONT: a frozen tab's kin;
  * - `kill`: the rank process killed (SIGKILL): it must be reported lost, its work retrained;
- * - `nats`: the nats-server killed and started again on its port 0.2–5 s later.
+ * - `nats`: the nats-server killed and started again on its port 0.2–5 s later;
+ * - `node`: on a 3-node NATS cluster, the node the coordinator or the rank (drawn) is on
+ *   killed for good: every client fails over to another node.
  * Every fault but `kill` lasts less than the grace (heartbeatTimeoutSecs 30, the rank's
  * beaconLossMs 30 s), so the run must keep its rank. Counted per run: a hang (no end within
  * 300 s), a run that did not finish, ranks lost (expected: none, or rank 1 for `kill`),
@@ -20,13 +22,13 @@
  * (bench/remote_band.ts 2 ranks, batches of 16). Writes bench/results/fault-soak-<stamp>.json
  * and prints a summary. Not part of `npm test`, which drives each fault once by construction.
  *
- *   . scripts/env.sh && deno run -A --no-check bench/fault_soak.ts [--runs 50] [--seed 1] [--kinds cut,hold,stop,kill,nats]
+ *   . scripts/env.sh && deno run -A --no-check bench/fault_soak.ts [--runs 50] [--seed 1] [--kinds cut,hold,stop,kill,nats,node]
  */
 import { within } from "../test/util/processes.ts";
 import { proxiedRun } from "../test/util/proxied_remote.ts";
 import { mulberry32 } from "../test/util/random.ts";
 
-const KINDS = ["cut", "hold", "stop", "kill", "nats"] as const;
+const KINDS = ["cut", "hold", "stop", "kill", "nats", "node"] as const;
 type Kind = typeof KINDS[number];
 
 const flag = (name: string, fallback: string) => {
@@ -46,8 +48,10 @@ const RUN_BOUND_MS = 300_000, GRACE_SECS = 30;
 interface Outcome {
   run: number;
   kind: Kind;
-  /** The fault's length, ms (none for `kill`). */
+  /** The fault's length, ms (none for `kill` and `node`). */
   ms?: number;
+  /** For `node`: whose node was killed. */
+  node?: string;
   /** The remote rank's batch the fault fired at; undefined when the run ended first. */
   atBatch: number;
   fired: boolean;
@@ -67,9 +71,10 @@ const between = (lo: number, hi: number) => Math.round(lo + rand() * (hi - lo));
 async function one(run: number, kind: Kind): Promise<Outcome> {
   const t0 = performance.now();
   const atBatch = between(1, 40);
-  const ms = kind === "kill" ? undefined : kind === "nats" ? between(200, 5000) : between(1000, 20_000);
-  let fault: Promise<void> | undefined;
-  const r = await proxiedRun(GRACE_SECS, (n) => void (n === atBatch && (fault = fire())));
+  const ms = kind === "kill" || kind === "node" ? undefined : kind === "nats" ? between(200, 5000) : between(1000, 20_000);
+  const whose = pick(["flodl coordinator", "flodl rank 1"]);
+  let fault: Promise<void> | undefined, node: string | undefined;
+  const r = await proxiedRun(GRACE_SECS, (n) => void (n === atBatch && (fault = fire())), { nodes: kind === "node" ? 3 : 1 });
   const rank = () => r.procs[0].child;
   const fire = (): Promise<void> => {
     switch (kind) {
@@ -85,6 +90,12 @@ async function one(run: number, kind: Kind): Promise<Outcome> {
         return Promise.resolve();
       case "nats":
         return r.server.kill().then(() => new Promise((done) => setTimeout(done, ms))).then(() => r.server.start());
+      case "node":
+        return r.cluster.nodeOf(whose).then((k) => {
+          if (k < 0) throw new Error(`fault_soak: "${whose}" is on no node`);
+          node = `${whose.slice(6)}'s node ${k}`;
+          return r.cluster.nodes[k].kill();
+        });
     }
   };
   let status: Outcome["status"] = "ok", error: string | undefined, acc: number | undefined;
@@ -109,6 +120,7 @@ async function one(run: number, kind: Kind): Promise<Outcome> {
     run,
     kind,
     ...(ms === undefined ? {} : { ms }),
+    ...(node ? { node } : {}),
     atBatch,
     fired: fault !== undefined,
     status,
@@ -130,7 +142,7 @@ for (let i = 1; i <= runs; i++) {
   const want = o.kind === "kill" ? 1 : 0;
   const bad = o.status !== "ok" || !o.fired || o.lost.length !== want || o.never || o.twice;
   console.log(
-    `run ${i}/${runs}: ${o.kind}${o.ms === undefined ? "" : ` ${o.ms} ms`} at batch ${o.atBatch}${o.fired ? "" : " (never fired)"}: ` +
+    `run ${i}/${runs}: ${o.kind}${o.ms === undefined ? "" : ` ${o.ms} ms`}${o.node ? ` (${o.node})` : ""} at batch ${o.atBatch}${o.fired ? "" : " (never fired)"}: ` +
       `${o.status}${o.error ? ` (${o.error})` : ""}, lost ${o.lost.length}, never ${o.never}, twice ${o.twice}, ` +
       `acc ${o.acc?.toFixed(3) ?? "-"}, ${o.secs} s${bad ? "  <-- UNEXPECTED" : ""}`,
   );
