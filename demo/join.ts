@@ -10,15 +10,26 @@
  * Joining puts the page in the rank role for good (isRank() is true): training here again
  * needs a reload. A refusal at join (another program, model layout, dataset size or wire)
  * is shown with the coordinator's own words.
+ *
+ * A tab the browser freezes (Page Lifecycle `freeze`: a background tab, a phone's screen off)
+ * runs no JavaScript until it `resume`s: the page says "frozen" as it goes, and "back after
+ * N s frozen" once it runs again. A page stopped without a word (paused in a debugger, a
+ * thread blocked) is seen by its own timer: "back after N s without running". Its link
+ * resumes where it stopped when it is back within the run's grace (`reconnectGraceSecs`);
+ * past it the coordinator has dropped it, and the page says "dropped" while its rank asks
+ * for its slot back, then "rejoined" once the coordinator took it back (or "left" why not).
  */
 import { joinRun, type RankEvent } from "../src/index.ts";
+
+/** A page whose timer stood still this long (ms) says it was away once it runs again. */
+export const AWAY_MS = 10_000;
 
 /** The program module a tab re-enters when the link names none: `npm start`'s. */
 export const DEFAULT_PROGRAM = "/examples/program.ts";
 
 /** What the page shows of a joined rank (and tests read from `__demo.join`). */
 export interface JoinState {
-  state: "idle" | "joining" | "joined" | "training" | "stopped" | "refused" | "error";
+  state: "idle" | "joining" | "joined" | "training" | "rejoining" | "stopped" | "refused" | "error";
   rank: number;
   run: string;
   url: string;
@@ -33,11 +44,22 @@ export interface JoinState {
   reason: string;
   /** The rank's log lines (joined, refused, stopped). */
   log: string[];
+  /** The browser froze the page (the status says so as it goes; nothing runs until it resumes). */
+  frozen: boolean;
+  /**
+   * Times the page stopped running for {@link AWAY_MS} or more while a rank (frozen by the
+   * browser, or stopped without a word), how long the last time lasted (ms), and how.
+   */
+  aways: number;
+  awayMs: number;
+  awayHow: "frozen" | "without running";
+  /** Times the rank was dropped from the run and taken back into its slot (`rejoined run` in its log). */
+  rejoins: number;
 }
 
 /** A fresh, idle state. */
 export function idleJoin(): JoinState {
-  return { state: "idle", rank: -1, run: "", url: "", steps: 0, samples: 0, epoch: 0, loss: NaN, compiles: 0, reason: "", log: [] };
+  return { state: "idle", rank: -1, run: "", url: "", steps: 0, samples: 0, epoch: 0, loss: NaN, compiles: 0, reason: "", log: [], frozen: false, aways: 0, awayMs: 0, awayHow: "frozen", rejoins: 0 };
 }
 
 /**
@@ -55,6 +77,19 @@ export function programUrl(path: string | null, origin: string): URL {
 /** One line of what a state means, for the page's status. */
 export function joinText(s: JoinState): string {
   const who = `Rank ${s.rank}`;
+  if (s.frozen && (s.state === "joined" || s.state === "training")) {
+    return `${who} of run ${s.run}: frozen by the browser after ${s.steps} steps; it goes on where it stopped if it is back within the run's grace.`;
+  }
+  const back = s.aways > 0 && (s.state === "joined" || s.state === "training")
+    ? ` Back after ${(s.awayMs / 1000).toFixed(0)} s ${s.awayHow}${s.aways > 1 ? ` (away ${s.aways} times)` : ""}.`
+    : "";
+  const rejoined = s.rejoins > 0 && (s.state === "joined" || s.state === "training")
+    ? ` Rejoined the run after being dropped${s.rejoins > 1 ? ` (${s.rejoins} times)` : ""}.`
+    : "";
+  return text(s, who) + back + rejoined;
+}
+
+function text(s: JoinState, who: string): string {
   switch (s.state) {
     case "idle":
       return "Not joined. Paste a join token (npm start -- --serve N prints one per slot) or open the printed link.";
@@ -66,6 +101,8 @@ export function joinText(s: JoinState): string {
         : `${who} of run ${s.run}: joined at ${s.url}; waiting for work.`;
     case "training":
       return `${who} of run ${s.run}: training, epoch ${s.epoch + 1}, ${s.steps} steps (${s.samples} samples), loss ${s.loss.toFixed(4)}.`;
+    case "rejoining":
+      return `${who} was dropped from run ${s.run} (${s.reason}); saying hello again with the same token, to be taken back at the next epoch…`;
     case "stopped":
       return `${who} left the run after ${s.steps} steps (${s.samples} samples): ${s.reason}`;
     case "refused":
@@ -83,6 +120,10 @@ export async function joinFromPage(token: string, entry: URL, state: JoinState, 
   const log = (line: string) => {
     state.log.push(line);
     if (/: joined run /.test(line)) state.state = "joined";
+    // A rank dropped from the run (away past its grace) tries to get back into its slot (run/join.ts).
+    const out = /: out of the run \((.*)\); saying hello again/.exec(line);
+    if (out) Object.assign(state, { state: "rejoining", reason: out[1] });
+    if (/: rejoined run /.test(line)) Object.assign(state, { state: "joined", rejoins: state.rejoins + 1, reason: "" });
     update();
   };
   const onEvent = (e: RankEvent) => {
@@ -107,8 +148,30 @@ export async function joinFromPage(token: string, entry: URL, state: JoinState, 
   }
   Object.assign(state, { state: "joining", rank: rank.rank, run: rank.run, url: rank.url });
   update();
-  // Steps arrive many per second: the page redraws a few times a second.
-  const ticker = setInterval(update, 250);
+  // Steps arrive many per second: the page redraws a few times a second. Its timer standing
+  // still says the page did not run (a freeze the browser did not announce, a debugger).
+  let tick = Date.now();
+  const ticker = setInterval(() => {
+    const now = Date.now();
+    if (now - tick >= AWAY_MS && !state.frozen) Object.assign(state, { aways: state.aways + 1, awayMs: now - tick, awayHow: "without running" });
+    tick = now;
+    update();
+  }, 250);
+  // The browser says when it freezes the page and when it runs again (Page Lifecycle API).
+  let frozenAt = 0;
+  const onFreeze = () => {
+    frozenAt = Date.now();
+    state.frozen = true;
+    update();
+  };
+  const onResume = () => {
+    if (!state.frozen) return;
+    tick = Date.now();
+    Object.assign(state, { frozen: false, aways: state.aways + 1, awayMs: tick - frozenAt, awayHow: "frozen" });
+    update();
+  };
+  document.addEventListener("freeze", onFreeze);
+  document.addEventListener("resume", onResume);
   try {
     state.reason = await rank.done;
     state.state = "stopped";
@@ -118,6 +181,9 @@ export async function joinFromPage(token: string, entry: URL, state: JoinState, 
     state.state = /refused it at join/.test(state.reason) ? "refused" : "error";
   } finally {
     clearInterval(ticker);
+    document.removeEventListener("freeze", onFreeze);
+    document.removeEventListener("resume", onResume);
+    state.frozen = false;
     update();
   }
 }

@@ -84,6 +84,8 @@ export class Coordinator<M extends Module> {
   #cfg: ResolvedRunConfig;
   #state: RunDefinition;
   #ranks: RankClient[];
+  /** Lost ranks whose slot was reopened ({@link reopen}): admitted back, they are dead no more. */
+  #rejoining = new Set<number>();
   #layout: LayoutTable;
   #sink: RunSink;
   #observer: RunObserver;
@@ -167,16 +169,39 @@ export class Coordinator<M extends Module> {
       this.#outerSeed = momentum;
     }
     for (const r of ranks) {
-      r.onBatch = (ev) => this.#onBatch(ev);
-      r.onDown = (err, fatal) => (fatal ? this.#fail(err) : this.#rankLost(r.rank, err));
-      if (r.standby) {
-        // A spare slot (elastic membership): out of ElChe and every plan until admitted.
-        this.#cadence.dead(r.rank);
-        r.onStandbyDown = (err) => {
-          if (this.#membership.joins.delete(r.rank)) console.warn(`flodl-webgpu: ${err.message} (it was waiting to join; the run goes on)`);
-        };
-      } else this.#membership.members++;
+      this.#wire(r);
+      // A spare slot (elastic membership): out of ElChe and every plan until admitted.
+      if (r.standby) this.#cadence.dead(r.rank);
+      else this.#membership.members++;
     }
+  }
+
+  /** The coordinator's hooks on a rank's client. */
+  #wire(r: RankClient): void {
+    r.onBatch = (ev) => this.#onBatch(ev);
+    r.onDown = (err, fatal) => (fatal ? this.#fail(err) : this.#rankLost(r.rank, err));
+    r.onStandbyDown = (err) => {
+      this.#rejoining.delete(r.rank);
+      if (this.#membership.joins.delete(r.rank)) console.warn(`flodl-webgpu: ${err.message} (it was waiting to join; the run goes on)`);
+    };
+  }
+
+  /** After a rank is lost (not a fatal error), with its rank: where its slot may be reopened (run/launch.ts). */
+  onRankLost?: (rank: number) => void;
+
+  /**
+   * Put `client`, a standby slot, in the place of rank `rank`, which was lost: the rank may
+   * come back through it, admitted like a spare slot's at the next epoch boundary
+   * ({@link requestJoin}), and counted alive again (no longer dead for `maxFailure`). False
+   * when rank `rank` is not lost or `client` is not standby.
+   */
+  reopen(rank: number, client: RankClient): boolean {
+    const old = this.#ranks[rank];
+    if (!old || old.alive || old.standby || !client.standby || client.rank !== rank) return false;
+    this.#ranks[rank] = client;
+    this.#wire(client);
+    this.#rejoining.add(rank);
+    return true;
   }
 
   /**
@@ -460,6 +485,7 @@ export class Coordinator<M extends Module> {
     const why = unrecoverableReason(this.#membership.dead, this.#membership.members, "cpu", this.#cfg.maxFailure);
     if (why) this.#halt.stop ??= { reason: why, cause: err };
     this.#poke();
+    if (!this.#halt.stop) this.onRankLost?.(r);
   }
 
   /** Unrecoverable: write the bundle with the reason (when savePath is set) and stop with a clear error. */
@@ -557,7 +583,9 @@ export class Coordinator<M extends Module> {
         client.fail(new RankLostError(r, `rank ${r} did not load the consensus to join: ${err.message}`), false);
       }).then(() => true, () => false); // a failed join ends the slot (onStandbyDown said why)
       if (!loaded || !client.admit()) continue;
-      this.#membership.members++;
+      // A lost rank back in its own slot is alive again; any other joiner is a new member.
+      if (this.#rejoining.delete(r)) this.#membership.dead--;
+      else this.#membership.members++;
       this.#work.reset(r);
       this.#cadence.joined(r);
       this.#events?.rankJoined(r, epoch, place);

@@ -231,6 +231,17 @@ export class DdpBuilder<M extends Module> {
   heartbeatTimeoutSecs(secs: number): this {
     return this.#set("heartbeatTimeoutSecs", (c) => (c.heartbeatTimeoutSecs = secs));
   }
+  /**
+   * How long a remote rank may be away (its link lost, its tab frozen, its process stopped)
+   * and come back as if nothing happened (default 60 s). One knob for every reconnect window
+   * (coordinator/control/grace.ts): the coordinator's own connection, how long a silent
+   * remote rank is held before it is lost (in place of `heartbeatTimeoutSecs`, which keeps
+   * governing local workers), and how long the rank waits for the coordinator (its join
+   * token carries it). Past it the rank is dropped; with spare slots it may rejoin.
+   */
+  reconnectGraceSecs(secs: number): this {
+    return this.#set("reconnectGraceSecs", (c) => (c.reconnectGraceSecs = secs));
+  }
   /** Progressive chunk dispatch (default: on for Cadence/Async, off for Sync). */
   progressiveDispatch(enabled: boolean): this {
     return this.#set("progressiveDispatch", (c) => (c.progressiveDispatch = enabled));

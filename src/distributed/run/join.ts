@@ -47,10 +47,21 @@ interface JoinExtras {
   file?: string;
   /** The coordinator's program arguments. */
   args: Record<string, unknown>;
+  /** How long the coordinator holds this rank's slot while it is away (its `reconnectGraceSecs`), ms. */
+  beaconLossMs?: number;
 }
 
 /** Heartbeat period of a remote rank, ms (as a worker rank's). */
 const HEARTBEAT_MS = 1000;
+
+/**
+ * The bye reason of a rank dropped from a run that reopened its slot: the rank rejoins with
+ * the same token (a spare slot's join, admitted at the next epoch boundary).
+ */
+export const REJOIN_BYE = "dropped from the run: rejoin with the same token";
+
+/** How long a dropped rank keeps trying to rejoin, ms (see {@link JoinOptions.rejoinWindowMs}). */
+export const DEFAULT_REJOIN_WINDOW_MS = 600_000;
 
 /**
  * The join token of rank slot `creds.rank` (coordinator side).
@@ -58,10 +69,19 @@ const HEARTBEAT_MS = 1000;
  * or every node's of a cluster (the rank fails over among them).
  * @param site Where the coordinator's builder was created.
  * @param args The coordinator's `programArgs()`.
+ * @param beaconLossMs How long the coordinator holds the slot of a rank that is away (from
+ *   `reconnectGraceSecs`): the rank waits for beacons as long. Default: the rank's own (30 s).
  */
-export function joinTokenFor(url: string | readonly string[], creds: RankCredentials, site: CallSite, args: Record<string, unknown>): string {
+export function joinTokenFor(
+  url: string | readonly string[],
+  creds: RankCredentials,
+  site: CallSite,
+  args: Record<string, unknown>,
+  beaconLossMs?: number,
+): string {
   const file = site.url.replace(/[?#].*$/, "").split("/").pop() || site.url;
   const extras: JoinExtras = { line: site.line, col: site.col, ordinal: site.ordinal ?? 0, file, args };
+  if (beaconLossMs !== undefined) extras.beaconLossMs = beaconLossMs;
   return encodeJoinToken(url, { ...creds, ...extras });
 }
 
@@ -75,12 +95,20 @@ export interface JoinOptions {
   /** Seconds to wait for the builder (as `.entry(url, timeoutSecs)`; default 60). */
   timeoutSecs?: number;
   /**
-   * Stop when the coordinator's beacons stay away this long, ms (default 30 000, the
-   * coordinator's default heartbeat timeout): a first step compiles pipelines and blocks
-   * this thread for seconds on a slow adapter, and the beacons queued meanwhile are
-   * verified (async HMAC) only after it.
+   * Stop when the coordinator's beacons stay away this long, ms. Default: the token's (the
+   * coordinator's `reconnectGraceSecs`: the rank holds its state as long as the coordinator
+   * holds its slot), else 30 000. A first step compiles pipelines and blocks this thread for
+   * seconds on a slow adapter, and the beacons queued meanwhile are verified (async HMAC)
+   * only after it.
    */
   beaconLossMs?: number;
+  /**
+   * A rank dropped from the run (away past the run's grace) does not stop: it says hello
+   * again with the same token, and the coordinator takes it back into its slot at the next
+   * epoch boundary. It gives up when this long passes without a slot answering, ms
+   * (default 600 000), or when the run's server is gone.
+   */
+  rejoinWindowMs?: number;
   /** Progress lines (joined, refused, stopped). Default: none. */
   log?: (line: string) => void;
   /** How the coordinator names this rank's machine (default: Deno's host name; none in a browser). */
@@ -161,6 +189,12 @@ export function joinRun(token: string, opts: JoinOptions = {}): RemoteRank {
   return { rank: t.rank, run: t.run, url: t.url, done };
 }
 
+/** The token's `beaconLossMs` when it is a positive number (a token of an older coordinator has none), else 30 000. */
+function beaconLossOf(t: Partial<JoinExtras>): number {
+  const ms = t.beaconLossMs;
+  return typeof ms === "number" && Number.isFinite(ms) && ms > 0 ? ms : 30_000;
+}
+
 /** Deno's host name, or "" where it is not there or not allowed (a walk-in has only `--allow-net`). */
 function hostname(deno: { hostname?: () => string } | undefined): string {
   try {
@@ -211,10 +245,10 @@ async function serve(
   for (const p of probe.parameters()) p.data.dispose();
   for (const b of probe.buffers()) b.dispose();
 
-  const runtime = state.createRuntime(device);
-  let admitted = false;
+  let runtime = state.createRuntime(device);
+  let admitted = false, rejoining = false;
   let beat: ReturnType<typeof setInterval> | undefined;
-  const connection = await connectLink(serversOf(t), t.user, t.pass, `rank ${rank}`);
+  let connection: Awaited<ReturnType<typeof connectLink>>;
   /** Behind a relay (the coordinator's init says which): frames go there, signed with this rank's key. */
   let relay: { index: number; sender: WireSender } | undefined;
   // Events go out through the server; none come before it exists (they follow init, a call over it).
@@ -223,10 +257,13 @@ async function serve(
     async init(setup, s) {
       if (setup.rank !== rank) throw new RangeError(`rank ${rank}: the coordinator's init says rank ${setup.rank}`);
       // The coordinator sends init only to a rank whose hello passed the run's checks.
-      if (!admitted) log(`rank ${rank}: joined run ${t.run} at ${serversOf(t).join(", ")} (${host || "this host"}, ${hello.adapter}); waiting for work`);
+      if (rejoining) log(`rank ${rank}: rejoined run ${t.run} at ${serversOf(t).join(", ")}; waiting for the next epoch boundary`);
+      else if (!admitted) log(`rank ${rank}: joined run ${t.run} at ${serversOf(t).join(", ")} (${host || "this host"}, ${hello.adapter}); waiting for work`);
       admitted = true;
+      rejoining = false;
       clearInterval(beat);
       beat = setInterval(() => s.heartbeat(rank), HEARTBEAT_MS);
+      relay = undefined;
       if (setup.relay !== undefined) {
         const nc = connection;
         const key = await importLinkKey(t.key);
@@ -253,18 +290,7 @@ async function serve(
   const handler: Record<string, (...args: unknown[]) => unknown> = {};
   for (const name of RANK_CALLS) handler[name] = (...args) => dispatch(api, sink, name, args as never);
 
-  const server = await serveRank({
-    connection,
-    creds: t,
-    handler,
-    hello,
-    beaconLossMs: opts.beaconLossMs ?? 30_000,
-    onDown: async () => {
-      clearInterval(beat);
-      await runtime.stop().catch(() => {});
-    },
-    onRefused: (e) => log(`flodl: ${e.message}`),
-  });
+  let server: Awaited<ReturnType<typeof serveRank>>;
   const listener: RankListener = {
     event: (e) => {
       opts.onEvent?.(e);
@@ -272,12 +298,62 @@ async function serve(
     },
     down: () => {},
   };
-  // "joined" only once the coordinator admitted the rank (its first call, init): a rank
-  // refused by the key or by the run's checks of its hello never says it.
-  if (!(await server.joined)) throw new Error((await server.down).message);
-  if (!admitted) log(`rank ${rank}: reached run ${t.run} at ${serversOf(t).join(", ")}; waiting for the coordinator to check its hello`);
-  const down = await server.down;
-  if (down.fault === "rejected") throw new Error(down.message);
-  log(`rank ${rank}: stopped: ${down.message}`);
-  return down.message;
+  const beaconLossMs = opts.beaconLossMs ?? beaconLossOf(t as Partial<JoinExtras>);
+  const rejoinMs = opts.rejoinWindowMs ?? DEFAULT_REJOIN_WINDOW_MS;
+  /**
+   * Set while this rank is out of the run and tries to get back: since when, why, and until
+   * when it tries. Told by the coordinator (`REJOIN_BYE`: its slot is reopened) it tries for
+   * `rejoinMs`; gone down on its own (no beacons: away past the grace, or the coordinator
+   * gone) it says hello once more, and stops with the first reason when nobody answers.
+   */
+  let dropped: { why: string; until: number; told: boolean } | undefined;
+  const stop = (why: string) => {
+    log(`rank ${rank}: stopped: ${why}`);
+    return why;
+  };
+  for (;;) {
+    try {
+      connection = await connectLink(serversOf(t), t.user, t.pass, `rank ${rank}`);
+    } catch (e) {
+      if (!dropped) throw e;
+      return stop(`${dropped.why}; its server is gone (${(e as Error).message})`);
+    }
+    server = await serveRank({
+      connection,
+      creds: t,
+      handler,
+      hello,
+      beaconLossMs,
+      onDown: async () => {
+        clearInterval(beat);
+        await runtime.stop().catch(() => {});
+      },
+      onRefused: (e) => log(`flodl: ${e.message}`),
+    });
+    // "joined" only once the coordinator admitted the rank (its first call, init): a rank
+    // refused by the key or by the run's checks of its hello never says it.
+    const joined = await server.joined;
+    if (!joined && !dropped) throw new Error((await server.down).message);
+    if (joined && !admitted && !dropped) log(`rank ${rank}: reached run ${t.run} at ${serversOf(t).join(", ")}; waiting for the coordinator to check its hello`);
+    const down = await server.down;
+    if (down.fault === "rejected") {
+      if (!dropped) throw new Error(down.message);
+      return stop(`${dropped.why}; not taken back: ${down.message}`);
+    }
+    const told = down.message.includes(REJOIN_BYE);
+    if (joined && admitted) dropped = undefined; // it was back in (or never out)
+    if (!told && (!admitted || /the coordinator ended the run/.test(down.message))) {
+      // The run's end, or a down before this session's init: as before rejoins existed.
+      if (!dropped) return stop(down.message);
+    }
+    const now = Date.now();
+    if (told) dropped = { why: `rank ${rank}: dropped from the run (${down.message})`, until: now + rejoinMs, told };
+    else if (!dropped) dropped = { why: down.message, until: now, told }; // one more hello, then stop
+    if (now > dropped.until) return stop(dropped.told ? `${dropped.why}; no slot took it back within ${rejoinMs / 1000} s` : dropped.why);
+    log(`rank ${rank}: out of the run (${down.message}); saying hello again with the same token`);
+    rejoining = true;
+    admitted = false;
+    runtime = state.createRuntime(device);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
 }

@@ -22,6 +22,7 @@ import { loadCollector } from "../../gpu/mod.ts";
 import { BundleWriter, loadResume, type Persistence } from "../coordinator/persistence/persistence.ts";
 import { setupFor } from "./rank_setup.ts";
 import { stallCeilingMs } from "../coordinator/control/max_failure.ts";
+import { graceWindows } from "../coordinator/control/grace.ts";
 import { checkRemote, openRemoteSlots, type RemoteSlots } from "./remote_slots.ts";
 import { layoutDigest, programId } from "../protocol/remote_hello.ts";
 import { assertSharedMemory } from "../protocol/slab.ts";
@@ -152,7 +153,7 @@ async function launchRanks<M extends Module>(
   let want: JoinExpectation | undefined;
   try {
     // Tokens go out first: remote processes start while the local workers load.
-    if (state.remote) remote = await openRemoteSlots(state.remote, locals, state.site, programArgs());
+    if (state.remote) remote = await openRemoteSlots(state.remote, locals, state.site, programArgs(), graceWindows(cfg));
     for (let rank = 0; rank < locals; rank++) {
       const role: RankRole = { rank, world: W, entry, site: state.site, timeoutMs, session, args: programArgs() };
       const worker = new Worker(new URL("../../../workers/rank.ts", import.meta.url), {
@@ -213,10 +214,10 @@ async function launchRanks<M extends Module>(
       const silent = c.overdueMs(now, limit, compileLimit);
       if (c.alive && silent > 0) {
         const why = c.compiling
-          ? `compiling GPU pipelines (stall ceiling ${(compileLimit / 1000).toFixed(0)} s)`
-          : `heartbeatTimeoutSecs ${cfg.heartbeatTimeoutSecs}`;
+          ? `compiling GPU pipelines (stall ceiling ${((c.hold?.compileMs ?? compileLimit) / 1000).toFixed(0)} s)`
+          : c.hold?.knob ?? `heartbeatTimeoutSecs ${cfg.heartbeatTimeoutSecs}`;
         c.fail(new RankLostError(c.rank, `rank ${c.rank} was silent for ${(silent / 1000).toFixed(1)} s (${why})`), false);
-      } else if (c.alive && c.transport.present && now - c.lastSeen > limit && now - (probing.get(c.rank) ?? -Infinity) > limit) {
+      } else if (c.alive && c.transport.present && now - c.lastSeen > (c.hold?.silentMs ?? limit) && now - (probing.get(c.rank) ?? -Infinity) > limit) {
         probing.set(c.rank, now);
         const quiet = now - c.lastSeen;
         void c.transport.present().then((here) => {
@@ -232,11 +233,13 @@ async function launchRanks<M extends Module>(
   const result = (async () => {
     try {
       coordinator = new Coordinator(state, cfg, clients, hellos[0].layout, await started, observer, monitor, persistence);
-      for (const t of remote?.spares ?? []) {
-        spareJoin(remote!, t, want!, clients[t.rank], hellos[0].layout, (h) => setupFor(state, cfg, h, W, undefined, 1), coordinator, (name) => {
+      const join = (t: NatsTransport) =>
+        spareJoin(remote!, t, want!, clients[t.rank], hellos[0].layout, (h) => setupFor(state, cfg, h, W, undefined, 1), coordinator!, (name) => {
           adapters[t.rank] = name; // handle.devices() names the rank by its machine from now on
         });
-      }
+      for (const t of remote?.spares ?? []) join(t);
+      // A remote rank dropped (away past reconnectGraceSecs) may come back: its slot reopens as a spare.
+      if (remote) coordinator.onRankLost = (rank) => rank >= locals && void rejoinSlot(remote!, rank, coordinator!, join);
       return await coordinator.run();
     } finally {
       clearInterval(watchdog);
@@ -288,6 +291,18 @@ function spareJoin<M extends Module>(
   })().catch((e) => {
     console.warn(`flodl-webgpu: the rank joining spare slot ${t.rank} was not admitted: ${describeError(e)} (the run goes on)`);
   });
+}
+
+/** Reopen a dropped remote rank's slot as a standby (the coordinator's `reopen`), and join it as a spare's. */
+async function rejoinSlot<M extends Module>(remote: RemoteSlots, rank: number, coordinator: Coordinator<M>, join: (t: NatsTransport) => void): Promise<void> {
+  try {
+    const t = await remote.reopen(rank);
+    if (!t) return; // the run ended first
+    if (!coordinator.reopen(rank, RankClient.spare(rank, t))) return void (await t.close());
+    join(t);
+  } catch (e) {
+    console.warn(`flodl-webgpu: rank ${rank}'s slot was not reopened: ${describeError(e)} (the run goes on without it)`);
+  }
 }
 
 const key = (l: LayoutTable) => JSON.stringify([l.params.map((e) => [e.name, e.shape]), l.buffers.map((e) => [e.name, e.shape])]);

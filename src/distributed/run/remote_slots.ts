@@ -6,19 +6,25 @@
  * start: the error names the rank and the item that differs. A rank whose hello does not
  * verify (a wrong key) is told by a notice signed with its password (nats/refusal.ts).
  */
+import type { GraceWindows } from "../coordinator/control/grace.ts";
 import { NatsTransport } from "../coordinator/transport/transport_nats.ts";
 import {
   connectLink,
   coordinatorInbox,
+  decodeValue,
+  deriveRankKey,
   encodeJoinToken,
+  fromRankSubject,
+  importLinkKey,
   type NatsCoordinator,
   openCoordinator,
   type RankLink,
   relayCredentials,
+  WireReceiver,
 } from "../nats/mod.ts";
 import { checkRemoteHello, type JoinExpectation, type RemoteHello } from "../protocol/remote_hello.ts";
 import type { RemoteRanksSpec } from "./builder_state.ts";
-import { joinTokenFor } from "./join.ts";
+import { joinTokenFor, REJOIN_BYE } from "./join.ts";
 import type { RelayHello } from "./relay.ts";
 import type { CallSite } from "./reentry.ts";
 
@@ -37,6 +43,15 @@ export interface RemoteSlots {
    * A refused rank is told why (its link says bye) and this rejects naming it; the run goes on.
    */
   spareJoined(t: NatsTransport, want: JoinExpectation): Promise<RemoteHello>;
+  /**
+   * Reopen the slot of remote rank `rank`, dropped from the run: its link is closed with
+   * `REJOIN_BYE` (the rank says hello again with the same token) and a fresh one opened, on
+   * a connection of its own (a NATS coordinator opens a rank's link once), once the rank's
+   * new session said its first hello. Resolves with the slot's new transport, to be joined as
+   * a spare slot's; with none when the slots close first (the run ended).
+   * @throws {RangeError} When `rank` is not a remote slot of the run, or the slots are closed.
+   */
+  reopen(rank: number): Promise<NatsTransport | undefined>;
   /** Close the links and the coordinator's NATS connection. Idempotent. */
   close(): Promise<void>;
 }
@@ -79,12 +94,16 @@ export function checkRemote(spec: RemoteRanksSpec, localRanks: number): void {
  * their tokens (the spare slots' too: a rank may join them while the run goes).
  * @param site The builder's call site (its line:col go in the tokens).
  * @param args The coordinator's program arguments (they go in the tokens).
+ * @param grace The run's reconnect windows (`graceWindows(cfg)`): the coordinator's link
+ *   grace, each slot's hold, and the rank's `beaconLossMs` in its token. Default: the
+ *   links' own defaults and the run's heartbeat timeout.
  */
 export async function openRemoteSlots(
   spec: RemoteRanksSpec,
   first: number,
   site: CallSite,
   args: Record<string, unknown>,
+  grace?: GraceWindows,
 ): Promise<RemoteSlots> {
   const creds = spec.credentials;
   const nc = await connectLink(spec.url, creds.coordinator.user, creds.coordinator.pass, "coordinator", coordinatorInbox(creds.run));
@@ -95,6 +114,7 @@ export async function openRemoteSlots(
       run: creds.run,
       runKey: creds.runKey,
       passwords: creds.ranks.map((r) => r.pass),
+      graceMs: grace?.linkGraceMs,
     });
   } catch (e) {
     await nc.close().catch(() => {});
@@ -103,18 +123,70 @@ export async function openRemoteSlots(
   const transports: NatsTransport[] = [];
   const relays: { link: RankLink; ranks: number[] }[] = [];
   const total = spec.maxSlots ?? spec.slots;
+  const hold = grace && { silentMs: grace.remoteHoldMs, compileMs: grace.remoteCompileMs, knob: `reconnectGraceSecs ${grace.remoteHoldMs / 1000}` };
   let closed = false;
+  /** The coordinators of reopened slots (one connection each). */
+  const reopened: NatsCoordinator[] = [];
   const close = async () => {
     if (closed) return;
     closed = true;
+    for (const stop of [...waiting]) stop();
     await Promise.all(transports.map((t) => t.close().catch(() => {})));
     await Promise.all(relays.map((r) => r.link.close().catch(() => {})));
-    await coordinator.close().catch(() => {});
+    await Promise.all([coordinator, ...reopened].map((c) => c.close().catch(() => {})));
+  };
+  /** Reopened slots still waiting for their rank's fresh hello: closing ends the wait. */
+  const waiting = new Set<() => void>();
+  const reopen = async (rank: number) => {
+    const i = transports.findIndex((t) => t.rank === rank);
+    if (i < 0 || closed) throw new RangeError(`reopen: rank ${rank} is not an open remote slot of the run (${first}..${first + total - 1})`);
+    const conn = await connectLink(spec.url, creds.coordinator.user, creds.coordinator.pass, "coordinator", coordinatorInbox(creds.run));
+    const own = await openCoordinator({ connection: conn, run: creds.run, runKey: creds.runKey, passwords: creds.ranks.map((r) => r.pass), graceMs: grace?.linkGraceMs })
+      .catch(async (e) => {
+        await conn.close().catch(() => {});
+        throw e;
+      });
+    reopened.push(own);
+    // Listen before the bye goes out: the rank's new session starts after it.
+    const fresh = freshHello(conn, rank);
+    await transports[i].close(REJOIN_BYE).catch(() => {});
+    if (!(await fresh)) return undefined;
+    return transports[i] = await NatsTransport.open(own, rank, hold, coordinator);
+  };
+  /**
+   * Resolves true once rank `rank`'s new session says its first hello (sequence 1), false
+   * when the slots close first. A link opened at once would take the first chunk it hears as
+   * the start of the rank's sequence (`WireReceiver`'s lenient start): the old session's last
+   * chunks (a stopped rank sends them once it runs again, before it reads the bye), after
+   * which every chunk of the new session looks already seen. A strict receiver here hears only
+   * a session from its start; the link then takes the rank's next hello (resent every 500 ms).
+   */
+  const freshHello = async (conn: typeof nc, rank: number) => {
+    const gate = new WireReceiver(fromRankSubject(creds.run, rank), creds.run, `r${rank}`, await importLinkKey(await deriveRankKey(creds.runKey, rank)), rank);
+    let chain = Promise.resolve();
+    return await new Promise<boolean>((resolve) => {
+      const done = (ok: boolean) => {
+        waiting.delete(stop);
+        if (!conn.isClosed()) sub.unsubscribe();
+        resolve(ok);
+      };
+      const stop = () => done(false);
+      waiting.add(stop);
+      const sub = conn.subscribe(fromRankSubject(creds.run, rank), {
+        callback: (_err, msg) => {
+          const chunk = msg.data.slice();
+          chain = chain.then(async () => {
+            const r = await gate.accept(chunk);
+            if (r.kind === "message" && (decodeValue(r.bytes) as { k?: string } | null)?.k === "hello") done(true);
+          }).catch(() => {});
+        },
+      });
+    });
   };
   try {
     for (let rank = first; rank < first + total; rank++) {
-      transports.push(await NatsTransport.open(coordinator, rank));
-      spec.onJoinToken?.(rank, joinTokenFor(spec.joinUrl ?? spec.url, creds.ranks[rank], site, args));
+      transports.push(await NatsTransport.open(coordinator, rank, hold));
+      spec.onJoinToken?.(rank, joinTokenFor(spec.joinUrl ?? spec.url, creds.ranks[rank], site, args, grace?.beaconLossMs));
     }
     for (const r of relaysOf(spec)) {
       relays.push({ link: await coordinator.link(r.rank, { who: `relay (slot ${r.rank})` }), ranks: r.relayFor! });
@@ -143,6 +215,7 @@ export async function openRemoteSlots(
     spares: transports.slice(spec.slots),
     relays,
     close,
+    reopen,
     spareJoined: check,
     async joined(want) {
       let timer: ReturnType<typeof setTimeout> | undefined;

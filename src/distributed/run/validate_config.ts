@@ -93,6 +93,7 @@ export function validateConfig(cfg: DdpRunConfig, ctx: ValidationContext = {}): 
   if (cfg.checkpointEvery !== undefined) int("checkpointEvery", cfg.checkpointEvery, 1);
   if (cfg.checkpointAtEpoch !== undefined) int("checkpointAtEpoch", cfg.checkpointAtEpoch, 0);
   finite("heartbeatTimeoutSecs", cfg.heartbeatTimeoutSecs, 0, true);
+  finite("reconnectGraceSecs", cfg.reconnectGraceSecs, 0, true);
   finite("snapshotTimeoutSecs", cfg.snapshotTimeoutSecs, 0, true);
   int("reportsPerEpoch", cfg.reportsPerEpoch, 0);
   if (cfg.recordLog) int("recordLog maxBytes", cfg.recordLog.maxBytes, 0);

@@ -2,8 +2,8 @@
  * The NATS server killed and restarted on the same port mid-run (issues 10 and 27): one
  * local worker rank and one remote rank process. Both sides reconnect and their links
  * resume where they stopped (nats/README.md "Liveness"), so a restart within the grace is
- * survived: no rank lost, every sample once. A server away longer than the heartbeat
- * timeout loses the remote rank as before: the run goes on without it or, with
+ * survived: no rank lost, every sample once. A server away longer than the grace
+ * (`reconnectGraceSecs`) loses the remote rank as before: the run goes on without it or, with
  * `maxFailure(absolute(1))`, stops with a bundle whose error says why and where to resume.
  * Never a hang: every wait here is bounded by `within`, which fails loudly naming what did
  * not happen (a bound, not a timing assertion). The rank process stops on its own.
@@ -38,7 +38,7 @@ async function restartedRun(awayMs: number, stem?: string) {
   let restart: Promise<void> | undefined;
   let reduced = false;
   let b = mnistRemote.clone().elche(ElCheConfig.cpuCadence()).bf16Wire(true).batchSize(16).numEpochs(1).lrScaleRatio(0)
-    .heartbeatTimeoutSecs(8).cluster({ ranks: [{}] })
+    .heartbeatTimeoutSecs(8).reconnectGraceSecs(8).cluster({ ranks: [{}] })
     .remoteRanks({ slots: 1, url: server.wsUrl, credentials: creds, joinTimeoutSecs: 120, onJoinToken: (_r, t) => procs.push(spawnDeno(RANK_SCRIPT, [t])) });
   if (stem) b = b.savePath(stem).maxFailure(MaxFailureThreshold.absolute(1));
   observe(b, {
@@ -80,13 +80,13 @@ gpuTest("NATS server restarted mid-epoch: both sides reconnect and resume, no ra
   assert(/the coordinator ended the run/.test(r.log), `the rank stayed to the end of the run:\n${r.log}`);
 });
 
-gpuTest("NATS server away past heartbeatTimeoutSecs with maxFailure(1): the remote rank is lost, the run stops with a max_failure_exceeded bundle and says so", async () => {
+gpuTest("NATS server away past reconnectGraceSecs with maxFailure(1): the remote rank is lost, the run stops with a max_failure_exceeded bundle and says so", async () => {
   const dir = await Deno.makeTempDir({ prefix: "flodl-nats-restart-" });
   try {
     const r = await restartedRun(12_000, `${dir}/ckpt`);
     assert(r.outcome, "the run stopped");
     // The error says why it stopped and which loss did it; the bundle holds the last consensus.
-    await assertRejects(() => Promise.reject(r.outcome), Error, "max_failure_exceeded", "rank 1", "heartbeatTimeoutSecs 8", `${dir}/ckpt`, "resumeFrom");
+    await assertRejects(() => Promise.reject(r.outcome), Error, "max_failure_exceeded", "rank 1", "reconnectGraceSecs 8", `${dir}/ckpt`, "resumeFrom");
     assert(/^1: .*silent/.test(r.lost[0] ?? ""), `the loss names rank 1's silence: ${r.lost.join("; ")}`);
     assertEquals((await readBundleMeta(new FsStorage(dir), "ckpt")).save_reason, "max_failure_exceeded", "bundle reason");
   } finally {

@@ -14,6 +14,7 @@ export { MaxFailureThreshold } from "./max_failure.ts";
 
 import { Reduction } from "../../../monitor/mod.ts";
 import { ApplyPolicy, AverageBackend } from "./policy.ts";
+import { DEFAULT_RECONNECT_GRACE_SECS } from "./grace.ts";
 
 export { ApplyPolicy, AverageBackend };
 
@@ -282,6 +283,12 @@ export interface DdpRunConfig {
   maxFailure?: MaxFailureThreshold;
   /** A rank silent longer than this many seconds is declared lost (`.heartbeatTimeoutSecs()`); default 30. */
   heartbeatTimeoutSecs: number;
+  /**
+   * How long a remote rank may be away (link lost, tab frozen, process stopped) and come back
+   * without a loss (`.reconnectGraceSecs()`); default 60. Every reconnect window derives from
+   * it (control/grace.ts).
+   */
+  reconnectGraceSecs: number;
   /** Snapshot timeout, seconds (finite, > 0); default 5. Validated, but nothing in this port reads it yet. */
   snapshotTimeoutSecs: number;
   /** Which rank runs epochFn / checkpointFn / evalFn (`.epochCallbackPolicy()`); default fastest. */
@@ -326,6 +333,7 @@ export function defaultRunConfig(): DdpRunConfig {
     elche: new ElCheConfig(),
     lrScaleRatio: 1.0,
     heartbeatTimeoutSecs: 30,
+    reconnectGraceSecs: DEFAULT_RECONNECT_GRACE_SECS,
     snapshotTimeoutSecs: 5,
     epochCallbackPolicy: EpochCallbackPolicy.fastest(),
     reportsPerEpoch: 0,

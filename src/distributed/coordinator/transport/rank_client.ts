@@ -50,6 +50,19 @@ export const STEP_WINDOW = 4;
 /** A rank may be silent this many times its slowest recent step (see `overdueMs`). */
 export const STEP_GRACE = 3;
 
+/**
+ * How long a rank whose transport carries one (a remote rank) is held while silent, in place
+ * of the run's heartbeat timeout: from `reconnectGraceSecs` (control/grace.ts).
+ */
+export interface RankHold {
+  /** Silence allowed, ms. */
+  silentMs: number;
+  /** Silence allowed while the rank compiles pipelines, ms. */
+  compileMs: number;
+  /** The knob that sets it, as a loss names it (`reconnectGraceSecs 60`). */
+  knob: string;
+}
+
 export class RankClient {
   readonly rank: number;
   /** How calls and events travel (protocol/transport.ts). */
@@ -72,6 +85,11 @@ export class RankClient {
   compiling = false;
   /** While {@link compiling}: the pipeline it named (at most 120 characters: a remote rank's words), and since when. */
   compilingWhat?: { what: string; since: number };
+  /**
+   * A remote rank's own silence allowance (its transport's {@link RankHold}: the run's
+   * `reconnectGraceSecs`), in place of the heartbeat timeout; none for a worker.
+   */
+  readonly hold?: RankHold;
   /** The relay this rank's reduce frames go through (a remote rank behind one), else none. */
   relay?: FrameRelay;
   /** Batch events, forwarded by the coordinator. */
@@ -101,6 +119,7 @@ export class RankClient {
     this.rank = rank;
     this.transport = isTransport(link) ? link : worker ? new WorkerTransport(rank, worker, link) : new LocalTransport(link);
     this.api = viewOf(this.transport);
+    this.hold = (this.transport as { hold?: RankHold }).hold;
     this.transport.listen({
       event: (e) => this.#event(e),
       down: (reason) => this.fail(new RankLostError(rank, reason), false),
@@ -147,9 +166,11 @@ export class RankClient {
    * step when that is longer (up to `compileMs`). A rank cannot heartbeat while its thread
    * waits on the GPU: on a software adapter a readback blocks the worker until the step's
    * work is done (Deno polls the device with a blocking wait), and a char-rnn step there
-   * takes 4–40 s. 0 while it is within bounds.
+   * takes 4–40 s. A rank with a {@link hold} (a remote rank) is allowed its hold's windows
+   * instead of `heartbeatMs` and `compileMs`. 0 while it is within bounds.
    */
   overdueMs(now: number, heartbeatMs: number, compileMs: number): number {
+    if (this.hold) [heartbeatMs, compileMs] = [this.hold.silentMs, this.hold.compileMs];
     const silent = now - this.lastSeen;
     const stepMs = this.#steps.length ? Math.max(...this.#steps) : 0;
     const limit = this.compiling ? compileMs : Math.max(heartbeatMs, Math.min(compileMs, STEP_GRACE * stepMs));

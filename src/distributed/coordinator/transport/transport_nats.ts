@@ -16,6 +16,7 @@ import { CAST_MISSED, checkFrame, type NatsCoordinator, type RankLink, RankLinkE
 import { RankLostError } from "../../protocol/errors.ts";
 import type { Adoption, Frame, RankHello, RankSetup, WireDtype } from "../../protocol/messages.ts";
 import { RANK_CALL_TABLE } from "../../protocol/rank_calls.ts";
+import type { RankHold } from "./rank_client.ts";
 import type { RankCallName, RankCalls, RankEvent, RankListener, RankTransport } from "../../protocol/transport.ts";
 
 const EVENT_KINDS: ReadonlySet<string> = new Set(["batch", "heartbeat", "compiling"]);
@@ -44,15 +45,17 @@ export class NatsTransport implements RankTransport {
 
   /**
    * Open rank slot `rank` on the coordinator's NATS side (before its join token goes out,
-   * so no hello is missed). Its `link.ready` resolves with the rank's hello.
+   * so no hello is missed). Its `link.ready` resolves with the rank's hello. `castFrom`: the
+   * coordinator whose casts the adoptions name (default `coordinator`; a reopened slot's link
+   * has a connection of its own, the casts stay the run's).
    */
-  static async open(coordinator: NatsCoordinator, rank: number): Promise<NatsTransport> {
+  static async open(coordinator: NatsCoordinator, rank: number, hold?: RankHold, castFrom: NatsCoordinator = coordinator): Promise<NatsTransport> {
     const box: { transport?: NatsTransport; early: unknown[] } = { early: [] };
     const link = await coordinator.link(rank, {
       onEvent: (e) => (box.transport ? box.transport.#event(e) : box.early.push(e)),
       onRefused: (e) => console.warn(`flodl: ${e.message}`),
     });
-    const transport = box.transport = new NatsTransport(rank, link, coordinator);
+    const transport = box.transport = new NatsTransport(rank, link, castFrom, hold);
     for (const e of box.early) transport.#event(e);
     return transport;
   }
@@ -62,8 +65,12 @@ export class NatsTransport implements RankTransport {
     return this.link.present();
   }
 
-  /** @param coordinator Where the consensus is cast from; without it each rank gets it inline. */
-  constructor(readonly rank: number, readonly link: RankLink, readonly coordinator?: NatsCoordinator) {
+  /**
+   * @param coordinator Where the consensus is cast from; without it each rank gets it inline.
+   * @param hold How long the rank may be silent before it is lost (the run's `reconnectGraceSecs`);
+   *   none: the run's heartbeat timeout.
+   */
+  constructor(readonly rank: number, readonly link: RankLink, readonly coordinator?: NatsCoordinator, readonly hold?: RankHold) {
     link.down.then((e) => {
       if (!this.#closed) this.#listener?.down(e.message);
     });
@@ -145,9 +152,10 @@ export class NatsTransport implements RankTransport {
     }
   }
 
-  async close(): Promise<void> {
+  /** Close the link; the rank is told `reason` in its bye (default: the link's). */
+  async close(reason?: string): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.link.close();
+    await this.link.close(reason);
   }
 }
