@@ -14,8 +14,8 @@
  * - `nats`: the nats-server killed and started again on its port 0.2–5 s later;
  * - `node`: on a 3-node NATS cluster, the node the coordinator or the rank (drawn) is on
  *   killed for good: every client fails over to another node.
- * Every fault but `kill` lasts less than the grace (heartbeatTimeoutSecs 30, the rank's
- * beaconLossMs 30 s), so the run must keep its rank. Counted per run: a hang (no end within
+ * Every fault but `kill` lasts less than the grace (reconnectGraceSecs 30, which the rank
+ * holds too), so the run must keep its rank. Counted per run: a hang (no end within
  * 300 s), a run that did not finish, ranks lost (expected: none, or rank 1 for `kill`),
  * samples never trained or trained twice (the coordinator's completed chunks, test/util/
  * ledger.ts), and the test accuracy, against the all-local band of the same world

@@ -21,6 +21,7 @@
  */
 import {
   assignRelay,
+  certificateDigests,
   createRunCredentials,
   Device,
   ElCheConfig,
@@ -30,6 +31,8 @@ import {
   joinRun,
   observe,
   packBytes,
+  readTlsFiles,
+  selfSignedCertificate,
   serverAuthorization,
   serveWalkIn,
   setProgramArgs,
@@ -42,8 +45,7 @@ import { Progress, sampleProgress } from "./progress.ts";
 import type { Metric } from "../src/zoo/mod.ts";
 import { sampleText } from "./sample.ts";
 import { startNatsCluster } from "../scripts/nats_server.ts";
-import { buildWalkIn } from "../src/walk_in_build.ts";
-import { certificateDigests, readTlsFiles, selfSignedCertificate } from "../src/distributed/serve/walk_in_tls.ts";
+import { buildWalkIn } from "../src/vite_plugin.ts";
 
 const enc = new TextEncoder();
 

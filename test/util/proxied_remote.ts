@@ -39,7 +39,8 @@ export interface ProxiedRun {
 /**
  * Set up a proxied run; `batch` is told each remote batch (rank 1), in order: where a test
  * or the soak fires its fault.
- * @param heartbeatTimeoutSecs The coordinator's grace for a silent rank (the rank's own is its beaconLossMs, 30 s).
+ * @param graceSecs The run's `reconnectGraceSecs` (and `heartbeatTimeoutSecs`): how long the
+ *   coordinator holds the remote rank's slot while it is away, and the rank holds its state.
  * @param opts.sync cpu-sync with an f32 wire and a static half-and-half split instead of
  *   cpu-cadence with bf16: each rank's steps are then fixed, whatever the timing, so two runs
  *   end with the same consensus bytes.
@@ -47,7 +48,7 @@ export interface ProxiedRun {
  *   token lists every node, the rank's node 0 through the proxy and the others directly.
  */
 export async function proxiedRun(
-  heartbeatTimeoutSecs: number,
+  graceSecs: number,
   batch: (n: number) => void,
   opts: { sync?: boolean; nodes?: number } = {},
 ): Promise<ProxiedRun> {
@@ -60,7 +61,7 @@ export async function proxiedRun(
   const program = opts.sync
     ? remoteProgram(16).elche(ElCheConfig.cpuSync()).policy(ApplyPolicy.Sync).bf16Wire(false).partitionRatios([0.5, 0.5])
     : remoteProgram(16);
-  const builder = program.heartbeatTimeoutSecs(heartbeatTimeoutSecs).cluster({ ranks: [{}] }).remoteRanks({
+  const builder = program.heartbeatTimeoutSecs(graceSecs).reconnectGraceSecs(graceSecs).cluster({ ranks: [{}] }).remoteRanks({
     slots: 1,
     url: cluster.wsUrls,
     credentials: creds,

@@ -12,3 +12,4 @@
 export { type WalkInDigests, type WalkInFiles, type WalkInServeOptions, type WalkInServer, serveWalkIn } from "./walk_in_server.ts";
 export { packBytes, packDataset, walkInData } from "./walk_in_data.ts";
 export { startWalkIn } from "./walk_in_start.ts";
+export { type CertificateDigests, certificateDigests, readTlsFiles, selfSignedCertificate, type TlsPair } from "./walk_in_tls.ts";

@@ -22,7 +22,7 @@ const DOWN_MS = 4000;
 gpuTest("a remote rank's link reset and down 4 s, then black-holed 4 s, mid-epoch: it resumes, no rank lost, every sample once", async () => {
   const faults: Promise<void>[] = [];
   let afterCut = -1, last = 0;
-  // heartbeatTimeoutSecs 20 (the rank's beaconLossMs is 30 s): a 4 s outage is well inside both.
+  // A grace of 20 s (reconnectGraceSecs, the rank's too): a 4 s outage is well inside it.
   const r = await proxiedRun(20, (n) => {
     last = n;
     if (n === 3) faults.push(r.proxy.cut(DOWN_MS).then(() => void (afterCut = last)));

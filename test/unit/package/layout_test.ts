@@ -5,10 +5,11 @@
  * which starts the nats-server of `npm start -- --serve`).
  */
 import { assertEquals } from "../../util/assert.ts";
+import { PACKAGE_ENTRIES } from "../../../scripts/package_entries.ts";
 
 const root = new URL("../../../", import.meta.url);
 /** The public entries, as paths under the repository: the package's `exports` map names their builds. */
-const ENTRIES = ["src/index.ts", "src/engine.ts", "src/zoo/mod.ts"];
+const ENTRIES: readonly string[] = Object.values(PACKAGE_ENTRIES);
 
 function* sources(dir: string): Generator<string> {
   for (const e of Deno.readDirSync(new URL(dir, root))) {
