@@ -221,6 +221,7 @@ class Link implements RankLink {
       case "hello":
         if (!this.#joined) {
           this.#joined = true;
+          this.receiver.pin();
           this.send({ k: "beacon" }).catch(() => {}); // answers the hello: the rank stops resending
           this.#ready.resolve(m.info);
         }

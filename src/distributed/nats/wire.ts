@@ -39,6 +39,12 @@ export interface ChunkMeta {
   ack?: number;
   /** A control chunk (`seq` 0, no data): send again every chunk after this sequence number. */
   resume?: number;
+  /**
+   * The sending side's session: random, one per sender (a rank process, a rank's rejoin, a
+   * coordinator's life). A coordinator's receiver that has not yet heard the rank's hello
+   * takes a new session as a new start (`WireReceiver.pin`).
+   */
+  session?: string;
 }
 
 const MAGIC = 0x314e4c46; // "FLN1" little-endian
@@ -88,6 +94,8 @@ export interface ResumeOptions {
 /** Sends messages on one subject: chunked, sequenced, signed, in call order. */
 export class WireSender {
   #seq = 0;
+  /** This sender's session (ChunkMeta.session). */
+  readonly session = [...crypto.getRandomValues(new Uint8Array(8))].map((b) => b.toString(16).padStart(2, "0")).join("");
   #bytes = 0;
   #tail: Promise<void> = Promise.resolve();
   readonly #chunk: number;
@@ -158,6 +166,7 @@ export class WireSender {
           part,
           parts,
           bytes: message.byteLength,
+          session: this.session,
           ...(this.resume ? { ack: this.resume.received() } : {}),
         };
         const chunk = await sealChunk(this.key, this.subject, meta, data);
@@ -216,6 +225,8 @@ export class WireReceiver {
   #last = 0;
   #parts: Uint8Array[] = [];
   #expect?: { parts: number; bytes: number };
+  #session?: string;
+  #pinned = false;
 
   constructor(
     private readonly subject: string,
@@ -232,6 +243,18 @@ export class WireReceiver {
     /** Resume across lost chunks (module doc) instead of going down. */
     private readonly resumable = false,
   ) {}
+
+  /**
+   * The sender's session is the one to keep (the coordinator heard the rank's hello on it):
+   * from now on a chunk of another session is dropped, not a new start. Until then a lenient
+   * receiver starts again on each new session it hears: the rank's chunks it took for the
+   * start may be an old session's (a rank that held on while its coordinator died and one
+   * started again, or a stopped rank's last chunks), after which the new session's hello
+   * would look already seen.
+   */
+  pin(): void {
+    this.#pinned = true;
+  }
 
   /** The highest sequence number accepted so far (what this side acknowledges). */
   get last(): number {
@@ -276,6 +299,13 @@ export class WireReceiver {
       return this.#refuse(`HMAC does not match (forged or tampered; seq ${meta.seq})`);
     }
     if (this.resumable && meta.seq === 0 && Number.isSafeInteger(meta.resume)) return { kind: "resume", have: meta.resume! };
+    if (this.lenientStart && meta.session !== this.#session) {
+      if (this.#pinned) return { kind: "duplicate" }; // an old session's chunk, or another process on the slot
+      this.#session = meta.session;
+      this.#last = 0;
+      this.#parts = [];
+      this.#expect = undefined;
+    }
     if (!Number.isSafeInteger(meta.seq) || meta.seq <= this.#last) {
       if (this.resumable && meta.seq > 0) return { kind: "duplicate" };
       return this.#refuse(`replayed: seq ${meta.seq}, last accepted ${this.#last}`);
