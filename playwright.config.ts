@@ -4,7 +4,7 @@ import { defineConfig } from "@playwright/test";
  * Chromium (Debian's /usr/bin/chromium, never downloaded) with WebGPU: a real GPU when
  * present, SwiftShader otherwise.
  */
-const WEBGPU_FLAGS = [
+export const WEBGPU_FLAGS = [
   "--enable-unsafe-webgpu",
   "--enable-features=Vulkan",
   "--use-vulkan=swiftshader",
@@ -13,7 +13,7 @@ const WEBGPU_FLAGS = [
   // Without it, headless Chromium loses the device of the demo's 3-D view (a WebGPU canvas).
   "--use-angle=swiftshader",
 ];
-const QUIET_FLAGS = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+export const QUIET_FLAGS = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
 /**
  * The shared dev server's port; the demo test takes the next two (its own dev server and

@@ -13,7 +13,7 @@
  * tab's first step and the bytes it fetched (bench/README.md "Walk-in tabs").
  *
  * The namespace setup repeats test/gpu/distributed/walk_in_deno_test.ts's (Deno there, Node
- * here); the WebGPU flags repeat playwright.config.ts's. Skips, saying why, when not root or
+ * here); the WebGPU flags are playwright.config.ts's. Skips, saying why, when not root or
  * without `ip`.
  */
 import { chromium, expect, type Page, test } from "@playwright/test";
@@ -21,23 +21,10 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { QUIET_FLAGS, WEBGPU_FLAGS } from "../../playwright.config.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const DENO = join(root, "node_modules", ".bin", "deno");
-const WEBGPU_FLAGS = [
-  "--enable-unsafe-webgpu",
-  "--enable-features=Vulkan",
-  "--use-vulkan=swiftshader",
-  "--use-webgpu-adapter=swiftshader",
-  "--enable-unsafe-swiftshader",
-  "--use-angle=swiftshader",
-];
-const QUIET_FLAGS = [
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 /** An upper bound, never an assertion: SwiftShader compiles the tab's pipelines before its first step (minutes under load). */
 const RUN_MS = 1_500_000;
 test.describe.configure({ timeout: 1_800_000 });

@@ -88,3 +88,13 @@ function checkError(e: unknown, cls: abstract new (...a: any[]) => Error, fragme
   }
   return e;
 }
+
+/** What `fn` throws, as `Name: message`, or "accepted" when it returns: for tables of bad inputs and their one-line errors. */
+export function errorOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    return `${(e as Error).name}: ${(e as Error).message}`;
+  }
+  return "accepted";
+}

@@ -5,7 +5,7 @@
  * characters and length (never its password) and what is expected; and through the CLIs
  * (`examples/train.ts --join`, `scripts/relay.ts`) it is one line on stderr, exit 2, no stack.
  */
-import { assert, assertEquals } from "../../../util/assert.ts";
+import { assert, assertEquals, errorOf } from "../../../util/assert.ts";
 import { assignRelay, createRunCredentials, relayCredentials } from "../../../../src/distributed/nats/credentials.ts";
 import type { RelayCredentials } from "../../../../src/distributed/nats/credentials.ts";
 import { decodeJoinToken, decodeRelayToken, encodeJoinToken } from "../../../../src/distributed/nats/join_token.ts";
@@ -13,15 +13,6 @@ import { decodeJoinToken, decodeRelayToken, encodeJoinToken } from "../../../../
 /** base64url of any JSON text, as a token is made. */
 const tokenOf = (json: string) =>
   btoa(json).replaceAll("+", "-").replaceAll("/", "_").replaceAll("=", "");
-
-function errorOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "accepted";
-}
 
 Deno.test("decodeJoinToken: a rank's token round-trips, URL-safe", async () => {
   const c = await createRunCredentials(2);

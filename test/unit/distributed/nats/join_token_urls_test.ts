@@ -4,7 +4,7 @@
  * alone); each bad `urls` is one TypeError line naming the token and the field (never the
  * password); the walk-in command allows every node's host:port.
  */
-import { assert, assertEquals } from "../../../util/assert.ts";
+import { assert, assertEquals, errorOf } from "../../../util/assert.ts";
 import { assignRelay, createRunCredentials, relayCredentials } from "../../../../src/distributed/nats/credentials.ts";
 import { decodeJoinToken, decodeRelayToken, encodeJoinToken, serversOf } from "../../../../src/distributed/nats/join_token.ts";
 import { ArrayDataSet, packBytes, serveWalkIn } from "../../../../src/index.ts";
@@ -13,15 +13,6 @@ const URLS = ["ws://10.0.0.1:4223", "ws://10.0.0.2:4224", "wss://nats.example:44
 
 /** base64url of a JSON object, as a token is made. */
 const tokenOf = (v: unknown) => btoa(JSON.stringify(v)).replaceAll("+", "-").replaceAll("/", "_").replaceAll("=", "");
-
-function errorOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "accepted";
-}
 
 Deno.test("encodeJoinToken: every node's URL round-trips (url = the first); one URL is a one-server token", async () => {
   const c = await createRunCredentials(2);
