@@ -19,13 +19,12 @@
  * timing. Small: 1200 MNIST images, one epoch, 2 cores shared with others.
  */
 import { expect, type Page, test } from "@playwright/test";
-import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { PORT } from "../../playwright.config.ts";
 import type { Report } from "../fixtures/tab_report.ts";
+import { Proc } from "./deno_proc.ts";
 
 const root = join(import.meta.dirname, "..", "..");
-const DENO = join(root, "node_modules", ".bin", "deno");
 const SUBSET = 1200, TEST = 300, BATCH = 24;
 /**
  * The accuracy bar: the same world (4 ranks, this subset and batch) all local scored
@@ -48,42 +47,7 @@ test.describe.configure({ timeout: 1_800_000 });
 const DEV_PORT = PORT + 1;
 const DEV = `http://127.0.0.1:${DEV_PORT}`;
 
-/** Deno needs a private XDG_RUNTIME_DIR on lavapipe (scripts/env.sh). */
-const env = { ...process.env, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? "/tmp" };
 
-/** A Deno process whose output is kept; killed by its pid in `stop`. */
-class Proc {
-  readonly child: ChildProcess;
-  out = "";
-  readonly exited: Promise<number>;
-  constructor(args: string[]) {
-    this.child = spawn(DENO, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
-    this.child.stdout!.on("data", (d) => (this.out += d));
-    this.child.stderr!.on("data", (d) => (this.out += d));
-    this.exited = new Promise((r) => this.child.on("exit", (code) => r(code ?? -1)));
-  }
-  /** Resolves with the first match of `re` in the output; rejects when the process exits first. */
-  async wait(re: RegExp, what: string): Promise<RegExpExecArray> {
-    let gone = false;
-    void this.exited.then(() => (gone = true));
-    for (;;) {
-      const m = re.exec(this.out);
-      if (m) return m;
-      if (gone) throw new Error(`the process exited before ${what}:\n${this.out}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  /** Kill it unless it ended, and the nats-server it started (by the pid it printed) unless it reported. */
-  stop(): void {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
-    const nats = /^nats (\d+)$/m.exec(this.out);
-    if (nats && !/^report /m.test(this.out)) {
-      try {
-        process.kill(Number(nats[1]), "SIGKILL");
-      } catch { /* it had stopped */ }
-    }
-  }
-}
 
 /** The coordinator with `locals` worker ranks and `remotes` remote slots; `dieAtFoldOf`: see the fixture. */
 function coordinator(locals: number, remotes: number, dieAtFoldOf?: number): Proc {

@@ -30,13 +30,12 @@
  * "dropped", then "Rejoined" (demo/join.ts).
  */
 import { expect, type Page, test } from "@playwright/test";
-import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { PORT } from "../../playwright.config.ts";
 import type { Report } from "../fixtures/tab_report.ts";
+import { Proc } from "./deno_proc.ts";
 
 const root = join(import.meta.dirname, "..", "..");
-const DENO = join(root, "node_modules", ".bin", "deno");
 const SUBSET = 4800, TEST = 300, BATCH = 24;
 /** How long the tab is frozen, and the run's grace (above it). */
 const FREEZE_MS = 30_000, GRACE_SECS = 60;
@@ -49,44 +48,7 @@ test.describe.configure({ timeout: 1_800_000 });
 /** Our own dev server without watching or HMR (a reloaded tab is a dead rank); join.spec takes PORT + 1, the demo test PORT + 1 and + 2. */
 const DEV_PORT = PORT + 3;
 const DEV = `http://127.0.0.1:${DEV_PORT}`;
-const env = { ...process.env, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? "/tmp" };
 
-/** A Deno process whose output is kept (as join.spec's). */
-class Proc {
-  readonly child: ChildProcess;
-  out = "";
-  readonly exited: Promise<number>;
-  constructor(args: string[]) {
-    this.child = spawn(DENO, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
-    this.child.stdout!.on("data", (d) => (this.out += d));
-    this.child.stderr!.on("data", (d) => (this.out += d));
-    this.exited = new Promise((r) => this.child.on("exit", (code) => r(code ?? -1)));
-  }
-  async wait(re: RegExp, what: string): Promise<RegExpExecArray> {
-    let gone = false;
-    void this.exited.then(() => (gone = true));
-    for (;;) {
-      const m = re.exec(this.out);
-      if (m) return m;
-      if (gone) throw new Error(`the process exited before ${what}:\n${this.out}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  /** Kill it unless it ended, and its nats-server (by the pid it printed) unless it reported. */
-  stop(): void {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
-    const nats = /^nats (\d+)$/m.exec(this.out);
-    if (nats && !/^report /m.test(this.out)) {
-      try {
-        process.kill(Number(nats[1]), "SIGKILL");
-      } catch { /* it had stopped */ }
-    }
-  }
-  /** Samples of `rank`'s chunks folded so far (the coordinator's `fold` lines). */
-  folded(rank: number): number {
-    return [...this.out.matchAll(new RegExp(`^fold ${rank} (\\d+)$`, "gm"))].reduce((a, m) => a + Number(m[1]), 0);
-  }
-}
 
 interface JoinState {
   state: string;
